@@ -1,0 +1,123 @@
+"""Command line: ``copyhead train | theory | aggregate | figure | audit``.
+
+Thin: parse arguments, validate the config before any compute, call the package, map known failures
+(bad config, unreadable file) to a one-line message and exit status 2 instead of a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import config as cfgmod
+from .provenance import DataFileError
+
+
+def _load_config(path: str, overrides: list[str] | None = None) -> dict:
+    cfg = cfgmod.load(path)
+    return cfg
+
+
+def _cmd_train(a) -> int:
+    from .run import train_run
+    if a.run_config:
+        try:
+            run_cfg = json.loads(a.run_config)
+        except json.JSONDecodeError as e:
+            raise cfgmod.ConfigError(f"--run-config is not valid JSON: {e}") from None
+        if a.P is not None or a.seed is not None:
+            run_cfg = dict(run_cfg, **({"P": a.P} if a.P is not None else {}),
+                           **({"seed": a.seed} if a.seed is not None else {}))
+    else:
+        if None in (a.attention, a.optimizer, a.P, a.seed):
+            raise cfgmod.ConfigError("copyhead train needs --attention, --optimizer, --P and --seed "
+                                     "(or --run-config)")
+        cfg = _load_config(a.config)
+        run_cfg = cfgmod.run_config(cfg, a.attention, a.optimizer, a.P, a.seed)
+    train_run(run_cfg, Path(a.out), device=a.device)
+    return 0
+
+
+def _cmd_theory(a) -> int:
+    from .theory.output import write_theory
+    if a.theory_config:
+        th_cfg = json.loads(a.theory_config)
+    else:
+        th_cfg = cfgmod.theory_config(_load_config(a.config))
+    write_theory(th_cfg, a.attention, Path(a.out))
+    return 0
+
+
+def _cmd_aggregate(a) -> int:
+    from .aggregate import aggregate_runs
+    aggregate_runs([Path(p) for p in a.runs], Path(a.out), attention=a.attention)
+    return 0
+
+
+def _cmd_figure(a) -> int:
+    from .figures import make_figure
+    make_figure(a.name, json.loads(a.inputs), Path(a.out), json.loads(a.options or "{}"))
+    return 0
+
+
+def _cmd_audit(a) -> int:
+    from .audit import main as audit_main
+    return audit_main(a)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="copyhead", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    t = sub.add_parser("train", help="train one run (attention, optimizer, P, seed) -> one netCDF file")
+    t.add_argument("--config", default="config.yaml", help="config file (default: config.yaml)")
+    t.add_argument("--run-config", help="resolved run config as JSON (what the workflow passes)")
+    t.add_argument("--attention", choices=cfgmod.ATTENTIONS)
+    t.add_argument("--optimizer", help="recipe name, a key of 'optimizers' in the config")
+    t.add_argument("--P", type=int, help="training-set size (sequences)")
+    t.add_argument("--seed", type=int)
+    t.add_argument("--device", choices=["auto", "cpu", "cuda"], help="override numerics.device")
+    t.add_argument("--out", required=True, help="output .nc (written atomically)")
+    t.set_defaults(func=_cmd_train)
+
+    th = sub.add_parser("theory", help="theory predictions for one attention type -> netCDF")
+    th.add_argument("--attention", choices=cfgmod.ATTENTIONS, required=True)
+    th.add_argument("--config", default="config.yaml")
+    th.add_argument("--theory-config", help="theory config subset as JSON (what the workflow passes)")
+    th.add_argument("--out", required=True)
+    th.set_defaults(func=_cmd_theory)
+
+    ag = sub.add_parser("aggregate", help="combine run files of one attention type into one Dataset")
+    ag.add_argument("--attention", choices=cfgmod.ATTENTIONS, required=True)
+    ag.add_argument("--out", required=True)
+    ag.add_argument("runs", nargs="+", help="run .nc files")
+    ag.set_defaults(func=_cmd_aggregate)
+
+    f = sub.add_parser("figure", help="make one figure (pdf + png + provenance sidecar)")
+    f.add_argument("name", help="figure name, e.g. fig3_linear_order_params")
+    f.add_argument("--inputs", required=True, help="JSON mapping of input role -> path")
+    f.add_argument("--options", help="JSON figure options")
+    f.add_argument("--out", required=True, help="output .pdf (the .png and sidecar go beside it)")
+    f.set_defaults(func=_cmd_figure)
+
+    au = sub.add_parser("audit", help="verify a figure's chain of inputs back to the runs")
+    au.add_argument("figures", nargs="*", help="figure files (.pdf/.png) or their .provenance.json")
+    au.add_argument("--all", action="store_true", help="audit every figure under --results/figures")
+    au.add_argument("--results", default="results", help="results folder (default: results)")
+    au.add_argument("--json", action="store_true", help="machine-readable output")
+    au.set_defaults(func=_cmd_audit)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (cfgmod.ConfigError, DataFileError) as e:
+        print(f"copyhead {args.cmd}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""Provenance: what every product records about how it was made, and safe file I/O.
+
+Owns (1) the provenance attributes written into every netCDF file (effective config as JSON and its
+hash, code version, library versions, device, host, times) together with the CF global attributes,
+(2) sha256 checksums of input files, (3) atomic writes (temporary file + rename, so a killed process
+never leaves a half-written output) and (4) reading netCDF files with an error that names the file.
+The audit of a figure back to its runs (``copyhead audit``) lives in ``copyhead.audit``.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .config import canonical_json, config_hash
+
+PAPER = ("Lavie, Fischer, Lekov, Van Maele, Ringel, Helias: Phase Transitions in Attention: A Bayesian "
+         "Theory of Copy Head Emergence, arXiv 2606.12058 (NeurIPS 2026)")
+
+
+class DataFileError(RuntimeError):
+    """A data file that is missing, truncated or not what it claims to be (the message names it)."""
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+_REPO = Path(__file__).resolve().parents[2]
+_code_version_cache: dict | None = None
+
+
+def code_version() -> dict:
+    """git commit and dirty flag of the source tree, or the package version outside git."""
+    global _code_version_cache
+    if _code_version_cache is None:
+        info = {"package_version": __version__, "git_commit": "", "git_dirty": 0}
+        try:
+            if (_REPO / ".git").exists():
+                run = lambda *a: subprocess.run(["git", "-C", str(_REPO), *a], capture_output=True,
+                                                text=True, timeout=10)
+                head = run("rev-parse", "HEAD")
+                if head.returncode == 0:
+                    info["git_commit"] = head.stdout.strip()
+                    status = run("status", "--porcelain", "--untracked-files=no", "--", "src", "workflow",
+                                 "Snakefile", "pyproject.toml")
+                    info["git_dirty"] = int(bool(status.stdout.strip()))
+        except (OSError, subprocess.SubprocessError):
+            pass
+        _code_version_cache = info
+    return dict(_code_version_cache)
+
+
+def code_version_string(info: dict | None = None) -> str:
+    info = info or code_version()
+    if info.get("git_commit"):
+        return info["git_commit"][:12] + ("-dirty" if info.get("git_dirty") else "")
+    return f"copyhead {info['package_version']}"
+
+
+def library_versions() -> dict:
+    import numpy
+    out = {"python_version": platform.python_version(), "numpy_version": numpy.__version__}
+    for mod in ("torch", "scipy", "xarray", "netCDF4"):
+        m = sys.modules.get(mod)
+        if m is not None:
+            out[f"{mod.lower()}_version"] = getattr(m, "__version__", "")
+    return out
+
+
+def provenance_attrs(kind: str, effective_config: dict, title: str, extra: dict | None = None) -> dict:
+    """Global attributes for one product (``kind`` = run, theory, aggregate, ...).
+
+    Only str/number attrs (netCDF-safe); the config is stored as canonical JSON with its hash.
+    """
+    cv = code_version()
+    attrs = {
+        "title": title,
+        "source": f"copyhead {__version__} ({kind})",
+        "references": PAPER,
+        "Conventions": "CF-1.10",
+        "history": f"{now_iso()} created by copyhead {kind} ({code_version_string(cv)})",
+        "copyhead_kind": kind,
+        "config_json": canonical_json(effective_config),
+        "config_hash": config_hash(effective_config),
+        "code_version": code_version_string(cv),
+        "git_commit": cv["git_commit"],
+        "git_dirty": int(cv["git_dirty"]),
+        "package_version": cv["package_version"],
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "command": " ".join(sys.argv),
+    }
+    attrs.update(library_versions())
+    for k in ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID"):
+        if os.environ.get(k):
+            attrs[k.lower()] = os.environ[k]
+    if extra:
+        attrs.update(extra)
+    return attrs
+
+
+def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def input_checksums(paths) -> dict[str, str]:
+    """{path: sha256} for the inputs of a product (paths as given, usually relative to the repo root)."""
+    return {str(p): sha256_file(p) for p in paths}
+
+
+def _tmp_beside(path: Path) -> Path:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    return Path(tmp)
+
+
+def atomic_write(path: str | Path, write) -> Path:
+    """Call ``write(tmp_path)`` then rename onto ``path``; the target is either old, new, or absent."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp_beside(path)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_dataset(ds, path: str | Path) -> Path:
+    """Write an xarray Dataset to netCDF atomically (engine netcdf4, zlib-compressed variables)."""
+    enc = {v: {"zlib": True, "complevel": 4} for v in ds.data_vars
+           if ds[v].dtype.kind in "fiub" and ds[v].ndim > 0}
+    return atomic_write(path, lambda tmp: ds.to_netcdf(tmp, engine="netcdf4", encoding=enc))
+
+
+def write_json(obj: Any, path: str | Path) -> Path:
+    def w(tmp):
+        Path(tmp).write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+    return atomic_write(path, w)
+
+
+def read_dataset(path: str | Path):
+    """Open a netCDF file fully into memory, or raise DataFileError naming the file and the problem."""
+    import xarray as xr
+    path = Path(path)
+    if not path.exists():
+        raise DataFileError(f"{path}: file is missing")
+    try:
+        with xr.open_dataset(path, engine="netcdf4") as ds:
+            return ds.load()
+    except Exception as e:  # netCDF4 raises OSError/RuntimeError/ValueError for damaged files
+        raise DataFileError(f"{path}: not a readable netCDF file (truncated or corrupted?): "
+                            f"{type(e).__name__}: {e}") from None
