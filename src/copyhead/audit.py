@@ -1,0 +1,212 @@
+"""Audit: walk a figure back to the files, configs and code that made it, and verify every checksum.
+
+Chain: figure sidecar (``figN_<name>.provenance.json``) -> the aggregate and theory files it read (sha256
+recorded in the sidecar) -> the run files behind each aggregate (sha256 recorded in the aggregate's
+``inputs_json`` attribute) -> each run's own provenance (config hash, code version, status, wall time).
+Works from the files alone; when Snakemake's ``.snakemake/`` metadata is present it adds the job record
+(rule, start/end, external job id such as a SLURM job id). Any missing, changed or unreadable file is a
+problem: the audit names it and exits non-zero.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .provenance import DataFileError, read_dataset, sha256_file
+
+
+@dataclass
+class Report:
+    figure: str
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    products: list[dict] = field(default_factory=list)   # aggregates / theory files
+    runs: list[dict] = field(default_factory=list)
+    code_versions: dict[str, list[str]] = field(default_factory=dict)  # version -> files
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def as_dict(self) -> dict:
+        return {"figure": self.figure, "ok": self.ok, "problems": self.problems, "warnings": self.warnings,
+                "products": self.products, "runs": self.runs, "code_versions": self.code_versions,
+                "total_run_wall_time_s": sum(r.get("wall_time_s") or 0 for r in self.runs)}
+
+
+def _snakemake_record(root: Path, path: str) -> dict | None:
+    """The Snakemake job record of an output, from .snakemake (sqlite or file backend), if present."""
+    smk = root / ".snakemake"
+    db = smk / "metadata.db"
+    cols = ("rule", "starttime", "endtime", "external_jobid")
+    if db.exists():
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+                row = con.execute(f"SELECT {', '.join(cols)} FROM snakemake_metadata WHERE target = ?",
+                                  (path,)).fetchone()
+            if row:
+                return dict(zip(cols, row))
+        except sqlite3.Error:
+            return None
+    meta = smk / "metadata"
+    if meta.is_dir():
+        rec = meta / base64.urlsafe_b64encode(path.encode()).decode()
+        if rec.is_file():
+            try:
+                d = json.loads(rec.read_text())
+                return {k: d.get(k) for k in cols}
+            except (OSError, json.JSONDecodeError):
+                return None
+    return None
+
+
+class _Auditor:
+    def __init__(self, root: Path):
+        self.root = root
+
+    def _resolve(self, p: str) -> Path:
+        path = Path(p)
+        return path if path.is_absolute() else self.root / path
+
+    def _check_file(self, rep: Report, recorded_path: str, sha: str, what: str):
+        """Verify existence and checksum; return the opened dataset or None."""
+        path = self._resolve(recorded_path)
+        if not path.exists():
+            rep.problems.append(f"{recorded_path}: missing ({what})")
+            return None
+        actual = sha256_file(path)
+        if sha and actual != sha:
+            rep.problems.append(f"{recorded_path}: changed since it was used ({what}; "
+                                f"sha256 {actual[:12]} != recorded {sha[:12]})")
+        try:
+            return read_dataset(path)
+        except DataFileError as e:
+            rep.problems.append(f"{e} ({what})")
+            return None
+
+    def _note_version(self, rep: Report, ds_attrs: dict, name: str):
+        v = str(ds_attrs.get("code_version", "")) or "unknown"
+        rep.code_versions.setdefault(v, []).append(name)
+
+    def audit(self, figure: Path) -> Report:
+        sidecar = figure if figure.name.endswith(".provenance.json") else \
+            figure.with_name(figure.name.rsplit(".", 1)[0] + ".provenance.json")
+        rep = Report(figure=str(figure))
+        if not sidecar.exists():
+            rep.problems.append(f"{sidecar}: provenance sidecar missing")
+            return rep
+        try:
+            rec = json.loads(sidecar.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            rep.problems.append(f"{sidecar}: unreadable provenance record ({e})")
+            return rep
+        for ext, out in rec.get("outputs", {}).items():
+            p = self._resolve(out["path"])
+            if not p.exists():
+                rep.problems.append(f"{out['path']}: missing (figure output)")
+            elif sha256_file(p) != out["sha256"]:
+                rep.problems.append(f"{out['path']}: changed since it was made (figure output)")
+        rep.code_versions.setdefault(rec.get("code_version", "unknown"), []).append(str(sidecar))
+        fig_job = _snakemake_record(self.root, rec.get("outputs", {}).get("pdf", {}).get("path", ""))
+        if fig_job:
+            rep.products.append({"role": "figure", "path": str(figure), "snakemake": fig_job})
+        for role, inp in sorted(rec.get("inputs", {}).items()):
+            ds = self._check_file(rep, inp["path"], inp.get("sha256", ""), f"input {role} of {sidecar.name}")
+            prod = {"role": role, "path": inp["path"], "kind": inp.get("kind", ""),
+                    "config_hash": inp.get("config_hash", ""), "code_version": inp.get("code_version", "")}
+            job = _snakemake_record(self.root, inp["path"])
+            if job:
+                prod["snakemake"] = job
+            rep.products.append(prod)
+            if ds is None:
+                continue
+            self._note_version(rep, ds.attrs, inp["path"])
+            if ds.attrs.get("copyhead_kind") == "aggregate":
+                self._audit_runs(rep, ds.attrs, inp["path"])
+        if len(rep.code_versions) > 1:
+            rep.warnings.append("mixed code versions: " + "; ".join(
+                f"{v} ({len(f)} file(s))" for v, f in sorted(rep.code_versions.items())))
+        dirty = [v for v in rep.code_versions if v.endswith("-dirty")]
+        if dirty:
+            rep.warnings.append(f"made from a dirty working tree: {', '.join(sorted(dirty))}")
+        return rep
+
+    def _audit_runs(self, rep: Report, attrs: dict, agg_path: str):
+        try:
+            inputs = json.loads(attrs.get("inputs_json", "{}"))
+        except json.JSONDecodeError:
+            rep.problems.append(f"{agg_path}: inputs_json attribute is not valid JSON")
+            return
+        for path, sha in sorted(inputs.items()):
+            ds = self._check_file(rep, path, sha, f"run behind {agg_path}")
+            run = {"path": path, "aggregate": agg_path}
+            if ds is not None:
+                a = ds.attrs
+                run.update({k: (a[k].item() if hasattr(a.get(k), "item") else a.get(k)) for k in
+                            ("attention", "optimizer", "P", "seed", "status", "config_hash", "code_version",
+                             "wall_time_s", "device")})
+                self._note_version(rep, a, path)
+            job = _snakemake_record(self.root, path)
+            if job:
+                run["snakemake"] = job
+            rep.runs.append(run)
+
+
+def audit_figures(figures, root: Path = Path(".")) -> list[Report]:
+    aud = _Auditor(Path(root))
+    return [aud.audit(Path(f)) for f in figures]
+
+
+def _print(rep: Report, out=sys.stdout):
+    d = rep.as_dict()
+    print(f"{'OK  ' if rep.ok else 'FAIL'} {rep.figure}", file=out)
+    for p in rep.products:
+        line = f"  <- {p['role']}: {p['path']}"
+        if p.get("kind"):
+            line += f" [{p['kind']}, config {p['config_hash']}, code {p['code_version']}]"
+        if p.get("snakemake"):
+            s = p["snakemake"]
+            line += f" (rule {s.get('rule')}" + (f", job {s['external_jobid']}" if s.get("external_jobid") else "") + ")"
+        print(line, file=out)
+    by_status: dict[str, int] = {}
+    for r in rep.runs:
+        by_status[str(r.get("status", "unreadable"))] = by_status.get(str(r.get("status", "unreadable")), 0) + 1
+    if rep.runs:
+        print(f"     runs: {len(rep.runs)} ({', '.join(f'{n} {s}' for s, n in sorted(by_status.items()))}), "
+              f"total training wall time {d['total_run_wall_time_s']:.1f} s", file=out)
+        for r in rep.runs:
+            extra = ""
+            if r.get("snakemake", {}).get("external_jobid"):
+                extra = f" job {r['snakemake']['external_jobid']}"
+            print(f"     {r.get('attention', '?')}/{r.get('optimizer', '?')} P={r.get('P', '?')} "
+                  f"seed={r.get('seed', '?')} status={r.get('status', '?')} config={r.get('config_hash', '?')} "
+                  f"code={r.get('code_version', '?')}{extra}  {r['path']}", file=out)
+    print(f"     code versions: {', '.join(sorted(rep.code_versions))}", file=out)
+    for w in rep.warnings:
+        print(f"  WARNING: {w}", file=out)
+    for p in rep.problems:
+        print(f"  PROBLEM: {p}", file=out)
+
+
+def main(args) -> int:
+    results = Path(args.results)
+    figures = list(args.figures)
+    if args.all:
+        figures += sorted(str(p) for p in (results / "figures").glob("*.provenance.json"))
+    if not figures:
+        print("copyhead audit: no figures given (name files or use --all)", file=sys.stderr)
+        return 2
+    root = results.resolve().parent
+    reports = audit_figures(figures, root=root)
+    if args.json:
+        print(json.dumps([r.as_dict() for r in reports], indent=2, default=str))
+    else:
+        for r in reports:
+            _print(r)
+        bad = sum(not r.ok for r in reports)
+        print(f"audited {len(reports)} figure(s): {len(reports) - bad} ok, {bad} with problems")
+    return 0 if all(r.ok for r in reports) else 1

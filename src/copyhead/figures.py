@@ -1,0 +1,423 @@
+"""Figures: one function per paper figure, drawn from aggregate and theory netCDF files.
+
+Owns the figure registry ``FIGURES`` (name, which aggregate/theory files it needs, which config options
+it depends on, the drawing function) and ``make_figure``, which writes the PDF and PNG atomically plus a
+``<name>.provenance.json`` sidecar with the sha256 of every input (also embedded in the PDF/PNG metadata).
+Naming: linear attention uses the orthonormal projections ĉ1, ĉG; softmax uses the coefficients of
+Ā ≈ (m1 J + mP I)/L normalised as â1 = m1 (uniform weight) and âG = mP/L (copy weight), so â1 + âG = 1
+for a softmax pattern in the span (docs/workflow.md, "Order-parameter names").
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .provenance import (atomic_write, code_version, code_version_string, now_iso, read_dataset,
+                         sha256_file, write_json)
+
+COL = 3.4   # paper single-column width, inches
+WIDE = 7.0  # two-column width
+
+MARKERS = {"adam": "o", "sgld": "D", "adam_map": "s", "sgld_copy": "^"}
+LABELS = {"adam": "Adam", "sgld": "SGLD", "adam_map": "Adam (plain MAP)", "sgld_copy": "SGLD, copy init"}
+C1_COLOR, CG_COLOR = "tab:blue", "tab:orange"
+OPT_COLORS = {"adam": "tab:blue", "sgld": "tab:red", "adam_map": "tab:gray", "sgld_copy": "tab:purple"}
+
+
+def _style():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plt.rcParams.update({
+        "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "legend.fontsize": 6.5,
+        "xtick.labelsize": 7, "ytick.labelsize": 7, "lines.markersize": 4, "lines.linewidth": 1.2,
+        "axes.spines.top": False, "axes.spines.right": False, "legend.frameon": False,
+        "savefig.bbox": "tight", "savefig.dpi": 200, "figure.dpi": 100,
+    })
+    return plt
+
+
+def _label(optimizer: str) -> str:
+    return LABELS.get(optimizer, optimizer)
+
+
+def _marker(optimizer: str) -> str:
+    return MARKERS.get(optimizer, "v")
+
+
+def _op_names(attention: str) -> tuple[str, str]:
+    return ("$\\hat c_1$", "$\\hat c_G$") if attention == "linear" else ("$\\hat a_1$", "$\\hat a_G$")
+
+
+def _op_values(ds, attention: str, suffix: str, L: int):
+    """The two plotted order parameters from a dataset (runs or theory) with variables m1/mP/c1/cG."""
+    if attention == "linear":
+        return ds[f"c1{suffix}"], ds[f"cG{suffix}"]
+    return ds[f"m1{suffix}"], ds[f"mP{suffix}"] / L
+
+
+def _L(ds) -> int:
+    cfg = json.loads(ds.attrs.get("config_json", "{}"))
+    if "task" in cfg:
+        return int(cfg["task"]["L"])
+    return int(ds.sizes["query"])
+
+
+def _status_note(ag) -> str:
+    n_div = int((ag["status"] == "diverged").sum())
+    return f"{n_div} diverged run(s) excluded" if n_div else ""
+
+
+def _ok(ag, var):
+    return ag[var].where(ag["status"] == "ok")
+
+
+def _seed_stats(x):
+    n = x.notnull().sum("seed")
+    mean = x.mean("seed")
+    sem = (x.std("seed", ddof=1) / np.sqrt(n)).where(n > 1, 0.0)
+    return mean, sem
+
+
+def _mark_transitions(ax, th, kinds, suffix=""):
+    styles = {"P_onset": ("onset", "0.4", ":"), "P_crossover": ("crossover", "0.4", "--"),
+              "P_star": ("$P^*$", "k", "-."), "P_spinodal_low": (None, "0.6", (0, (1, 3))),
+              "P_spinodal_high": (None, "0.6", (0, (1, 3)))}
+    for k in kinds:
+        name = k + suffix
+        if name not in th or not np.isfinite(float(th[name])):
+            continue
+        label, color, ls = styles[k]
+        P = float(th[name])
+        ax.axvline(P, color=color, ls=ls, lw=0.8, zorder=0)
+        if label:
+            ax.text(P, 1.0, f" {label}\n {P:.3g}", transform=ax.get_xaxis_transform(), fontsize=6,
+                    va="top", ha="left", color=color)
+
+
+# ---------------------------------------------------------------------------------------------- figures
+def fig_stages(inputs, options):
+    """fig1: mean attention pattern Ā at one P per stage (SGLD by default), linear and softmax."""
+    plt = _style()
+    opt = options["stage_optimizer"]
+    stages = options["stages"]
+    rows = [a for a in ("linear", "softmax") if a in stages and f"aggregate_{a}" in inputs]
+    ncol = max(len(stages[a]) for a in rows)
+    fig, axes = plt.subplots(len(rows), ncol, figsize=(WIDE, 1.9 * len(rows) + 0.3), squeeze=False)
+    for r, att in enumerate(rows):
+        ag = read_dataset(inputs[f"aggregate_{att}"])
+        mats = []
+        for stage, P in stages[att].items():
+            A = _ok(ag, "attention").sel(optimizer=opt, P=P).mean("seed")
+            mats.append((stage, P, A.values))
+        vmax = max(np.nanmax(np.abs(m)) for _, _, m in mats)
+        if att == "linear":
+            kw = dict(cmap="RdBu_r", vmin=-vmax, vmax=vmax)
+        else:
+            kw = dict(cmap="viridis", vmin=0, vmax=vmax)
+        for c in range(ncol):
+            ax = axes[r, c]
+            if c >= len(mats):
+                ax.axis("off")
+                continue
+            stage, P, m = mats[c]
+            im = ax.imshow(m, origin="upper", **kw)
+            ax.set_title(f"{att}: {stage}\n$P={P}$ ({_label(opt)})")
+            ax.set_xlabel("key position $b$")
+            if c == 0:
+                ax.set_ylabel("query position $a$")
+            ax.set_xticks([])
+            ax.set_yticks([])
+        fig.colorbar(im, ax=list(axes[r, :len(mats)]), shrink=0.8, label=r"$\bar A_{ab}$")
+    return fig
+
+
+def fig_landscapes(inputs, options):
+    """fig2: linear S(ĉ1, ĉG) contours at three P; softmax S(β; P) across P*."""
+    plt = _style()
+    lin = read_dataset(inputs["theory_linear"])
+    sm = read_dataset(inputs["theory_softmax"])
+    Ps = lin["landscape_P"].values
+    fig, axes = plt.subplots(1, len(Ps) + 1, figsize=(WIDE, 2.0), gridspec_kw={"wspace": 0.45})
+    for ax, P in zip(axes, Ps):
+        S = lin["action_landscape"].sel(landscape_P=P)
+        c1, cG = lin["c1_grid"].values, lin["cG_grid"].values
+        Sv = np.asarray(S.transpose("cG_grid", "c1_grid").values, float)
+        levels = np.quantile(Sv[np.isfinite(Sv)], np.linspace(0, 0.6, 12))
+        ax.contourf(c1, cG, Sv, levels=np.unique(levels), cmap="Blues_r", extend="max")
+        ax.contour(c1, cG, Sv, levels=np.unique(levels), colors="k", linewidths=0.3)
+        i = np.unravel_index(np.nanargmin(Sv), Sv.shape)
+        ax.plot(c1[i[1]], cG[i[0]], "r*", ms=8, label="global min")
+        ax.set_xlabel(r"$\hat c_1$")
+        ax.set_ylabel(r"$\hat c_G$")
+        ax.set_title(f"linear, $P={P:.3g}$")
+    axes[0].legend(loc="lower left", fontsize=6)
+    ax = axes[-1]
+    beta = sm["beta_grid"].values
+    cmap = plt.get_cmap("coolwarm")
+    sPs = sm["landscape_P"].values
+    for j, P in enumerate(sPs):
+        S = np.asarray(sm["action_landscape"].sel(landscape_P=P).values, float)
+        color = cmap(j / max(len(sPs) - 1, 1))
+        ax.plot(beta, S, color=color, label=f"$P={P:.3g}$")
+        k = np.nanargmin(S)
+        ax.plot(beta[k], S[k], "o", color=color, ms=3)
+    ax.set_xlabel(r"copy logit $\beta$")
+    ax.set_ylabel(r"$S(\beta;P) - \min_\beta S$")
+    ax.set_title("softmax")
+    if "P_star" in sm and np.isfinite(float(sm["P_star"])):
+        ax.set_title(f"softmax ($P^*={float(sm['P_star']):.3g}$)")
+    ax.legend(fontsize=5.5, loc="upper left")
+    return fig
+
+
+def _fig_order_params(inputs, options, attention):
+    plt = _style()
+    ag = read_dataset(inputs[f"aggregate_{attention}"])
+    th = read_dataset(inputs[f"theory_{attention}"])
+    L = _L(ag)
+    n1, nG = _op_names(attention)
+    fig, (ax, axl) = plt.subplots(1, 2, figsize=(WIDE, 2.6), gridspec_kw={"width_ratios": [1.4, 1]})
+    # theory: saddle (dashed), posterior mean (dotted), dataset-averaged exact action (dash-dot)
+    t1, tG = _op_values(th, attention, "_saddle", L)
+    ax.plot(th["P"], t1, "--", color=C1_COLOR, lw=1, label=f"{n1} theory (saddle)")
+    ax.plot(th["P"], tG, "--", color=CG_COLOR, lw=1, label=f"{nG} theory (saddle)")
+    if "c1_mean" in th:
+        m1_, mG_ = _op_values(th, attention, "_mean", L)
+        ax.plot(th["P"], m1_, ":", color=C1_COLOR, lw=1, label=f"{n1} theory (posterior mean)")
+        ax.plot(th["P"], mG_, ":", color=CG_COLOR, lw=1, label=f"{nG} theory (posterior mean)")
+    if "P_exact" in th.coords and f"c1_saddle_exact" in th:
+        e1, eG = _op_values(th.rename({"P_exact": "Pe"}), attention, "_saddle_exact", L)
+        ax.plot(th["P_exact"], e1, "-.", color=C1_COLOR, lw=0.9, alpha=0.8, label=f"{n1} exact avg. action")
+        ax.plot(th["P_exact"], eG, "-.", color=CG_COLOR, lw=0.9, alpha=0.8, label=f"{nG} exact avg. action")
+    # experiments: mean ± sem over seeds (SGLD: each seed is one chain's posterior mean)
+    P = ag["P"].values
+    for opt in ag["optimizer"].values:
+        opt = str(opt)
+        for var, color, name in zip(_op_values(ag, attention, "", L), (C1_COLOR, CG_COLOR), (n1, nG)):
+            x = var.sel(optimizer=opt).where(ag["status"].sel(optimizer=opt) == "ok")
+            mean, sem = _seed_stats(x)
+            ok = np.isfinite(mean.values)
+            ax.errorbar(P[ok], mean.values[ok], yerr=sem.values[ok], fmt=_marker(opt), color=color,
+                        mfc="white" if opt.endswith("copy") or opt.endswith("map") else color,
+                        ms=4, capsize=2, lw=0.8, label=f"{name} {_label(opt)}")
+        loss = _ok(ag, "test_loss_final").sel(optimizer=opt)
+        mean, sem = _seed_stats(loss)
+        ok = np.isfinite(mean.values)
+        axl.errorbar(P[ok], mean.values[ok], yerr=sem.values[ok], fmt=_marker(opt) + "-",
+                     color=OPT_COLORS.get(opt, "k"), ms=4, capsize=2, lw=0.8, label=_label(opt))
+    kinds = ("P_onset", "P_crossover") if attention == "linear" else ("P_star", "P_spinodal_low",
+                                                                      "P_spinodal_high")
+    _mark_transitions(ax, th, kinds)
+    for a in (ax, axl):
+        a.set_xscale("log")
+        a.set_xlabel("training-set size $P$ (sequences)")
+        a.set_xlim(P.min() / 1.5, P.max() * 1.5)
+    ax.set_ylabel("order parameter")
+    ax.set_title(f"{attention} attention: order parameters")
+    ax.legend(fontsize=5, ncol=2, loc="center left", bbox_to_anchor=(0.0, 0.62))
+    axl.set_ylabel("test loss per token")
+    axl.set_yscale("log")
+    axl.set_title("test loss")
+    axl.legend()
+    note = _status_note(ag)
+    if note:
+        axl.text(0.02, 0.02, note, transform=axl.transAxes, fontsize=6, color="red")
+    return fig
+
+
+def fig_linear_order_params(inputs, options):
+    """fig3: linear ĉ1, ĉG vs P (Adam circles, SGLD diamonds, theory lines) and test loss vs P."""
+    return _fig_order_params(inputs, options, "linear")
+
+
+def fig_softmax_order_params(inputs, options):
+    """fig4: softmax â1, âG vs P incl. copy-initialised SGLD (hysteresis), theory, test loss."""
+    return _fig_order_params(inputs, options, "softmax")
+
+
+def fig_coverage(inputs, options):
+    """fig5: coverage of Ā by span{J, I}: projected-norm ratio and cosine similarity vs P."""
+    plt = _style()
+    fig, axes = plt.subplots(1, 2, figsize=(WIDE, 2.3))
+    for att, ls in (("linear", "-"), ("softmax", "--")):
+        if f"aggregate_{att}" not in inputs:
+            continue
+        ag = read_dataset(inputs[f"aggregate_{att}"])
+        P = ag["P"].values
+        for ax, var, title in zip(axes, ("coverage_ratio", "coverage_cosine"),
+                                  (r"projected-norm ratio $\|\Pi\bar A\|/\|\bar A\|$",
+                                   "cosine similarity"), strict=True):
+            for opt in ag["optimizer"].values:
+                opt = str(opt)
+                mean, sem = _seed_stats(_ok(ag, var).sel(optimizer=opt))
+                ok = np.isfinite(mean.values)
+                ax.errorbar(P[ok], mean.values[ok], yerr=sem.values[ok], fmt=_marker(opt) + ls,
+                            color=OPT_COLORS.get(opt, "k"), ms=3.5, capsize=2, lw=0.8,
+                            label=f"{att}, {_label(opt)}")
+            ax.set_title(title)
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_xlabel("training-set size $P$ (sequences)")
+        ax.set_ylabel("coverage by span$\\{J, I\\}$")
+    axes[1].legend(fontsize=5.5)
+    return fig
+
+
+def _fig_loss_curves(inputs, options, attention):
+    plt = _style()
+    ag = read_dataset(inputs[f"aggregate_{attention}"])
+    opt = options.get("loss_optimizer", "adam")
+    fig, ax = plt.subplots(figsize=(COL, 2.4))
+    if opt not in ag["optimizer"].values:
+        opt = str(ag["optimizer"].values[0])
+    Ps = ag["P"].values
+    cmap = plt.get_cmap("viridis")
+    norm = plt.matplotlib.colors.LogNorm(vmin=Ps.min(), vmax=max(Ps.max(), Ps.min() + 1))
+    loss = _ok(ag, "test_loss").sel(optimizer=opt)
+    steps = ag["step"].values
+    for P in Ps:
+        y = loss.sel(P=P).mean("seed").values
+        ok = np.isfinite(y) & (steps > 0)
+        if ok.any():
+            ax.plot(steps[ok], y[ok], color=cmap(norm(P)), lw=1)
+    sm = plt.cm.ScalarMappable(norm=norm, cmap=cmap)
+    fig.colorbar(sm, ax=ax, label="$P$ (sequences)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(f"training step ({_label(opt)}, full batch)")
+    ax.set_ylabel("test loss per token")
+    ax.set_title(f"{attention} attention: test loss during training")
+    note = _status_note(ag)
+    if note:
+        ax.text(0.02, 0.02, note, transform=ax.transAxes, fontsize=6, color="red")
+    return fig
+
+
+def fig_linear_loss_curves(inputs, options):
+    """fig6: linear attention test loss vs training step for every P (Adam), log axes."""
+    return _fig_loss_curves(inputs, options, "linear")
+
+
+def fig_softmax_loss_curves(inputs, options):
+    """fig7: softmax attention test loss vs training step for every P (Adam), log axes."""
+    return _fig_loss_curves(inputs, options, "softmax")
+
+
+def experimental_transition(ag, attention: str, optimizer: str) -> float:
+    """Transition estimate from experiments: the P (log-interpolated) where the copy order parameter
+    first overtakes the pooling one (linear: ĉG = ĉ1; softmax: âG = â1 = 1/2). NaN if never."""
+    if optimizer not in ag["optimizer"].values:
+        return float("nan")
+    L = _L(ag)
+    a, b = _op_values(ag, attention, "_mean" if "c1_mean" in ag else "", L)
+    d = (b - a).sel(optimizer=optimizer)
+    if "seed" in d.dims:
+        d = d.mean("seed")
+    P, d = ag["P"].values.astype(float), d.values
+    ok = np.isfinite(d)
+    P, d = P[ok], d[ok]
+    for i in range(1, len(P)):
+        if d[i - 1] < 0 <= d[i]:
+            t = -d[i - 1] / (d[i] - d[i - 1])
+            return float(np.exp(np.log(P[i - 1]) + t * (np.log(P[i]) - np.log(P[i - 1]))))
+    return float("nan")
+
+
+def fig_scaling(inputs, options):
+    """fig8: theory transition points vs L; experimental estimates at the config's L."""
+    plt = _style()
+    lin = read_dataset(inputs["theory_linear"])
+    sm = read_dataset(inputs["theory_softmax"])
+    fig, ax = plt.subplots(figsize=(COL, 2.5))
+    Ls = lin["scaling_L"].values
+    ax.plot(Ls, lin["P_onset_vs_L"], "o:", color="tab:blue", label="linear onset $P_c$ (theory)")
+    ax.plot(Ls, lin["P_crossover_vs_L"], "s--", color="tab:green", label="linear crossover (theory)")
+    ax.plot(sm["scaling_L"], sm["P_star_vs_L"], "D-", color="tab:red", label="softmax $P^*$ (theory)")
+    opt = options.get("experiment_optimizer", "sgld")
+    for att, color, name in (("linear", "tab:green", "linear crossover"), ("softmax", "tab:red", "softmax jump")):
+        key = f"aggregate_{att}"
+        if key in inputs:
+            ag = read_dataset(inputs[key])
+            Pe = experimental_transition(ag, att, opt)
+            if np.isfinite(Pe):
+                ax.plot([_L(ag)], [Pe], "*", color=color, ms=9, mec="k", mew=0.5,
+                        label=f"{name} ({_label(opt)})")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length $L$")
+    ax.set_ylabel("transition point $P$ (sequences)")
+    ax.set_title("scaling of the transitions with $L$")
+    ax.legend(fontsize=5.5)
+    return fig
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    draw: Callable
+    needs: tuple = ()                     # (kind, attention) pairs: kind in {aggregate, theory}
+    options: Callable[[dict], dict] = field(default=lambda cfg: {})
+
+    def available(self, attentions) -> bool:
+        """Drawable when every aggregate it needs is swept (theory files always exist)."""
+        return all(att in attentions for kind, att in self.needs if kind == "aggregate")
+
+
+_BOTH = (("aggregate", "linear"), ("aggregate", "softmax"))
+FIGURES = {f.name: f for f in [
+    Figure("fig1_stages", fig_stages, _BOTH,
+           lambda cfg: {"stage_optimizer": cfg["figures"]["stage_optimizer"], "stages": cfg["figures"]["stages"]}),
+    Figure("fig2_landscapes", fig_landscapes, (("theory", "linear"), ("theory", "softmax"))),
+    Figure("fig3_linear_order_params", fig_linear_order_params, (("aggregate", "linear"), ("theory", "linear"))),
+    Figure("fig4_softmax_order_params", fig_softmax_order_params,
+           (("aggregate", "softmax"), ("theory", "softmax"))),
+    Figure("fig5_coverage", fig_coverage, _BOTH),
+    Figure("fig6_linear_loss_curves", fig_linear_loss_curves, (("aggregate", "linear"),)),
+    Figure("fig7_softmax_loss_curves", fig_softmax_loss_curves, (("aggregate", "softmax"),)),
+    Figure("fig8_scaling", fig_scaling, (("theory", "linear"), ("theory", "softmax")) + _BOTH,
+           lambda cfg: {"experiment_optimizer": cfg["figures"]["stage_optimizer"]}),
+]}
+
+
+def figure_record(name: str, inputs: dict, options: dict) -> dict:
+    """The provenance sidecar content: inputs with sha256 and the attrs that identify them."""
+    cv = code_version()
+    rec = {"figure": name, "created": now_iso(), "code_version": code_version_string(cv),
+           "git_commit": cv["git_commit"], "git_dirty": cv["git_dirty"],
+           "package_version": cv["package_version"], "options": options, "inputs": {}}
+    for role, path in sorted(inputs.items()):
+        ds = read_dataset(path)
+        rec["inputs"][role] = {"path": str(path), "sha256": sha256_file(path),
+                               "kind": ds.attrs.get("copyhead_kind", ""),
+                               "config_hash": ds.attrs.get("config_hash", ""),
+                               "code_version": ds.attrs.get("code_version", "")}
+    return rec
+
+
+def make_figure(name: str, inputs: dict, out_pdf: Path, options: dict | None = None) -> dict:
+    """Draw figure ``name`` from ``inputs`` (role -> path); write .pdf, .png, .provenance.json."""
+    if name not in FIGURES:
+        raise ValueError(f"unknown figure {name!r}; allowed values: {sorted(FIGURES)}")
+    options = options or {}
+    out_pdf = Path(out_pdf)
+    rec = figure_record(name, inputs, options)
+    fig = FIGURES[name].draw(inputs, options)
+    short = json.dumps({"figure": name, "code_version": rec["code_version"],
+                        "inputs": {r: v["sha256"] for r, v in rec["inputs"].items()}}, sort_keys=True)
+    atomic_write(out_pdf, lambda t: fig.savefig(t, format="pdf", metadata={
+        "Title": name, "Creator": f"copyhead {rec['package_version']}", "Subject": short,
+        "Keywords": "copyhead provenance; see " + out_pdf.with_suffix(".provenance.json").name}))
+    atomic_write(out_pdf.with_suffix(".png"), lambda t: fig.savefig(
+        t, format="png", metadata={"Title": name, "Software": "copyhead", "Description": short}))
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    rec["outputs"] = {ext: {"path": str(out_pdf.with_suffix("." + ext)),
+                            "sha256": sha256_file(out_pdf.with_suffix("." + ext))} for ext in ("pdf", "png")}
+    write_json(rec, out_pdf.with_suffix(".provenance.json"))
+    return rec

@@ -1,0 +1,17 @@
+# All runs of one attention type -> one xarray Dataset (optimizer, P, seed, step, ...).
+
+
+rule aggregate:
+    input:
+        run_files,
+    output:
+        "results/aggregate/{attention}.nc",
+    log:
+        "results/logs/aggregate/{attention}.log",
+    benchmark:
+        "results/benchmarks/aggregate/{attention}.tsv"
+    resources:
+        runtime=10,
+        mem_mb=2000,
+    shell:
+        "copyhead aggregate --attention {wildcards.attention} --out {output} {input} > {log} 2>&1"

@@ -1,0 +1,49 @@
+# Config validation (before the DAG is built) and the helpers the rules share.
+import json
+
+from copyhead import config as chcfg
+from copyhead.figures import FIGURES
+
+# Validate against workflow/schemas/config.schema.yaml (the package's schema) plus the cross-field rules:
+# a typo stops here, naming the key and the allowed values, before any job starts.
+try:
+    CONFIG = chcfg.validate(config)
+except chcfg.ConfigError as err:
+    raise WorkflowError(str(err)) from None
+
+ATTENTIONS = [a for a in chcfg.ATTENTIONS if a in CONFIG["sweep"]]
+RUNS = chcfg.runs(CONFIG)
+
+
+wildcard_constraints:
+    attention="linear|softmax",
+    optimizer="[a-z][a-z0-9_]*",
+    P="[1-9][0-9]*",
+    seed="[0-9]+",
+
+
+def run_path(attention, optimizer, P, seed):
+    return f"results/runs/{attention}/{optimizer}/P{P}/seed{seed}.nc"
+
+
+def run_files(wildcards):
+    """Every run file of one attention type (the aggregate's inputs)."""
+    return [run_path(*r) for r in RUNS if r[0] == wildcards.attention]
+
+
+def run_params(wildcards):
+    """The config subset shared by the runs of one (attention, optimizer), as canonical JSON.
+
+    Snakemake compares params by repr(): canonical JSON (sorted keys) changes exactly when a setting the
+    run depends on changes, so an SGLD edit reruns SGLD runs only.
+    """
+    return chcfg.canonical_json(chcfg.run_config(CONFIG, wildcards.attention, wildcards.optimizer))
+
+
+def figure_path(name, ext):
+    return f"results/figures/{name}.{ext}"
+
+
+def all_figures():
+    return [figure_path(f.name, ext) for f in FIGURES.values() if f.available(ATTENTIONS)
+            for ext in ("pdf", "png")]

@@ -1,0 +1,23 @@
+# One job per (attention, optimizer recipe, P, seed): train and measure, write one netCDF.
+from copyhead.resources import train_resources
+
+
+rule train:
+    output:
+        "results/runs/{attention}/{optimizer}/P{P}/seed{seed}.nc",
+    params:
+        run_config=run_params,
+    log:
+        "results/logs/train/{attention}/{optimizer}/P{P}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/train/{attention}/{optimizer}/P{P}/seed{seed}.tsv"
+    group:
+        "train"
+    threads: 1
+    resources:
+        runtime=lambda w: train_resources(CONFIG, w.attention, w.optimizer, int(w.P))["runtime"],
+        mem_mb=lambda w: train_resources(CONFIG, w.attention, w.optimizer, int(w.P))["mem_mb"],
+        gpu=lambda w: train_resources(CONFIG, w.attention, w.optimizer, int(w.P))["gpu"],
+    shell:
+        "OMP_NUM_THREADS={threads} copyhead train --run-config {params.run_config:q}"
+        " --P {wildcards.P} --seed {wildcards.seed} --out {output} > {log} 2>&1"
