@@ -20,7 +20,6 @@ def _load_config(path: str, overrides: list[str] | None = None) -> dict:
 
 
 def _cmd_train(a) -> int:
-    from .run import train_run
     if a.run_config:
         try:
             run_cfg = json.loads(a.run_config)
@@ -35,6 +34,7 @@ def _cmd_train(a) -> int:
                                      "(or --run-config)")
         cfg = _load_config(a.config)
         run_cfg = cfgmod.run_config(cfg, a.attention, a.optimizer, a.P, a.seed)
+    from .run import train_run  # imports torch: only after the config is known to be valid
     train_run(run_cfg, Path(a.out), device=a.device)
     return 0
 
