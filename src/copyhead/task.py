@@ -1,0 +1,55 @@
+"""The copy task (design file, section 1): i.i.d. uniform token sequences and their one-hot targets.
+
+Data are a pure function of (seed, V, L, P) drawn with numpy's SeedSequence/Generator (never torch's
+RNG, so they are identical on every machine and device). Training sequence ``i`` comes from its own
+stream ``SeedSequence(seed, spawn_key=(0, i))``, so the P sequences of a smaller P are exactly the first
+P of a larger P (nested datasets). Test sequence ``j`` comes from ``SeedSequence(seed, spawn_key=(1, j))``,
+a stream independent of the training set. Stream 2 (:func:`torch_seed`) seeds the parameter
+initialisation and the SGLD noise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+TRAIN_STREAM, TEST_STREAM, TORCH_STREAM = 0, 1, 2
+
+
+def sequences(seed: int, V: int, L: int, n: int, stream: int = TRAIN_STREAM) -> np.ndarray:
+    """(n, L) int64 tokens in 0..V-1; row i depends only on (seed, stream, i, V, L)."""
+    out = np.empty((n, L), dtype=np.int64)
+    for i in range(n):
+        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(stream, i))))
+        out[i] = rng.integers(0, V, size=L)
+    return out
+
+
+@dataclass(frozen=True)
+class CopyData:
+    """Training and test token sequences of one run. Targets are the uncentred one-hots e_{t_a}."""
+    V: int
+    L: int
+    train: np.ndarray  # (P, L) int64
+    test: np.ndarray   # (n_test, L) int64
+
+    @property
+    def P(self) -> int:
+        return self.train.shape[0]
+
+
+def make_data(seed: int, V: int, L: int, P: int, n_test: int) -> CopyData:
+    """The training set (P sequences) and the independent test set (n_test sequences) of one seed."""
+    return CopyData(V=V, L=L, train=sequences(seed, V, L, P, TRAIN_STREAM),
+                    test=sequences(seed, V, L, n_test, TEST_STREAM))
+
+
+def one_hot(tokens: np.ndarray, V: int) -> np.ndarray:
+    """(..., L) tokens -> (..., L, V) float64 one-hot (= the copy targets y_a = e_{t_a})."""
+    return np.eye(V)[tokens]
+
+
+def torch_seed(seed: int) -> int:
+    """Seed of the torch Generator for initialisation and SGLD noise (stream 2 of the same seed)."""
+    return int(np.random.SeedSequence(seed, spawn_key=(TORCH_STREAM,)).generate_state(1, np.uint64)[0]
+               & 0x7FFF_FFFF_FFFF_FFFF)
