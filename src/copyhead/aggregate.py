@@ -69,7 +69,8 @@ def aggregate_datasets(paths, attention: str) -> xr.Dataset:
         ds = ds.drop_attrs() if hasattr(ds, "drop_attrs") else ds
         parts.append(ds.expand_dims(optimizer=[key[0]], P=[key[1]], seed=[key[2]]))
     # outer join over step/sample coordinates; absent (optimizer, P, seed) cells become NaN
-    out = xr.combine_by_coords(parts, join="outer", combine_attrs="drop", fill_value=np.nan)
+    out = xr.combine_by_coords(parts, data_vars="minimal", coords="minimal", compat="override", join="outer",
+                             combine_attrs="drop", fill_value=np.nan)
     out = out.reindex(optimizer=optimizers, P=Ps, seed=seeds)
 
     shape = (len(optimizers), len(Ps), len(seeds))

@@ -209,4 +209,6 @@ def main(args) -> int:
             _print(r)
         bad = sum(not r.ok for r in reports)
         print(f"audited {len(reports)} figure(s): {len(reports) - bad} ok, {bad} with problems")
+    if args.strict and any(r.warnings for r in reports):
+        return 1
     return 0 if all(r.ok for r in reports) else 1

@@ -106,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     au.add_argument("--all", action="store_true", help="audit every figure under --results/figures")
     au.add_argument("--results", default="results", help="results folder (default: results)")
     au.add_argument("--json", action="store_true", help="machine-readable output")
+    au.add_argument("--strict", action="store_true",
+                    help="also fail on warnings (mixed code versions, dirty working tree)")
     au.set_defaults(func=_cmd_audit)
     return p
 

@@ -15,7 +15,9 @@ rule train:
         "train"
     threads: 1
     resources:
-        runtime=lambda w: train_resources(CONFIG, w.attention, w.optimizer, int(w.P))["runtime"],
+        runtime=lambda w, attempt: train_resources(CONFIG, w.attention, w.optimizer, int(w.P), attempt)[
+            "runtime"
+        ],
         mem_mb=lambda w: train_resources(CONFIG, w.attention, w.optimizer, int(w.P))["mem_mb"],
         gpu=lambda w: train_resources(CONFIG, w.attention, w.optimizer, int(w.P))["gpu"],
     shell:

@@ -1,0 +1,216 @@
+"""End-to-end Snakemake DAG on the tiny config, incremental reruns, bad input, and the audit chain.
+
+One session-scoped fixture runs the whole DAG once (every rule, every figure) in a temporary copy of the
+workflow; the other tests dry-run edits of its config against that finished state, or audit/tamper with
+copies of its results.
+"""
+import copy
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "tests/configs/tiny.yaml"
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+
+def _copy_workflow(dest: Path, cfg: dict | None = None) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "Snakefile", dest / "Snakefile")
+    shutil.copytree(ROOT / "workflow", dest / "workflow", symlinks=False, dirs_exist_ok=True)
+    (dest / "config.yaml").write_text(yaml.safe_dump(cfg if cfg is not None else yaml.safe_load(TINY.read_text()),
+                                                     sort_keys=False))
+    return dest
+
+
+def smk(wd: Path, *args, check=True):
+    r = subprocess.run([*SNAKEMAKE, "--cores", "2", *args], cwd=wd, capture_output=True, text=True, timeout=900)
+    if check and r.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed ({r.returncode}):\n{r.stdout[-4000:]}\n"
+                             f"{r.stderr[-6000:]}")
+    return r
+
+
+def planned_jobs(wd: Path) -> dict[str, int]:
+    """Rule -> number of jobs a dry run schedules (from Snakemake's job stats table)."""
+    r = smk(wd, "-n")
+    out = r.stdout + r.stderr
+    if "Nothing to be done" in out:
+        return {}
+    m = re.search(r"Job stats:\n(.*?)\n\s*\n", out, re.S)
+    assert m, out
+    jobs = {}
+    for line in m.group(1).splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit() and parts[0] != "total":
+            jobs[parts[0]] = int(parts[1])
+    return jobs
+
+
+@pytest.fixture(scope="session")
+def pipeline(tmp_path_factory):
+    wd = _copy_workflow(tmp_path_factory.mktemp("pipeline"))
+    smk(wd)
+    return wd
+
+
+def _edit(pipeline: Path, tmp_path: Path, edit) -> Path:
+    """A copy of the finished pipeline (results, metadata and all) with an edited config."""
+    wd = tmp_path / "wd"
+    shutil.copytree(pipeline, wd, symlinks=True)
+    cfg = yaml.safe_load((wd / "config.yaml").read_text())
+    edit(cfg)
+    (wd / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return wd
+
+
+FIGS = ["fig1_stages", "fig2_landscapes", "fig3_linear_order_params", "fig4_softmax_order_params",
+        "fig5_coverage", "fig6_linear_loss_curves", "fig7_softmax_loss_curves", "fig8_scaling"]
+
+
+def test_end_to_end_every_output(pipeline):
+    cfg = yaml.safe_load((pipeline / "config.yaml").read_text())
+    import copyhead.config as c
+    for att, opt, P, seed in c.runs(c.validate(cfg)):
+        assert (pipeline / f"results/runs/{att}/{opt}/P{P}/seed{seed}.nc").stat().st_size > 0
+    for att in ("linear", "softmax"):
+        assert (pipeline / f"results/aggregate/{att}.nc").exists()
+        assert (pipeline / f"results/theory/{att}.nc").exists()
+    for f in FIGS:
+        for ext in ("pdf", "png", "provenance.json"):
+            assert (pipeline / f"results/figures/{f}.{ext}").stat().st_size > 0, f
+    assert list((pipeline / "results/benchmarks/train").rglob("*.tsv"))
+
+
+def test_aggregate_has_every_run_and_status(pipeline):
+    from copyhead.provenance import read_dataset
+    ag = read_dataset(pipeline / "results/aggregate/linear.nc")
+    assert set(ag["optimizer"].values) == {"adam", "sgld"}
+    assert list(ag["P"].values) == [4, 8]
+    # the sweep has sgld with seed 0 only: seed 1 is present as 'absent', not dropped
+    assert ag["status"].sel(optimizer="sgld", seed=1).values.tolist() == ["absent", "absent"]
+    assert (ag["status"].sel(optimizer="adam") == "ok").all()
+    assert {"c1_mean", "c1_sem", "cG_mean", "n_ok", "test_loss"} <= set(ag.data_vars)
+    inputs = json.loads(ag.attrs["inputs_json"])
+    assert len(inputs) == 6
+
+
+def test_no_change_schedules_nothing(pipeline):
+    assert planned_jobs(pipeline) == {}
+
+
+def test_adding_one_P_schedules_only_its_runs(pipeline, tmp_path):
+    def edit(cfg):
+        cfg["sweep"]["linear"]["adam"]["P"].append(12)
+    jobs = planned_jobs(_edit(pipeline, tmp_path, edit))
+    assert jobs.get("train") == 2            # P=12, seeds 0 and 1
+    assert jobs.get("aggregate") == 1        # linear only
+    assert "theory" not in jobs
+    assert "fig7_softmax_loss_curves" not in jobs and "fig2_landscapes" not in jobs
+    assert jobs.get("fig3_linear_order_params") == 1
+
+
+def test_sgld_setting_reruns_only_sgld(pipeline, tmp_path):
+    def edit(cfg):
+        cfg["optimizers"]["sgld"]["eta"] = 5e-4
+    jobs = planned_jobs(_edit(pipeline, tmp_path, edit))
+    assert jobs.get("train") == 4            # linear sgld P4,P8 + softmax sgld P4,P8 (not sgld_copy, not adam)
+    assert "theory" not in jobs
+
+
+def test_theory_setting_reruns_only_theory_and_figures(pipeline, tmp_path):
+    def edit(cfg):
+        cfg["theory"]["grid_n"] = 41
+    jobs = planned_jobs(_edit(pipeline, tmp_path, edit))
+    assert jobs.get("theory") == 2
+    assert "train" not in jobs and "aggregate" not in jobs
+    assert set(jobs) - {"theory", "all"} <= set(FIGS)
+
+
+def test_config_typo_fails_before_any_job(pipeline, tmp_path):
+    def edit(cfg):
+        cfg["optimizers"]["adam"]["learning_rate"] = 0.1
+    wd = _edit(pipeline, tmp_path, edit)
+    r = smk(wd, check=False)
+    assert r.returncode != 0
+    assert "optimizers.adam.learning_rate" in r.stdout + r.stderr
+
+
+def test_lint_is_clean():
+    r = subprocess.run([*SNAKEMAKE, "--lint"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "Congratulations" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+# ------------------------------------------------------------------------------------------- audit
+def _audit(wd, *args):
+    return subprocess.run([sys.executable, "-m", "copyhead", "audit", *args], cwd=wd, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_clean_pipeline_audits_ok(pipeline):
+    r = _audit(pipeline, "--all")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "8 ok, 0 with problems" in r.stdout
+    j = json.loads(_audit(pipeline, "--json", "results/figures/fig3_linear_order_params.pdf").stdout)
+    assert j[0]["ok"] and len(j[0]["runs"]) == 6
+    assert {r["status"] for r in j[0]["runs"]} == {"ok"}
+    assert j[0]["runs"][0]["snakemake"]["rule"] == "train"   # job record from .snakemake when present
+
+
+def test_audit_detects_changed_and_missing_run(pipeline, tmp_path):
+    wd = tmp_path / "wd"
+    shutil.copytree(pipeline / "results", wd / "results")      # no .snakemake: audit works from files alone
+    run = wd / "results/runs/linear/adam/P4/seed0.nc"
+    data = bytearray(run.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    run.write_bytes(bytes(data))
+    for fig in ("fig3_linear_order_params", "fig5_coverage", "fig1_stages"):
+        r = _audit(wd, f"results/figures/{fig}.pdf")
+        assert r.returncode == 1
+        assert "results/runs/linear/adam/P4/seed0.nc" in r.stdout and "changed" in r.stdout
+    assert _audit(wd, "results/figures/fig7_softmax_loss_curves.pdf").returncode == 0
+    run.unlink()
+    r = _audit(wd, "results/figures/fig6_linear_loss_curves.pdf")
+    assert r.returncode == 1 and "seed0.nc: missing" in r.stdout
+
+
+def test_audit_corrupted_netcdf_is_named_not_a_traceback(pipeline, tmp_path):
+    wd = tmp_path / "wd"
+    shutil.copytree(pipeline / "results", wd / "results")
+    agg = wd / "results/aggregate/softmax.nc"
+    agg.write_bytes(agg.read_bytes()[:200])   # truncated
+    r = _audit(wd, "results/figures/fig4_softmax_order_params.pdf")
+    assert r.returncode == 1
+    assert "results/aggregate/softmax.nc" in r.stdout and "Traceback" not in r.stdout + r.stderr
+
+
+def test_audit_flags_mixed_code_versions(pipeline, tmp_path):
+    import netCDF4
+    wd = tmp_path / "wd"
+    shutil.copytree(pipeline / "results", wd / "results")
+    # re-stamp one run as made by another commit, then rebuild aggregate + figure from the files
+    run = wd / "results/runs/softmax/adam/P4/seed0.nc"
+    with netCDF4.Dataset(run, "a") as nc:
+        nc.setncattr("code_version", "0123456789ab")
+    from copyhead.aggregate import aggregate_runs
+    from copyhead.figures import make_figure
+    runs = sorted(str(p.relative_to(wd)) for p in (wd / "results/runs/softmax").rglob("*.nc"))
+    import os
+    cwd = os.getcwd()
+    os.chdir(wd)
+    try:
+        aggregate_runs(runs, Path("results/aggregate/softmax.nc"), "softmax")
+        make_figure("fig7_softmax_loss_curves", {"aggregate_softmax": "results/aggregate/softmax.nc"},
+                    Path("results/figures/fig7_softmax_loss_curves.pdf"), {})
+    finally:
+        os.chdir(cwd)
+    r = _audit(wd, "results/figures/fig7_softmax_loss_curves.pdf")
+    assert "mixed code versions" in r.stdout and "0123456789ab" in r.stdout
+    r = _audit(wd, "--strict", "results/figures/fig7_softmax_loss_curves.pdf")
+    assert r.returncode == 1
