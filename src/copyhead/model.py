@@ -72,6 +72,10 @@ class CopyAttention:
         self.T = self._t(one_hot(data.train, self.V))
         self.T_test = self._t(one_hot(data.test, self.V))
         self.n_tokens = self.P * self.L
+        # position-major layout for the hand-written gradient: rows (a, α), so that A acts by one matmul
+        self._T_lpv = self.T.permute(1, 0, 2).reshape(self.L, -1).contiguous()     # (L, P·V)
+        self._T_rows = self._T_lpv.view(-1, self.V)                                 # (L·P, V)
+        self._prec = self.prior_weight / self.prior_std() ** 2                      # w/g per parameter
         self._grad = torch.zeros(self.layout.n, dtype=dtype, device=self.device)
 
     def _t(self, x) -> torch.Tensor:
@@ -145,33 +149,28 @@ class CopyAttention:
             self._grad.copy_(g)
             A = self.attention_of(theta, self.T_test).mean(0)
             return U.detach(), sse.detach(), A, self._grad
-        V, w = self.V, self.prior_weight
+        V, L = self.V, self.L
         Q, K, W = self.split(theta)
         gQ, gK, gW = self.split(self._grad)
+        T = self._T_lpv                                           # (L, P·V) view of the one-hots
         M = Q.T @ K / self.d_k
         A = self._attend(M)
-        Wt, Wp = W[:, :V], W[:, V:]
-        H = self.T @ Wt.T + Wp.T                                  # (P, L, V)
-        R = A @ H - self.T                                        # residual f − y
+        H = (self._T_rows @ W[:, :V].T).view(L, -1, V).add_(W[:, V:].T.unsqueeze(1)).view(L, -1)
+        R = A @ H - T                                             # residual f − y, (L, P·V)
         sse = (R * R).sum()
-        U = sse / (2 * self.sigma2) + w * ((Q * Q).sum() / (2 * self.g_Q) + (K * K).sum() / (2 * self.g_K)
-                                           + (W * W).sum() / (2 * self.g_O))
-        G = R / self.sigma2                                       # dU/df
-        dA = torch.tensordot(G, H, dims=([0, 2], [0, 2]))         # Σ_α G_α H_αᵀ   (L, L)
-        dH = A.T @ G                                              # (P, L, V)
-        gW[:, :V] = torch.tensordot(dH, self.T, dims=([0, 1], [0, 1]))  # dU/dW_t = Σ_α dH_αᵀ T_α
-        gW[:, V:] = dH.sum(0).T                                   # dU/dW_p
+        U = sse / (2 * self.sigma2) + 0.5 * (theta * theta * self._prec).sum()
+        G = R.div_(self.sigma2)                                   # dU/df
+        dA = G @ H.T                                              # Σ_α G_α H_αᵀ   (L, L)
+        dH = A.T @ G                                              # (L, P·V)
+        torch.mm(dH.view(-1, V).T, self._T_rows, out=gW[:, :V])   # dU/dW_t = Σ_α dH_αᵀ T_α
+        gW[:, V:] = dH.view(L, -1, V).sum(1).T                    # dU/dW_p
         if self.attention == "linear":
-            dM = dA / self.L
+            dM = dA.div_(self.L * self.d_k)
         else:
-            dM = A * (dA - (dA * A).sum(1, keepdim=True))
-        dM = dM / self.d_k
-        torch.matmul(K, dM.T, out=gQ)
-        torch.matmul(Q, dM, out=gK)
-        if w:
-            gQ.add_(Q, alpha=w / self.g_Q)
-            gK.add_(K, alpha=w / self.g_K)
-            gW.add_(W, alpha=w / self.g_O)
+            dM = dA.sub_((dA * A).sum(1, keepdim=True)).mul_(A).div_(self.d_k)
+        torch.mm(K, dM.T, out=gQ)
+        torch.mm(Q, dM, out=gK)
+        self._grad.addcmul_(theta, self._prec)                    # prior: w θ / g
         return U, sse, A, self._grad
 
     # ---- initialisation ------------------------------------------------------------------------

@@ -10,6 +10,7 @@ atomically with its provenance attributes. A diverged run is not an error: it is
 from __future__ import annotations
 
 import math
+import os
 import time
 from pathlib import Path
 
@@ -132,6 +133,16 @@ def train_run(run_cfg: dict, out: Path, device: str | None = None, _stop_after: 
     data = make_data(seed, int(task["V"]), int(task["L"]), P, int(task["n_test"]))
     prior_weight = float(recipe.get("prior_weight", 1.0)) if recipe["method"] == "adam" else 1.0
     model = CopyAttention(data, run_cfg["attention"], run_cfg["model"], DTYPES[dtype_name], dev, prior_weight)
+    threads_before = torch.get_num_threads()
+    if dev == "cpu":  # one small problem per process: extra threads only add overhead (COPYHEAD_THREADS)
+        torch.set_num_threads(int(os.environ.get("COPYHEAD_THREADS", "1")))
+    try:
+        return _train(run_cfg, out, dev, dtype_name, model, data, seed, P, recipe, start_time, t0, _stop_after)
+    finally:
+        torch.set_num_threads(threads_before)
+
+
+def _train(run_cfg, out, dev, dtype_name, model, data, seed, P, recipe, start_time, t0, _stop_after):
     noise_gen = torch.Generator(device=dev).manual_seed((torch_seed(seed) + 1) % (1 << 63))
 
     ckpt = checkpoint_path(out)

@@ -5,7 +5,10 @@ initialisation); the loop evaluates U and ∇U at step s (:meth:`CopyAttention.e
 is due at s from that same evaluation, then updates:
 
 - Adam:  bias-corrected Adam on ∇U (β = 0.9, 0.999, ε = 1e-8) with learning rate ``lr·schedule(s)``
-  (linear warm-up over ``warmup`` steps, then ``cosine`` decay to 0 at ``steps`` or ``constant``);
+  (linear warm-up over ``warmup`` steps, then ``cosine`` decay to 0 at ``steps`` or ``constant``); the
+  optional ``prior_warmup`` ramps the prior part of the gradient linearly from 0 (step 0) to its full
+  weight (step ``prior_warmup``), so that the network first fits the data, then settles in the nearest
+  minimum of U (the recorded ``energy`` is always the full U);
 - SGLD:  ``θ ← θ − η ∇U + √(2 η T) ξ``, ξ ~ N(0, I) from a torch Generator (Welling & Teh, full batch).
 
 Recording is cheap and sync-free: the curves (energy, losses, order parameters) are written into
@@ -134,6 +137,7 @@ def run_chain(model: CopyAttention, recipe: dict, state: ChainState, gen: torch.
         eta = float(recipe["eta"])
         noise_scale = math.sqrt(2.0 * eta * float(recipe.get("temperature", 1.0)))
     b1, b2 = ADAM_BETAS
+    prior_warmup = int(recipe.get("prior_warmup", 0)) if not sgld else 0
     ri = int(np.searchsorted(rec, state.step))     # next record index
     si = int(np.searchsorted(samp, state.step))    # next sample index
     next_rec = int(rec[ri]) if ri < len(rec) else -1
@@ -151,10 +155,10 @@ def run_chain(model: CopyAttention, recipe: dict, state: ChainState, gen: torch.
             M = model.score_matrix(theta)
             if not pos_scores:
                 M = M[model.V:, model.V:]
-            if linear:
+            test_loss = model.mean_loss(theta, model.T_test, A if pos_scores else None)
+            if linear:  # the gauge acts on the reported pattern only (f is invariant under it)
                 A, M = op.sign_fix(A, M)
             ops = op.order_parameter_vector(A)
-            test_loss = model.mean_loss(theta, model.T_test, A if pos_scores else None)
             train_loss = sse * inv_tokens
             if is_rec:
                 curves[ri, 0], curves[ri, 1], curves[ri, 2] = U, train_loss, test_loss
@@ -172,6 +176,8 @@ def run_chain(model: CopyAttention, recipe: dict, state: ChainState, gen: torch.
                 next_samp = int(samp[si]) if si < len(samp) else -1
         if s == steps:
             break
+        if s < prior_warmup:  # ramp the prior (weight-decay) part of ∇U from 0 to its full weight
+            g.addcmul_(theta, model._prec, value=-(1.0 - s / prior_warmup))
         if mask is not None:
             g = g * mask
         if sgld:
