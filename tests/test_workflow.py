@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -91,14 +92,33 @@ def test_end_to_end_every_output(pipeline):
 def test_aggregate_has_every_run_and_status(pipeline):
     from copyhead.provenance import read_dataset
     ag = read_dataset(pipeline / "results/aggregate/linear.nc")
-    assert set(ag["optimizer"].values) == {"adam", "sgld"}
+    assert set(ag["optimizer"].values) == {"adam", "sgld", "sgld_diverge"}
     assert list(ag["P"].values) == [4, 8]
     # the sweep has sgld with seed 0 only: seed 1 is present as 'absent', not dropped
     assert ag["status"].sel(optimizer="sgld", seed=1).values.tolist() == ["absent", "absent"]
     assert (ag["status"].sel(optimizer="adam") == "ok").all()
     assert {"c1_mean", "c1_sem", "cG_mean", "n_ok", "test_loss"} <= set(ag.data_vars)
     inputs = json.loads(ag.attrs["inputs_json"])
-    assert len(inputs) == 6
+    assert len(inputs) == 7
+    # the diverged run is kept: status, NaN results, its curve up to the divergence
+    d = ag.sel(optimizer="sgld_diverge", P=4, seed=0)
+    assert str(d["status"].values) == "diverged" and ag.attrs["n_diverged"] == 1
+    assert np.isnan(float(d["c1"])) and np.isfinite(d["train_loss"].values).any()
+    assert int(ag["n_ok"].sel(optimizer="sgld_diverge", P=4)) == 0
+
+
+def test_diverged_run_is_shown_on_figures(pipeline):
+    log = (pipeline / "results/logs/figures/fig3_linear_order_params.log").read_text()
+    assert "Traceback" not in log
+    import copyhead.figures as f
+    from copyhead.provenance import read_dataset
+    assert f._status_note(read_dataset(pipeline / "results/aggregate/linear.nc")) == "1 diverged run(s) excluded"
+
+
+def test_report_renders(pipeline):
+    smk(pipeline, "--report", "results/report.html")
+    html = (pipeline / "results/report.html").read_text(errors="ignore")
+    assert "fig4_softmax_order_params" in html
 
 
 def test_no_change_schedules_nothing(pipeline):
@@ -158,8 +178,8 @@ def test_clean_pipeline_audits_ok(pipeline):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "8 ok, 0 with problems" in r.stdout
     j = json.loads(_audit(pipeline, "--json", "results/figures/fig3_linear_order_params.pdf").stdout)
-    assert j[0]["ok"] and len(j[0]["runs"]) == 6
-    assert {r["status"] for r in j[0]["runs"]} == {"ok"}
+    assert j[0]["ok"] and len(j[0]["runs"]) == 7
+    assert sorted(r["status"] for r in j[0]["runs"]).count("diverged") == 1
     assert j[0]["runs"][0]["snakemake"]["rule"] == "train"   # job record from .snakemake when present
 
 

@@ -42,6 +42,19 @@ def _style():
     return plt
 
 
+def _log_P_axis(ax, Ps, label="training-set size $P$ (sequences)"):
+    """Log x axis labelled with the swept P values as plain numbers."""
+    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+    Ps = np.unique(np.asarray(Ps, float))
+    ax.set_xscale("log")
+    ax.set_xlim(Ps.min() / 1.3, Ps.max() * 1.3)
+    ticks = Ps if len(Ps) <= 8 else Ps[::2]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlabel(label)
+
+
 def _label(optimizer: str) -> str:
     return LABELS.get(optimizer, optimizer)
 
@@ -143,7 +156,7 @@ def fig_landscapes(inputs, options):
     lin = read_dataset(inputs["theory_linear"])
     sm = read_dataset(inputs["theory_softmax"])
     Ps = lin["landscape_P"].values
-    fig, axes = plt.subplots(1, len(Ps) + 1, figsize=(WIDE, 2.0), gridspec_kw={"wspace": 0.45})
+    fig, axes = plt.subplots(1, len(Ps) + 1, figsize=(WIDE, 2.1), gridspec_kw={"wspace": 0.5})
     for ax, P in zip(axes, Ps):
         S = lin["action_landscape"].sel(landscape_P=P)
         c1, cG = lin["c1_grid"].values, lin["cG_grid"].values
@@ -151,12 +164,14 @@ def fig_landscapes(inputs, options):
         levels = np.quantile(Sv[np.isfinite(Sv)], np.linspace(0, 0.6, 12))
         ax.contourf(c1, cG, Sv, levels=np.unique(levels), cmap="Blues_r", extend="max")
         ax.contour(c1, cG, Sv, levels=np.unique(levels), colors="k", linewidths=0.3)
-        i = np.unravel_index(np.nanargmin(Sv), Sv.shape)
-        ax.plot(c1[i[1]], cG[i[0]], "r*", ms=8, label="global min")
+        # the linear action is Z2-symmetric; mark the minimum in the gauge c1 >= 0 used for the runs
+        Sg = np.where(c1[None, :] >= 0, Sv, np.inf)
+        i = np.unravel_index(np.nanargmin(Sg), Sg.shape)
+        ax.plot(c1[i[1]], cG[i[0]], "r*", ms=8, label="global min ($\\hat c_1\\geq0$)")
         ax.set_xlabel(r"$\hat c_1$")
         ax.set_ylabel(r"$\hat c_G$")
         ax.set_title(f"linear, $P={P:.3g}$")
-    axes[0].legend(loc="lower left", fontsize=6)
+    axes[0].legend(loc="upper left", fontsize=5.5, bbox_to_anchor=(0, 1.0))
     ax = axes[-1]
     beta = sm["beta_grid"].values
     cmap = plt.get_cmap("coolwarm")
@@ -182,7 +197,8 @@ def _fig_order_params(inputs, options, attention):
     th = read_dataset(inputs[f"theory_{attention}"])
     L = _L(ag)
     n1, nG = _op_names(attention)
-    fig, (ax, axl) = plt.subplots(1, 2, figsize=(WIDE, 2.6), gridspec_kw={"width_ratios": [1.4, 1]})
+    fig, (ax, axl) = plt.subplots(1, 2, figsize=(WIDE, 2.6), gridspec_kw={"width_ratios": [1.5, 1],
+                                                                          "wspace": 0.3})
     # theory: saddle (dashed), posterior mean (dotted), dataset-averaged exact action (dash-dot)
     t1, tG = _op_values(th, attention, "_saddle", L)
     ax.plot(th["P"], t1, "--", color=C1_COLOR, lw=1, label=f"{n1} theory (saddle)")
@@ -215,12 +231,10 @@ def _fig_order_params(inputs, options, attention):
                                                                       "P_spinodal_high")
     _mark_transitions(ax, th, kinds)
     for a in (ax, axl):
-        a.set_xscale("log")
-        a.set_xlabel("training-set size $P$ (sequences)")
-        a.set_xlim(P.min() / 1.5, P.max() * 1.5)
+        _log_P_axis(a, P)
     ax.set_ylabel("order parameter")
     ax.set_title(f"{attention} attention: order parameters")
-    ax.legend(fontsize=5, ncol=2, loc="center left", bbox_to_anchor=(0.0, 0.62))
+    ax.legend(fontsize=5.5, ncol=3, loc="upper center", bbox_to_anchor=(0.8, -0.22))
     axl.set_ylabel("test loss per token")
     axl.set_yscale("log")
     axl.set_title("test loss")
@@ -262,8 +276,7 @@ def fig_coverage(inputs, options):
                             label=f"{att}, {_label(opt)}")
             ax.set_title(title)
     for ax in axes:
-        ax.set_xscale("log")
-        ax.set_xlabel("training-set size $P$ (sequences)")
+        _log_P_axis(ax, P)
         ax.set_ylabel("coverage by span$\\{J, I\\}$")
     axes[1].legend(fontsize=5.5)
     return fig
