@@ -1,0 +1,105 @@
+"""Cluster resources of one training run: wall time, memory and GPUs from the run size.
+
+This module owns the estimate the workflow hands to the scheduler (``resources:`` of ``rule train``;
+SLURM via ``snakemake --profile slurm``, see docs/slurm.md). It is a pure function of the config: the
+sizes that drive the cost are the vocabulary ``V``, the sequence length ``L``, the key dimension ``d_k``,
+the number of training sequences ``P``, the test set ``n_test`` and the number of ``steps``.
+
+Cost model (calibrated on the engine's full-batch loop, float64, one CPU thread; see
+``tests/test_resources.py`` for the properties it must keep):
+
+- per step the engine touches every training token's value features against every other:
+  work ``w = P·L·(V+L)²  +  d_k·L²`` multiply-adds; measured 0.2-0.4 ms/step at the default sizes
+  (V=16, L=32, d_k=32, P≤64) and 160 ms/step at V=L=64, P=1000 on one CPU core. We budget
+  ``STEP_OVERHEAD_S + w / RATE`` seconds per step, with a rate that is an upper bound on those
+  measurements (CPU) or a conservative fp64 GPU rate plus a kernel-launch floor (GPU);
+- a fixed start-up (interpreter, torch import, CUDA context, data, netCDF write);
+- the estimate is multiplied by ``SAFETY`` and by the attempt number (a job killed at its time limit
+  is resubmitted by Snakemake's ``retries`` with a longer limit, and resumes from its checkpoint).
+
+Memory: a fixed host footprint of Python + torch (+ the CUDA context on GPU nodes), plus the data
+(one-hot values of the training and test sets), the per-step temporaries (a few copies of the P·L·(V+L)
+features) and the recorded samples (two L×L matrices per SGLD sample), with a factor of two for headroom.
+
+GPU: one GPU when the run's device is ``auto`` or ``cuda``, none when the config pins ``cpu``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+STARTUP_S = {"cpu": 30.0, "gpu": 90.0}  # interpreter + imports + data + write (+ CUDA context on GPU)
+STEP_OVERHEAD_S = {"cpu": 2e-4, "gpu": 1e-3}  # per-step floor (Python loop; kernel launches on GPU)
+RATE = {"cpu": 5e9, "gpu": 1e11}  # multiply-adds per second, float64 (upper bound of measured cost)
+SAFETY = 2.0  # multiplies the estimated wall time
+MIN_RUNTIME_MIN = 3  # shortest time limit requested (schedulers round tiny limits up anyway)
+BASE_MEM_MB = {"cpu": 1000, "gpu": 2500}  # Python + torch (+ CUDA host-side context) resident memory
+BYTES = {"float32": 4, "float64": 8}
+
+
+def _sizes(run_cfg: Mapping[str, Any], P: int) -> dict:
+    task, model = run_cfg["task"], run_cfg["model"]
+    recipe = run_cfg["recipe"]
+    return {
+        "V": int(task["V"]),
+        "L": int(task["L"]),
+        "n_test": int(task["n_test"]),
+        "d_k": int(model["d_k"]),
+        "P": int(P),
+        "steps": int(recipe["steps"]),
+        "method": recipe["method"],
+        "burn_in": int(recipe.get("burn_in", 0)),
+        "thin": int(recipe.get("thin", 1)),
+        "log_points": int(recipe.get("log_points", 40)),
+        "dtype": run_cfg["numerics"]["dtype"],
+        "device": run_cfg["numerics"]["device"],
+    }
+
+
+def step_work(V: int, L: int, d_k: int, P: int) -> float:
+    """Multiply-adds of one full-batch step (energy and gradient): ``P·L·(V+L)² + d_k·L²``."""
+    return float(P) * L * (V + L) ** 2 + float(d_k) * L * L
+
+
+def n_samples(sizes: Mapping[str, Any]) -> int:
+    """Recorded samples: SGLD every ``thin`` steps after ``burn_in`` (plus one); Adam one (the end)."""
+    if sizes["method"] == "sgld":
+        return (sizes["steps"] - sizes["burn_in"]) // max(1, sizes["thin"]) + 1
+    return 1
+
+
+def estimate(sizes: Mapping[str, Any], attempt: int = 1) -> dict:
+    """Resources of one run from its sizes (keys V, L, n_test, d_k, P, steps, method, burn_in, thin,
+    log_points, dtype, device). Returns ``{"runtime": minutes, "mem_mb": MB, "gpu": 0 or 1}``."""
+    gpu = 1 if sizes.get("device", "auto") in ("auto", "cuda") else 0
+    kind = "gpu" if gpu else "cpu"
+    V, L, d_k, P = (int(sizes[k]) for k in ("V", "L", "d_k", "P"))
+    n_test, steps = int(sizes["n_test"]), int(sizes["steps"])
+    # training steps, plus test-loss evaluations (a forward pass over n_test at each log point and
+    # each recorded sample)
+    step_s = STEP_OVERHEAD_S[kind] + step_work(V, L, d_k, P) / RATE[kind]
+    eval_s = STEP_OVERHEAD_S[kind] + step_work(V, L, d_k, n_test) / RATE[kind] / 2
+    n_evals = int(sizes.get("log_points", 40)) + n_samples(sizes)
+    seconds = STARTUP_S[kind] + steps * step_s + n_evals * eval_s
+    runtime = max(MIN_RUNTIME_MIN, math.ceil(SAFETY * seconds / 60.0)) * max(1, int(attempt))
+
+    b = BYTES.get(sizes.get("dtype", "float64"), 8)
+    features = (P + n_test) * L * (V + L) * b  # one-hot values of train and test sets
+    temporaries = 4 * max(P, n_test) * L * (V + L) * b  # features, outputs, residuals, gradients
+    samples = n_samples(sizes) * 2 * L * L * b  # attention and score matrices per sample
+    params = 4 * (2 * d_k * L + V * (V + L)) * b  # θ, Adam moments, gradient
+    mem_mb = BASE_MEM_MB[kind] + 2 * (features + temporaries + samples + params) / 2**20
+    mem_mb = int(math.ceil(mem_mb / 100.0) * 100)
+    return {"runtime": int(runtime), "mem_mb": mem_mb, "gpu": gpu}
+
+
+def train_resources(cfg: Mapping[str, Any], attention: str, optimizer: str, P: int,
+                    attempt: int = 1) -> dict:
+    """Resources of the training run (attention, optimizer recipe, P) of a validated config:
+    ``{"runtime": minutes, "mem_mb": MB, "gpu": 0|1}`` (the seed does not change the cost).
+
+    ``attempt`` is Snakemake's attempt number (1 on first submission): the time limit grows with it,
+    so a run killed at its limit is resubmitted with more time and resumes from its checkpoint."""
+    from .config import run_config
+
+    return estimate(_sizes(run_config(cfg, attention, optimizer), P), attempt=attempt)

@@ -1,0 +1,260 @@
+"""`snakemake --profile slurm` on a real Slurm (marker `slurm`), and the profile's static contract.
+
+The marked test starts a single-node Slurm on this machine with workflow/scripts/local-slurm.sh (root +
+Debian: installs slurm-wlm and munge from the distribution, one CPU-only node advertising one fake GPU),
+runs the whole workflow through the executor plugin on a small config in a temporary copy of the
+repository, and checks from Slurm's own records (the slurmctld log and the job-completion log) that
+every job went through sbatch, how many submissions the DAG took, that training runs were packed
+(>= 20 per submission) and that a packed submission asked for one GPU. The daemons it started are
+stopped by pid at the end. Run it with
+
+    python -m pytest -m slurm tests/test_slurm.py -v
+
+It skips, saying why, where the cluster cannot be started (not root, not Debian, no apt, no package
+mirror). The unmarked tests (profile parsing, comments, no account/partition in the Snakefile) run
+everywhere.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE = ROOT / "slurm" / "config.yaml"
+SCRIPT = ROOT / "workflow" / "scripts" / "local-slurm.sh"
+TINY = ROOT / "tests" / "configs" / "tiny.yaml"
+STATE = Path(os.environ.get("LOCAL_SLURM_DIR", "/var/tmp/copyhead-slurm"))
+PACK = 20  # training runs per submission the issue asks for
+
+
+# ---------------------------------------------------------------------------------------------------
+# The profile (no cluster needed)
+
+def _parse_profile(env: dict | None = None) -> dict:
+    from snakemake.profiles import ProfileConfigFileParser
+
+    old = dict(os.environ)
+    try:
+        for k in [k for k in os.environ if k.startswith("COPYHEAD_SLURM_")]:
+            del os.environ[k]
+        os.environ.update(env or {})
+        with open(PROFILE) as fh:
+            return dict(ProfileConfigFileParser().parse(fh))
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+
+
+def test_profile_resolves_from_repo_root():
+    # Snakemake resolves `--profile slurm` to ./slurm/ (config.yaml) relative to the working directory
+    from snakemake.cli import get_profile_dir
+
+    cwd = os.getcwd()
+    try:
+        os.chdir(ROOT)
+        found = get_profile_dir("slurm")
+    finally:
+        os.chdir(cwd)
+    assert found is not None and Path(found[0]).resolve() == PROFILE.parent.resolve()
+
+
+def test_profile_contents_without_environment():
+    p = _parse_profile()
+    assert p["executor"] == "slurm"
+    assert "train=20" in p["group-components"]
+    assert "gpu=1" in p["resources"] and "gpu=local" in p["set-resource-scopes"]
+    assert not any(r.startswith(("slurm_account", "slurm_partition")) for r in p["default-resources"])
+    assert p["set-resources"] == []
+
+
+def test_profile_takes_account_and_partitions_from_environment():
+    p = _parse_profile({"COPYHEAD_SLURM_ACCOUNT": "proj42", "COPYHEAD_SLURM_PARTITION": "cpu",
+                        "COPYHEAD_SLURM_GPU_PARTITION": "gpu"})
+    assert "slurm_account=proj42" in p["default-resources"]
+    assert "slurm_partition=cpu" in p["default-resources"]
+    assert p["set-resources"] == ["train:slurm_partition=gpu"]
+    # without a GPU partition, training jobs use the CPU partition variable
+    p = _parse_profile({"COPYHEAD_SLURM_PARTITION": "shared"})
+    assert p["set-resources"] == ["train:slurm_partition=shared"]
+
+
+def test_every_profile_entry_is_commented():
+    """Each setting has a comment on its line or on the line above (a mapping key whose first child
+    line is a comment, or a YTE branch whose body is commented, counts too)."""
+    lines = PROFILE.read_text().splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        above = lines[i - 1].strip() if i else ""
+        inline = " #" in line
+        next_is_comment = i + 1 < len(lines) and lines[i + 1].lstrip().startswith("#")
+        yte_branch = line.strip().startswith("?")
+        assert above.startswith("#") or inline or next_is_comment or yte_branch, \
+            f"slurm/config.yaml line {i + 1} has no comment: {line!r}"
+
+
+def test_no_account_or_partition_in_the_workflow():
+    files = [ROOT / "Snakefile", *sorted((ROOT / "workflow" / "rules").glob("*.smk"))]
+    for f in files:
+        if f.exists():
+            text = f.read_text()
+            for word in ("slurm_account", "slurm_partition", "--account", "--partition"):
+                assert word not in text, f"{f.relative_to(ROOT)} names {word}: that belongs in the profile"
+
+
+def test_paper_config_is_valid():
+    import copyhead.config as c
+
+    cfg = c.load(ROOT / "config" / "paper.yaml")
+    assert len(c.runs(cfg)) >= 10 * PACK
+    assert cfg["model"]["d_k"] > 32 and len(cfg["theory"]["scaling"]["L"]) >= 3
+
+
+# ---------------------------------------------------------------------------------------------------
+# The real cluster
+
+def _cannot_start_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root to install slurm-wlm/munge and start slurmctld/slurmd"
+    if not Path("/etc/debian_version").exists():
+        return "needs Debian (apt packages slurm-wlm and munge)"
+    if shutil.which("apt-get") is None:
+        return "apt-get not found"
+    return None
+
+
+def _alive(pidfile: Path) -> bool:
+    try:
+        os.kill(int(pidfile.read_text().strip()), 0)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    reason = _cannot_start_reason()
+    if reason:
+        pytest.skip(f"local Slurm cannot be started here: {reason}")
+    daemons = ("munged", "slurmctld", "slurmd")
+    already = {d for d in daemons if _alive(STATE / f"{d}.pid")}
+    r = subprocess.run(["bash", str(SCRIPT), "start"], capture_output=True, text=True, timeout=900)
+    if r.returncode == 3:
+        pytest.skip(f"local Slurm cannot be started here: {r.stderr.strip()}")
+    assert r.returncode == 0, f"local-slurm.sh start failed:\n{r.stdout}\n{r.stderr}"
+    started = {d for d in daemons if d not in already}
+    yield {"state": STATE, "started": started}
+    if started:  # stop what this session started, by pid (the script kills only its pid files)
+        subprocess.run(["bash", str(SCRIPT), "stop"], capture_output=True, text=True, timeout=120)
+        assert not any(_alive(STATE / f"{d}.pid") for d in started)
+
+
+def _test_config() -> dict:
+    """tests/configs/tiny.yaml with 40 training runs (two packed submissions) and device `auto`, so that
+    training jobs request a GPU like on a real cluster (the test node's GPU is fake: the engine falls
+    back to the CPU)."""
+    cfg = yaml.safe_load(TINY.read_text())
+    cfg["numerics"]["device"] = "auto"
+    sw = cfg["sweep"]
+    sw["linear"]["adam"]["seeds"] = list(range(6))
+    sw["linear"]["sgld"]["seeds"] = list(range(4))
+    sw["softmax"]["adam"]["seeds"] = list(range(6))
+    sw["softmax"]["sgld"]["seeds"] = list(range(3))
+    sw["softmax"]["sgld_copy"]["seeds"] = [0, 1]
+    return cfg
+
+
+def _copy_repo(dest: Path, cfg: dict) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "Snakefile", dest / "Snakefile")
+    for d in ("workflow", "slurm", "profiles"):
+        if (ROOT / d).is_dir():
+            shutil.copytree(ROOT / d, dest / d, dirs_exist_ok=True)
+    (dest / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return dest
+
+
+def _jobcomp(state: Path) -> dict[str, dict]:
+    """Slurm's job-completion log: JobId -> fields."""
+    out = {}
+    path = state / "jobcomp.log"
+    for line in path.read_text().splitlines() if path.exists() else []:
+        f = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
+        out[f["JobId"]] = f
+    return out
+
+
+@pytest.mark.slurm
+def test_snakemake_profile_slurm_end_to_end(cluster, tmp_path):
+    import copyhead.config as c
+
+    cfg = _test_config()
+    runs = c.runs(c.validate(cfg))
+    wd = _copy_repo(tmp_path / "repo", cfg)
+    env = dict(os.environ, COPYHEAD_SLURM_PARTITION="debug")
+    env.pop("COPYHEAD_SLURM_ACCOUNT", None)  # no accounting on the test cluster: no account to name
+    cmd = [sys.executable, "-m", "snakemake", "--profile", "slurm",
+           # test-cluster settings (docs/slurm.md): no slurmdbd, so poll with squeue; poll quickly
+           "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "2",
+           "--seconds-between-status-checks", "3"]
+    t0 = time.time()
+    r = subprocess.run(cmd, cwd=wd, env=env, capture_output=True, text=True, timeout=900)
+    wall = time.time() - t0
+    log = r.stdout + r.stderr
+    assert r.returncode == 0, f"snakemake --profile slurm failed ({r.returncode}):\n{log[-8000:]}"
+
+    # every output of the DAG exists: run files, aggregates, theory, figures
+    for att, opt, P, seed in runs:
+        assert (wd / f"results/runs/{att}/{opt}/P{P}/seed{seed}.nc").stat().st_size > 0
+    for att in ("linear", "softmax"):
+        assert (wd / f"results/aggregate/{att}.nc").exists()
+        assert (wd / f"results/theory/{att}.nc").exists()
+    figs = sorted((wd / "results/figures").glob("*.pdf"))
+    assert figs, "no figure written"
+    for f in figs:
+        assert f.with_suffix(".png").exists()
+
+    # the jobs went through sbatch: the plugin's run id names every job; Slurm's own logs list them
+    m = re.search(r"SLURM run ID: (\S+)", log)
+    assert m, "the slurm executor did not start"
+    jobname = m.group(1)
+    comp = {j: f for j, f in _jobcomp(cluster["state"]).items() if f.get("Name") == jobname}
+    ctld = (cluster["state"] / "slurmctld.log").read_text()
+    submitted = set(re.findall(r"_slurm_rpc_submit_batch_job: JobId=(\d+)", ctld))
+    assert comp, "no job of this run in Slurm's job-completion log"
+    assert set(comp) <= submitted, "a job of this run is missing from slurmctld's submissions"
+    assert all(f["JobState"] == "COMPLETED" for f in comp.values()), \
+        {j: f["JobState"] for j, f in comp.items()}
+    n_sbatch = len(re.findall(r"^.*sbatch call: ", log, re.M)) or len(comp)
+
+    # training was packed: per training submission, >= PACK runs (from the kept SLURM logs), one GPU
+    logdir = wd / ".snakemake/slurm_logs"
+    train_logs = sorted(logdir.glob("group_train*/**/*.log"))
+    train_ids = {p.stem for p in train_logs}
+    assert train_ids and train_ids <= set(comp), (train_ids, sorted(comp))
+    # the job inside a submission runs each member as a `localrule train:` (one after the other)
+    members = {p.stem: len(re.findall(r"^localrule train:", p.read_text(), re.M)) for p in train_logs}
+    assert sum(members.values()) == len(runs), members
+    assert len(train_ids) == -(-len(runs) // PACK), members
+    assert max(members.values()) >= PACK, members
+    for j in train_ids:
+        tres = comp[j].get("Tres", "")
+        assert "gres/gpu=1" in tres, f"training submission {j} did not ask for exactly one GPU: {tres}"
+    cpu_ids = set(comp) - train_ids
+    for j in cpu_ids:
+        assert "gres/gpu" not in comp[j].get("Tres", ""), f"CPU job {j} asked for a GPU: {comp[j]}"
+
+    report = (f"{len(runs)} training runs -> {len(train_ids)} training submissions "
+              f"(members {sorted(members.values(), reverse=True)}); whole DAG: {len(comp)} sbatch "
+              f"submissions ({len(cpu_ids)} CPU jobs); wall {wall:.0f}s")
+    print(report)
+    (tmp_path / "submissions.txt").write_text(report + "\n")
+    assert len(comp) == n_sbatch
