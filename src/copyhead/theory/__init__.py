@@ -1,0 +1,22 @@
+"""Bayesian theory of copy-head emergence (the paper's core), as pure numpy/scipy functions.
+
+Owns everything in docs/theory.md: the exact evidence of the copy-task data given an attention pattern
+(``evidence``), the prior over the score matrix M = QᵀK/d_k (``prior``), the order-parameter action in
+closed form (equivalent kernel) and exactly averaged over sampled datasets (``action``), the transition
+classifier (``transitions``), predictions on a P grid, landscapes and scaling (``predict``) and the netCDF
+writer used by ``copyhead theory`` (``output``). Every formula names its equation in docs/theory.md as
+"Eq. (n)". No dependence on the training engine: datasets for the exact average are generated here
+(``data``) with numpy.
+"""
+from .data import copy_task_tokens, one_hot_targets
+from .evidence import neg_log_evidence_from_stats, sufficient_statistics, neg_log_evidence
+from .prior import phi, neg_log_prior_family, neg_log_prior_matrix
+from .action import (order_to_coeffs, coeffs_to_order, softmax_coeffs, closed_form_nle, population_moments,
+                     action_linear, action_softmax)
+
+__all__ = [
+    "copy_task_tokens", "one_hot_targets", "neg_log_evidence_from_stats", "sufficient_statistics",
+    "neg_log_evidence", "phi", "neg_log_prior_family", "neg_log_prior_matrix", "order_to_coeffs",
+    "coeffs_to_order", "softmax_coeffs", "closed_form_nle", "population_moments", "action_linear",
+    "action_softmax",
+]

@@ -1,0 +1,211 @@
+"""The theory product: one netCDF file per attention type (docs/theory.md, "Output file").
+
+``compute_theory`` builds the xarray Dataset (closed-form predictions on the dense P grid with the
+configured prior and, cheaply, the other prior; the exact dataset-averaged predictions at the configured
+P; landscapes; the transition table; transition points vs L). ``write_theory`` adds the provenance
+attributes and writes it atomically; it is what ``copyhead theory`` calls.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+import time
+
+import numpy as np
+import xarray as xr
+
+from .action import ExactAverage
+from .predict import (analyse, auto_landscape_P, beta_range, exact_P_grid, linear_range, make_model,
+                      params_from_config, scaling)
+from .prior import PRIORS
+
+SEQ = "sequences"
+TR_KEYS = ("P_onset", "P_crossover", "P_fastest_growth", "P_star", "P_spinodal_low", "P_spinodal_high")
+TR_LONG = {"P_onset": "second-order onset: Hessian of S at the origin loses positivity (Eq. 19)",
+           "P_crossover": "crossover: cG of the global minimiser overtakes c1 (Eq. 20)",
+           "P_fastest_growth": "P where dcG/dP of the global minimiser is largest (Eq. 20)",
+           "P_star": "first-order point: global minimum switches branch (Eq. 21)",
+           "P_spinodal_low": "lower spinodal: the high-P branch stops being a local minimum (Eq. 21)",
+           "P_spinodal_high": "upper spinodal: the low-P branch stops being a local minimum (Eq. 21)"}
+
+
+def _jsonable(o):
+    if isinstance(o, dict):
+        return {k: _jsonable(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_jsonable(v) for v in o]
+    if isinstance(o, (float, np.floating)):
+        return None if not np.isfinite(o) else float(o)
+    if isinstance(o, np.integer):
+        return int(o)
+    return o
+
+
+def _curve_vars(ds, attention, dim, op, sc, suffix, label, sd=None):
+    """Saddle / mean / action_min variables of one prediction curve."""
+    defs_soft = " (softmax: A = (m1 J + mP I)/L; m1 is the uniform weight â1, mP the copy weight âG)"
+    names = {"c1": "pooling order parameter c1 = m1 + mP/L",
+             "cG": "copy order parameter cG = mP sqrt(L-1)/L",
+             "m1": "coefficient m1 of A = (m1 J + mP I)/L" + (defs_soft if attention == "softmax" else ""),
+             "mP": "coefficient mP of A = (m1 J + mP I)/L" + (defs_soft if attention == "softmax" else ""),
+             "beta": "softmax copy logit beta (scores beta delta_ab; uniform score is a gauge)"}
+    keys = ["c1", "cG", "m1", "mP"] + (["beta"] if attention == "softmax" else [])
+    for k in keys:
+        ds[f"{k}_saddle{suffix}"] = (dim, np.asarray(op[k], float),
+                                     {"long_name": f"{names[k]}, global minimiser of S ({label})", "units": "1"})
+        ds[f"{k}_mean{suffix}"] = (dim, np.asarray(sc["mean"][k], float),
+                                   {"long_name": f"{names[k]}, posterior mean over exp(-S) ({label})",
+                                    "units": "1"})
+        if sd is not None:
+            ds[f"{k}_saddle{suffix}_sd"] = (dim, np.asarray(sd[k], float),
+                                            {"long_name": f"{names[k]}: sd across datasets of the "
+                                                          f"per-dataset global minimiser ({label})",
+                                             "units": "1"})
+    ds[f"action_min{suffix}"] = (dim, np.asarray(sc["S_min"], float),
+                                 {"long_name": f"minimum of the action S = -ln p(Y|m) - ln p(m) + const "
+                                               f"({label})", "units": "1"})
+
+
+def _transition_vars(ds, tr, suffix, label):
+    for k in TR_KEYS:
+        ds[k + suffix] = ((), float(tr[k]), {"long_name": f"{TR_LONG[k]} ({label}); NaN: not applicable",
+                                             "units": SEQ})
+    ds["onset_direction" + suffix] = ("component", np.asarray(tr["onset_direction"], float),
+                                      {"long_name": f"unstable direction (c1, cG) at the onset, unit norm, "
+                                                    f"c1 >= 0 ({label})", "units": "1"})
+
+
+def compute_theory(theory_cfg: dict, attention: str, log=print) -> xr.Dataset:
+    """All theory predictions for one attention type as an xarray Dataset (no provenance attrs)."""
+    if attention not in ("linear", "softmax"):
+        raise ValueError(f"attention {attention!r} is not allowed; allowed values: ['linear', 'softmax']")
+    t0 = time.perf_counter()
+    th = theory_cfg["theory"]
+    prior = th.get("prior", "large_deviation")
+    other = [q for q in PRIORS if q != prior][0]
+    p = params_from_config(theory_cfg)
+    po = dict(p, prior=other)
+    grid_n = int(th["grid_n"])
+    P = np.geomspace(float(th["P_min"]), float(th["P_max"]), int(th["n_P"]))
+    ex = th.get("exact", {}) or {}
+    P_exact = sorted({int(x) for x in ex.get("P", [])})
+    n_ds = int(ex.get("n_datasets", 0))
+    do_exact = n_ds > 0 and len(P_exact) > 0
+    P_ref = max(P[-1], max(P_exact) if do_exact else 0)
+
+    # one grid for both priors (so the exact statistics are shared)
+    if attention == "linear":
+        ranges = max(linear_range(p, P_ref), linear_range(po, P_ref))
+    else:
+        (lo, hi), (lo2, hi2) = beta_range(p, P_ref), beta_range(po, P_ref)
+        ranges = (min(lo, lo2), max(hi, hi2))
+    model = make_model(attention, p, grid_n, P_ref, ranges=ranges)
+    sc, op, tr = analyse(model, P)
+    lP = [float(x) for x in (th.get("landscape_P", {}) or {}).get(attention, [])]
+    lP = sorted(set(lP)) if lP else auto_landscape_P(attention, tr, P)
+    land = np.array([model.grid(x) - model.grid(x).min() for x in lP])
+    sc_o, op_o, tr_o = analyse(make_model(attention, po, grid_n, P_ref, ranges=ranges), P)
+    log(f"theory {attention}: closed form done in {time.perf_counter() - t0:.1f} s")
+
+    ds = xr.Dataset(coords={
+        "P": ("P", P, {"long_name": "training-set size P (dense log-spaced grid)", "units": SEQ}),
+        "component": ("component", np.array(["c1", "cG"]), {"long_name": "order-parameter component"}),
+        "landscape_P": ("landscape_P", np.asarray(lP, float),
+                        {"long_name": "P of the action landscapes (closed form)", "units": SEQ})})
+    lab = f"closed form (equivalent kernel), {prior} prior"
+    _curve_vars(ds, attention, "P", op, sc, "", lab)
+    _curve_vars(ds, attention, "P", op_o, sc_o, f"_{other}", f"closed form (equivalent kernel), {other} prior")
+    _transition_vars(ds, tr, "", lab)
+    _transition_vars(ds, tr_o, f"_{other}", f"closed form, {other} prior")
+    if attention == "linear":
+        ds = ds.assign_coords(c1_grid=("c1_grid", model.axes[0], {"long_name": "c1 grid", "units": "1"}),
+                              cG_grid=("cG_grid", model.axes[1], {"long_name": "cG grid", "units": "1"}))
+        ldims = ("landscape_P", "c1_grid", "cG_grid")
+    else:
+        ds = ds.assign_coords(beta_grid=("beta_grid", model.axes[0],
+                                         {"long_name": "softmax copy logit beta grid", "units": "1"}))
+        ldims = ("landscape_P", "beta_grid")
+    ds["action_landscape"] = (ldims, land, {"long_name": f"S - min S at each landscape P ({lab})",
+                                            "units": "1"})
+    attrs = {"attention": attention, "prior": prior, "other_prior": other,
+             "transitions_json": json.dumps(_jsonable(tr["transitions"])),
+             f"transitions_{other}_json": json.dumps(_jsonable(tr_o["transitions"])),
+             "posterior_mean_measure": ("uniform on the (c1, cG) grid restricted to the gauge half-plane "
+                                        "c1 >= 0" if attention == "linear" else "uniform in beta"),
+             "grid_range": json.dumps(_jsonable(list(np.atleast_1d(ranges)))),
+             "grid_n": grid_n, "docs": "docs/theory.md"}
+
+    if do_exact:
+        t1 = time.perf_counter()
+        exact = ExactAverage(p, n_ds, max(P_exact), int(ex.get("seed", 0)))
+        Pg = exact_P_grid(P_exact)
+        sel = np.searchsorted(Pg, np.asarray(P_exact, float))
+        ds = ds.assign_coords(P_exact=("P_exact", np.asarray(P_exact, float),
+                                       {"long_name": "P of the exact dataset-averaged action", "units": SEQ}))
+        for pr, suffix in ((p, "_exact"), (po, f"_exact_{other}")):
+            m = make_model(attention, pr, grid_n, P_ref, exact=exact, ranges=ranges)
+            sce, ope, tre = analyse(m, Pg, continuous=False, per_dataset=True, keep=P_exact)
+            sub = {"mean": {k: v[sel] for k, v in sce["mean"].items()}, "S_min": sce["S_min"][sel]}
+            # sd of the per-dataset minimiser, mapped through the same order-parameter functions
+            sd = _sd_map(m, sce, sel)
+            lbl = f"exact action averaged over {n_ds} nested datasets, {pr['prior']} prior"
+            _curve_vars(ds, attention, "P_exact", {k: v[sel] for k, v in ope.items()}, sub, suffix, lbl, sd)
+            _transition_vars(ds, tre, suffix, lbl + f", transitions on integer P in [{int(Pg[0])}, "
+                                                    f"{int(Pg[-1])}]")
+            attrs[f"transitions{suffix}_json"] = json.dumps(_jsonable(tre["transitions"]))
+            if pr is p:
+                ds[f"action_landscape_exact"] = ((("P_exact",) + ldims[1:]),
+                                                 np.array([sce["landscapes"][float(x)] for x in P_exact]),
+                                                 {"long_name": f"S - min S at each P_exact ({lbl})",
+                                                  "units": "1"})
+        attrs.update({"exact_n_datasets": n_ds, "exact_seed": int(ex.get("seed", 0)),
+                      "exact_data": "uncentred one-hot copy-task data, numpy SeedSequence(seed).spawn(n), "
+                                    "nested in P (copyhead.theory.data)"})
+        log(f"theory {attention}: exact average done in {time.perf_counter() - t1:.1f} s")
+
+    t2 = time.perf_counter()
+    Ls = [int(x) for x in (th.get("scaling", {}) or {}).get("L", [])]
+    if Ls:
+        sl = scaling(p, attention, L=Ls, grid_n=grid_n)["L"]
+        ds = ds.assign_coords(scaling_L=("scaling_L", np.asarray(Ls, float),
+                                         {"long_name": "sequence length L of the scaling study", "units": "1"}))
+        for k, name in (("P_onset", "P_onset_vs_L"), ("P_crossover", "P_crossover_vs_L"),
+                        ("P_star", "P_star_vs_L"), ("P_spinodal_low", "P_spinodal_low_vs_L"),
+                        ("P_spinodal_high", "P_spinodal_high_vs_L")):
+            ds[name] = ("scaling_L", np.asarray(sl[k], float),
+                        {"long_name": f"{TR_LONG[k]} vs L (closed form, {prior} prior; V, d_k, sigma2 "
+                                      "from the config); NaN: not applicable", "units": SEQ})
+        log(f"theory {attention}: scaling done in {time.perf_counter() - t2:.1f} s")
+    attrs["compute_seconds"] = round(time.perf_counter() - t0, 2)
+    ds.attrs.update(attrs)
+    return ds
+
+
+def _sd_map(model, sce, sel):
+    # per-dataset minimiser positions are only kept as sd of the grid coordinates; propagate linearly
+    xsd = sce["x_sd"][sel]
+    L = model.p["L"]
+    if model.dim == 2:
+        c1s, cGs = xsd[:, 0], xsd[:, 1]
+        mPs = cGs * L / np.sqrt(L - 1.0)
+        return {"c1": c1s, "cG": cGs, "mP": mPs, "m1": np.sqrt(c1s**2 + (mPs / L) ** 2)}
+    from .action import softmax_coeffs
+    b = sce["x"][sel, 0]
+    bs = xsd[:, 0]
+    h = 1e-5
+    m1p, mPp = softmax_coeffs(b + h, L)
+    m1m, mPm = softmax_coeffs(b - h, L)
+    dm1, dmP = (m1p - m1m) / (2 * h), (mPp - mPm) / (2 * h)
+    return {"beta": bs, "m1": np.abs(dm1) * bs, "mP": np.abs(dmP) * bs, "c1": 0 * bs,
+            "cG": np.abs(dmP) * np.sqrt(L - 1.0) / L * bs}
+
+
+def write_theory(theory_cfg: dict, attention: str, out: pathlib.Path) -> xr.Dataset:
+    """Compute the theory for one attention type and write it atomically with provenance attributes."""
+    from copyhead.provenance import provenance_attrs, write_dataset
+    ds = compute_theory(theory_cfg, attention)
+    prov = provenance_attrs("theory", theory_cfg,
+                            title=f"copyhead theory: {attention} attention, order-parameter predictions vs P")
+    ds.attrs.update(prov)
+    write_dataset(ds, pathlib.Path(out))
+    return ds
