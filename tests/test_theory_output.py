@@ -1,0 +1,55 @@
+"""write_theory: the netCDF contract of docs/theory.md ("Output file"), on a tiny configuration."""
+import json
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from copyhead.theory.output import write_theory
+
+
+def tiny_cfg():
+    return {"task": {"V": 4, "L": 6},
+            "model": {"d_k": 8, "g_Q": 1.0, "g_K": 1.0, "g_O": 1.0, "sigma2": 0.5},
+            "theory": {"prior": "large_deviation", "P_min": 1.0, "P_max": 200.0, "n_P": 40, "grid_n": 41,
+                       "landscape_P": {"linear": [], "softmax": [10.0, 50.0]},
+                       "exact": {"n_datasets": 2, "P": [4, 8, 16], "seed": 0},
+                       "scaling": {"L": [4, 6]}}}
+
+
+COMMON = ["c1_saddle", "cG_saddle", "m1_saddle", "mP_saddle", "c1_mean", "cG_mean", "m1_mean", "mP_mean",
+          "action_min"]
+TRANS = ["P_onset", "P_crossover", "P_fastest_growth", "P_star", "P_spinodal_low", "P_spinodal_high"]
+
+
+@pytest.mark.parametrize("attention", ["linear", "softmax"])
+def test_write_theory_contract(tmp_path, attention):
+    out = tmp_path / f"{attention}.nc"
+    write_theory(tiny_cfg(), attention, out)
+    ds = xr.open_dataset(out)
+    names = COMMON + (["beta_saddle", "beta_mean"] if attention == "softmax" else [])
+    for v in names:
+        assert ds[v].dims == ("P",)
+        assert ds[v + "_exact"].dims == ("P_exact",)
+        assert ds[v + "_exact_sd"].dims == ("P_exact",) if v.endswith("saddle") else True
+        assert ds[v + "_gaussian"].dims == ("P",)
+    for v in TRANS:
+        assert ds[v].dims == () and ds[v + "_exact"].dims == ()
+    assert ds["onset_direction"].dims == ("component",)
+    assert list(ds["component"].values) == ["c1", "cG"]
+    if attention == "linear":
+        assert ds["action_landscape"].dims == ("landscape_P", "c1_grid", "cG_grid")
+        assert len(ds["landscape_P"]) >= 2
+    else:
+        assert ds["action_landscape"].dims == ("landscape_P", "beta_grid")
+        assert list(ds["landscape_P"].values) == [10.0, 50.0]
+        assert np.allclose(ds["c1_saddle"], 1.0)
+    assert float(ds["action_landscape"].min()) == pytest.approx(0.0, abs=1e-9)
+    for v in ("P_onset_vs_L", "P_crossover_vs_L", "P_star_vs_L"):
+        assert ds[v].dims == ("scaling_L",)
+    for v in ds.data_vars:
+        assert "long_name" in ds[v].attrs and ds[v].attrs["units"] in ("1", "sequences"), v
+    tr = json.loads(ds.attrs["transitions_json"])
+    assert all({"kind", "P", "classification", "details"} <= set(t) for t in tr)
+    assert ds.attrs["copyhead_kind"] == "theory" and json.loads(ds.attrs["config_json"])["task"]["V"] == 4
+    assert np.array_equal(ds["P_exact"].values, [4, 8, 16])
