@@ -151,7 +151,10 @@ class ExactAverage:
 
     def nle_points(self, P, m1, mP, dataset=None):
         st = self.stats(P) if dataset is None else [self.stats(P)[dataset]]
-        out = np.stack([family_nle(s, m1, mP, self.p["g_O"], self.p["sigma2"]) for s in st])
+        m1, mP = np.broadcast_arrays(np.asarray(m1, float), np.asarray(mP, float))
+        # Eq. (22) with one point per "row": rank-(V+1) Woodbury instead of a D×D Cholesky per point
+        out = np.stack([family_nle_grid(s, m1.reshape(-1, 1), mP.ravel(), self.p["g_O"],
+                                        self.p["sigma2"]).reshape(m1.shape) for s in st])
         return out if dataset is None else out[0]
 
     def nle_beta(self, P, beta, dataset=None):
