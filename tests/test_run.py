@@ -167,3 +167,15 @@ def test_cli_train_end_to_end(tmp_path):
     assert f.attrs["optimizer"] == "sgld_copy" and str(f.status.values) == "ok"
     # a copy start keeps the diagonal dominant at step 0
     assert f.cG_step.values[0] > 1.0
+
+
+@pytest.mark.parametrize("att", ["linear", "softmax"])
+def test_token_position_option_runs(tmp_path, att):
+    rc = run_cfg(att, "sgld_copy")
+    rc["model"].update(scores="token+position", d_k=12)
+    ds = train_run(rc, tmp_path / "tp.nc")
+    assert str(ds.status.values) == "ok" and ds.attrs["scores"] == "token+position"
+    assert ds.attention.shape == (6, 6) and np.all(np.isfinite(ds.attention))
+    # the test-averaged softmax attention is still row-stochastic
+    if att == "softmax":
+        assert np.allclose(ds.attention.sum("key"), 1.0)

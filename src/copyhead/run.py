@@ -150,7 +150,7 @@ def _train(run_cfg, out, dev, dtype_name, model, data, seed, P, recipe, start_ti
     state = None
     if ckpt.exists():
         try:
-            d = torch.load(ckpt, map_location=dev, weights_only=False)
+            d = torch.load(ckpt, map_location="cpu", weights_only=False)  # RNG state must stay on CPU
             if d.get("key") == key:
                 state = ChainState.from_dict(d, dev)
         except Exception:  # an unreadable checkpoint is ignored (it is rewritten atomically, so rare)
