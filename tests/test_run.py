@@ -179,3 +179,14 @@ def test_token_position_option_runs(tmp_path, att):
     # the test-averaged softmax attention is still row-stochastic
     if att == "softmax":
         assert np.allclose(ds.attention.sum("key"), 1.0)
+
+
+def test_recipe_without_samples_is_a_config_error(tmp_path, capsys):
+    cfg = tiny_config()
+    cfg["optimizers"]["sgld"].update(burn_in=100, thin=50)
+    cfg_path = tmp_path / "config.yaml"
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    rc = cli.main(["train", "--config", str(cfg_path), "--attention", "linear", "--optimizer", "sgld",
+                   "--P", "8", "--seed", "0", "--out", str(tmp_path / "x.nc")])
+    assert rc == 2 and "burn_in + thin <= steps" in capsys.readouterr().err
+    assert not (tmp_path / "x.nc").exists()

@@ -19,7 +19,7 @@ import torch
 import xarray as xr
 
 from . import order_params as op
-from .config import config_hash
+from .config import ConfigError, config_hash
 from .model import CopyAttention
 from .provenance import atomic_write, now_iso, provenance_attrs, write_dataset
 from .task import make_data, torch_seed
@@ -125,6 +125,10 @@ def train_run(run_cfg: dict, out: Path, device: str | None = None, _stop_after: 
     out = Path(out)
     start_time, t0 = now_iso(), time.perf_counter()
     recipe = run_cfg["recipe"]
+    if len(sample_steps(recipe)) == 0:
+        raise ConfigError(f"recipe {run_cfg.get('optimizer')!r}: no sample would be recorded (steps = "
+                          f"{recipe['steps']}, burn_in = {recipe['burn_in']}, thin = {recipe['thin']}: "
+                          "it needs burn_in + thin <= steps)")
     num = run_cfg.get("numerics", {})
     dev = resolve_device(device if device is not None else num.get("device", "auto"))
     dtype_name = num.get("dtype", "float64")
