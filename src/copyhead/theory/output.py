@@ -101,6 +101,9 @@ def compute_theory(theory_cfg: dict, attention: str, log=print) -> xr.Dataset:
         ranges = (min(lo, lo2), max(hi, hi2))
     model = make_model(attention, p, grid_n, P_ref, ranges=ranges)
     sc, op, tr = analyse(model, P)
+    if sc["boundary_hits"]:
+        log(f"theory {attention}: warning: the global minimum is on the grid boundary at "
+            f"{sc['boundary_hits']} P values (grid range {ranges})")
     lP = [float(x) for x in (th.get("landscape_P", {}) or {}).get(attention, [])]
     lP = sorted(set(lP)) if lP else auto_landscape_P(attention, tr, P)
     land = np.array([model.grid(x) - model.grid(x).min() for x in lP])
@@ -133,7 +136,8 @@ def compute_theory(theory_cfg: dict, attention: str, log=print) -> xr.Dataset:
              "posterior_mean_measure": ("uniform on the (c1, cG) grid restricted to the gauge half-plane "
                                         "c1 >= 0" if attention == "linear" else "uniform in beta"),
              "grid_range": json.dumps(_jsonable(list(np.atleast_1d(ranges)))),
-             "grid_n": grid_n, "docs": "docs/theory.md"}
+             "grid_n": grid_n, "grid_boundary_hits": int(sc["boundary_hits"] + sc_o["boundary_hits"]),
+             "docs": "docs/theory.md"}
 
     if do_exact:
         t1 = time.perf_counter()

@@ -228,7 +228,8 @@ def scan(model, P_grid, per_dataset=False, keep=()):
     ``keep``: P values whose S - min S grids are returned in res["landscapes"] (dict P -> array).
     """
     n = len(P_grid)
-    res = {"x": np.empty((n, model.dim)), "S_min": np.empty(n), "minima": [], "mean": {}, "landscapes": {}}
+    res = {"x": np.empty((n, model.dim)), "S_min": np.empty(n), "minima": [], "mean": {}, "landscapes": {},
+           "boundary_hits": 0}
     keep = {float(k) for k in keep}
     mask = model.weights_mask()
     mesh = np.meshgrid(*model.axes, indexing="ij")
@@ -244,6 +245,9 @@ def scan(model, P_grid, per_dataset=False, keep=()):
         res["x_sd"] = np.empty((n, model.dim))
     for i, P in enumerate(P_grid):
         S = model.grid(P)
+        idx = np.unravel_index(int(np.argmin(S)), S.shape)
+        if any(j in (0, n_ax - 1) for j, n_ax in zip(idx, S.shape)):
+            res["boundary_hits"] += 1
         x, s = _argmin_refined(model, P, S)
         res["x"][i], res["S_min"][i] = model.canon(x), s
         if float(P) in keep:

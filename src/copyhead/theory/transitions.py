@@ -83,10 +83,12 @@ def first_order(P, glob, minima, spacing, global_at=None, minima_at=None):
                     break
             Pstar = 0.5 * (lo + hi)
         else:
-            s_old_i = _nearest(minima[i], g0)[0][1]
+            m_old_i = _nearest(minima[i], g0)[0]
+            s_old_i = m_old_i[1] if m_old_i is not None else np.nan
             s_new_i = new_before[1] if d_new < tol else np.nan
             s_old_j = old_after[1] if d_old < tol else np.nan
-            s_new_j = _nearest(minima[i + 1], g1)[0][1]
+            m_new_j = _nearest(minima[i + 1], g1)[0]
+            s_new_j = m_new_j[1] if m_new_j is not None else np.nan
             d_i, d_j = s_new_i - s_old_i, s_new_j - s_old_j
             if np.isfinite(d_i) and np.isfinite(d_j) and d_i != d_j:
                 Pstar = P[i] + (P[i + 1] - P[i]) * d_i / (d_i - d_j)
