@@ -290,3 +290,41 @@ def test_classifier_tricritical_sign():
     assert tr["P_star"] == pytest.approx(2.5, abs=2e-3)
     assert tr["P_spinodal_low"] == pytest.approx(3 - 2 / 3, abs=0.02)
     assert tr["P_spinodal_high"] == pytest.approx(3.0, abs=1e-6)
+
+
+# ----------------------------------------------------------------------------- posterior mean, scaling
+def test_posterior_mean_of_a_gaussian_action():
+    """Eq. (18) on S = (x - 0.3)²/(2·0.05²): the mean is 0.3 and the saddle 0.3."""
+    f = lambda P, x: (x[..., 0] - 0.3) ** 2 / (2 * 0.05**2) + 0 * P
+    m = FunctionModel(f, [np.linspace(-1, 1, 801)])
+    sc = analyse(m, [1.0, 2.0])[0]
+    assert sc["mean"]["c1"][0] == pytest.approx(0.3, abs=1e-6)
+    assert sc["x"][0, 0] == pytest.approx(0.3, abs=1e-5)
+
+
+def test_scaling_with_sigma2_and_d_k():
+    """Every P is proportional to σ² (N enters only as N/σ²); softmax P* grows with d_k."""
+    from copyhead.theory.predict import scaling
+    p = dict(V=8, L=8, d_k=16.0, g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=1.0, prior="gaussian")
+    a = scaling(p, "linear", L=[6, 8], grid_n=81, n_P=60)["L"]
+    b = scaling(dict(p, sigma2=0.25), "linear", L=[6, 8], grid_n=81, n_P=60)["L"]
+    assert np.allclose(np.array(b["P_onset"]), 0.25 * np.array(a["P_onset"]), rtol=1e-6)
+    q = dict(p, V=16, L=32, sigma2=0.1, prior="large_deviation")
+    s = scaling(q, "softmax", d_k=[32, 128], grid_n=121, n_P=80)["d_k"]
+    assert np.all(np.isfinite(s["P_star"])) and s["P_star"][1] > 2.5 * s["P_star"][0]
+
+
+def test_cli_theory_with_json_config(tmp_path):
+    import json
+
+    import xarray as xr
+
+    from copyhead.cli import main
+    cfg = {"task": {"V": 4, "L": 4}, "model": {"d_k": 8, "g_Q": 1.0, "g_K": 1.0, "g_O": 1.0, "sigma2": 1.0},
+           "theory": {"prior": "gaussian", "P_min": 1.0, "P_max": 100.0, "n_P": 20, "grid_n": 31,
+                      "landscape_P": {"linear": [], "softmax": []},
+                      "exact": {"n_datasets": 0, "P": [], "seed": 0}, "scaling": {"L": []}}}
+    out = tmp_path / "softmax.nc"
+    assert main(["theory", "--attention", "softmax", "--theory-config", json.dumps(cfg), "--out", str(out)]) == 0
+    ds = xr.open_dataset(out)
+    assert ds.attrs["prior"] == "gaussian" and "beta_saddle" in ds and "P_exact" not in ds.coords

@@ -164,8 +164,8 @@ class FunctionModel:
         return self.f(P, np.asarray(x, float))
 
     def coeffs(self, x):
-        x = np.asarray(x, float)
-        return x[..., 0] - x[..., -1] / 2, x[..., -1]   # inverse of coeffs_to_order at L = 2 ... (c1, cG)
+        x = np.asarray(x, float)   # read x as (c1, cG) (1-D: c1 = cG = x), so scan's c1/cG fields are x
+        return order_to_coeffs(x[..., 0], x[..., -1], self.p["L"])
 
     def canon(self, x):
         x = np.asarray(x, float)
