@@ -88,3 +88,13 @@ def test_readout_posterior_is_ridge_regression():
                                           th[m.sW].clone())
     D = m.layout.D
     assert torch.allclose(torch.linalg.inv(H[:D, :D]), cov, atol=1e-10)
+
+
+@pytest.mark.parametrize("att", ["linear", "softmax"])
+def test_test_loss_fast_path_matches_direct(att):
+    m = _model(att)
+    th = m.init_prior(torch.Generator().manual_seed(4))
+    R = m.predict(th, m.T_test) - m.T_test
+    direct = float((R * R).sum(-1).mean())
+    assert float(m.mean_loss(th, m.T_test)) == pytest.approx(direct, rel=1e-12)
+    assert float(m.mean_loss(th, m.T_test.clone())) == pytest.approx(direct, rel=1e-12)

@@ -75,6 +75,8 @@ class CopyAttention:
         # position-major layout for the hand-written gradient: rows (a, α), so that A acts by one matmul
         self._T_lpv = self.T.permute(1, 0, 2).reshape(self.L, -1).contiguous()     # (L, P·V)
         self._T_rows = self._T_lpv.view(-1, self.V)                                 # (L·P, V)
+        self._T_test_lpv = self.T_test.permute(1, 0, 2).reshape(self.L, -1).contiguous()
+        self._T_test_rows = self._T_test_lpv.view(-1, self.V)
         self._prec = self.prior_weight / self.prior_std() ** 2                      # w/g per parameter
         self._grad = torch.zeros(self.layout.n, dtype=dtype, device=self.device)
 
@@ -124,7 +126,15 @@ class CopyAttention:
 
     def mean_loss(self, theta: torch.Tensor, T: torch.Tensor, A: torch.Tensor | None = None) -> torch.Tensor:
         """Mean over sequences and positions of ||f_a − y_a||² (not divided by V)."""
-        R = self.predict(theta, T, A) - T
+        if T is self.T_test and self.scores_kind == "position":  # position-major fast path (one matmul)
+            _, _, W = self.split(theta)
+            if A is None:
+                A = self.attention_of(theta)
+            L, V = self.L, self.V
+            H = (self._T_test_rows @ W[:, :V].T).view(L, -1, V).add_(W[:, V:].T.unsqueeze(1)).view(L, -1)
+            R = (A @ H).sub_(self._T_test_lpv)
+        else:
+            R = self.predict(theta, T, A) - T
         return (R * R).sum() / (T.shape[0] * T.shape[1])
 
     def prior_energy(self, theta: torch.Tensor) -> torch.Tensor:
