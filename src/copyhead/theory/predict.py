@@ -313,36 +313,60 @@ def analyse(model, P_grid, continuous=True, per_dataset=False, keep=()):
     return sc, op, tr_res
 
 
+def _branch_min(model, P, x0, scale):
+    """Local minimum of S(., P) reached by Nelder-Mead from x0 (simplex of size scale)."""
+    from scipy.optimize import minimize
+    x0 = np.asarray(x0, float)
+    simplex = np.array([x0, x0 + [scale, 0.0], x0 + [0.0, scale]])
+    r = minimize(lambda x: float(model.points(P, x[None, :])[0]), x0, method="Nelder-Mead",
+                 options={"initial_simplex": simplex, "xatol": 1e-4 * scale, "fatol": 1e-12, "maxiter": 4000})
+    return model.canon(r.x), float(r.fun)
+
+
 def _weak_first_order(model, tr_res, kw):
-    """A negative Landau quartic (Eq. (19b)) means a jump just before the onset P_c; when the P grid was
-    too coarse to see the coexistence, rescan [0.8 P_c, 1.02 P_c] finely. The origin branch ends exactly
-    at P_c, so that is its spinodal."""
+    """A negative Landau quartic (Eq. (19b)) means the minimiser jumps off the origin just before the
+    onset P_c. Follow the non-zero branch downward from P_c with warm-started Nelder-Mead (independent of
+    the grid): P* is where its action crosses S(0) (Eq. (21)), the lower spinodal where it collapses onto
+    the origin; the origin branch ends exactly at P_c (upper spinodal)."""
     Pc = tr_res["P_onset"]
     onset = [t for t in tr_res["transitions"] if t["kind"] == "onset"][0]
     if not onset["classification"].startswith("first-order"):
         return
-    near = [t for t in tr_res["transitions"] if t["kind"] == "first_order" and 0.7 * Pc <= t["P"] <= Pc * 1.001]
-    if not near:
-        fine = np.linspace(0.8 * Pc, 1.02 * Pc, 89)
-        sc = scan(model, fine)
-        fo = tr.first_order(fine, sc["x"], sc["minima"], model.spacing, kw.get("global_at"),
-                            kw.get("minima_at"))
-        fo = [f for f in fo if f["P_star"] <= Pc * 1.001]
-        if not fo:
-            return
-        f = fo[0]
-        near = [{"kind": "first_order", "P": f["P_star"], "classification": "first-order",
-                 "details": {"P_spinodal_low": f["P_spinodal_low"], "P_spinodal_high": f["P_spinodal_high"],
-                             "order_parameters_before": f["x_before"], "order_parameters_after": f["x_after"],
-                             "rule": "global minimum switches between coexisting local minima (Eq. 21)"}}]
-        tr_res["transitions"].append(near[0])
-        tr_res["transitions"].sort(key=lambda t: t["P"])
-    t = near[0]
-    t["details"]["P_spinodal_high"] = float(Pc)
-    t["details"]["note"] = "weak first-order jump off the origin just before the Hessian instability P_onset"
-    if not np.isfinite(tr_res["P_star"]) or abs(tr_res["P_star"] - t["P"]) < 1e-12 * Pc:
-        tr_res["P_star"], tr_res["P_spinodal_low"] = t["P"], t["details"]["P_spinodal_low"]
-        tr_res["P_spinodal_high"] = float(Pc)
+    v = np.asarray(tr_res["onset_direction"], float)
+    h = model.spacing
+    zero = np.zeros((1, 2))
+    cands = [_branch_min(model, Pc, t * v, 0.5 * h) for t in (0.5 * h, h, 2 * h, 4 * h, 8 * h)]
+    cands = [c for c in cands if np.linalg.norm(c[0]) > 0.05 * h]
+    if not cands:
+        return
+    x, _ = min(cands, key=lambda c: c[1])
+    norm_c = np.linalg.norm(x)
+    prev = (Pc, x, _branch_min(model, Pc, x, 0.1 * h)[1] - float(model.points(Pc, zero)[0]))
+    Pstar, Plow = np.nan, np.nan
+    for P in Pc * (1 - 0.002 * np.arange(1, 201)):
+        xb, sb = _branch_min(model, P, prev[1], 0.1 * max(np.linalg.norm(prev[1]), 0.05 * h))
+        if np.linalg.norm(xb) < 0.2 * norm_c:       # collapsed onto the origin: branch gone
+            Plow = 0.5 * (P + prev[0])
+            break
+        gap = sb - float(model.points(P, zero)[0])
+        if np.isnan(Pstar) and prev[2] < 0 <= gap:
+            Pstar = prev[0] + (P - prev[0]) * (-prev[2]) / (gap - prev[2])
+        prev = (P, xb, gap)
+    if np.isnan(Pstar):
+        return
+    tr_res["transitions"] = [t for t in tr_res["transitions"]
+                             if not (t["kind"] == "first_order" and 0.7 * Pc <= t["P"] <= 1.001 * Pc)]
+    tr_res["transitions"].append({
+        "kind": "first_order", "P": float(Pstar), "classification": "first-order",
+        "details": {"P_spinodal_low": float(Plow), "P_spinodal_high": float(Pc),
+                    "order_parameters_before": [0.0, 0.0], "order_parameters_after": x.tolist(),
+                    "rule": "global minimum switches between coexisting local minima (Eq. 21)",
+                    "note": "weak first-order jump off the origin just before the Hessian instability "
+                            "P_onset (negative Landau quartic, Eq. 19b); branch followed by Nelder-Mead"}})
+    tr_res["transitions"].sort(key=lambda t: t["P"])
+    others = [t for t in tr_res["transitions"] if t["kind"] == "first_order"]
+    if others and others[0]["P"] == Pstar:
+        tr_res["P_star"], tr_res["P_spinodal_low"], tr_res["P_spinodal_high"] = float(Pstar), float(Plow), float(Pc)
 
 
 # ============================================================================= grid ranges
