@@ -175,11 +175,24 @@ def _test_config() -> dict:
 def _copy_repo(dest: Path, cfg: dict) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "Snakefile", dest / "Snakefile")
-    for d in ("workflow", "slurm", "profiles"):
-        if (ROOT / d).is_dir():
-            shutil.copytree(ROOT / d, dest / d, dirs_exist_ok=True)
+    for d in ("workflow", "slurm"):
+        shutil.copytree(ROOT / d, dest / d, dirs_exist_ok=True)
+    # the workflow profile (profiles/default), as a user at the repository root gets it, when it exists
+    for prof in sorted((ROOT / "profiles").glob("*/*.yaml")):
+        (dest / prof.parent.relative_to(ROOT)).mkdir(parents=True, exist_ok=True)
+        shutil.copy(prof, dest / prof.relative_to(ROOT))
     (dest / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     return dest
+
+
+def _job_gpus(state: Path) -> dict[str, list[str]]:
+    """GPUs Slurm allocated to each job (the cluster's Prolog logs SLURM_JOB_GPUS): JobId -> GPU ids."""
+    out = {}
+    path = state / "jobgpus.log"
+    for line in path.read_text().splitlines() if path.exists() else []:
+        f = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
+        out[f["JobId"]] = [] if f.get("JobGPUs", "none") == "none" else f["JobGPUs"].split(",")
+    return out
 
 
 def _jobcomp(state: Path) -> dict[str, dict]:
@@ -245,12 +258,14 @@ def test_snakemake_profile_slurm_end_to_end(cluster, tmp_path):
     assert sum(members.values()) == len(runs), members
     assert len(train_ids) == -(-len(runs) // PACK), members
     assert max(members.values()) >= PACK, members
+    # GPUs: the node has exactly one, so a packed job asking for 20 would have been rejected by sbatch;
+    # Slurm allocated exactly one to every training submission and none to the CPU jobs
+    gpus = _job_gpus(cluster["state"])
     for j in train_ids:
-        tres = comp[j].get("Tres", "")
-        assert "gres/gpu=1" in tres, f"training submission {j} did not ask for exactly one GPU: {tres}"
+        assert len(gpus.get(j, [])) == 1, f"training submission {j} got GPUs {gpus.get(j)}, not one"
     cpu_ids = set(comp) - train_ids
     for j in cpu_ids:
-        assert "gres/gpu" not in comp[j].get("Tres", ""), f"CPU job {j} asked for a GPU: {comp[j]}"
+        assert gpus.get(j) == [], f"CPU job {j} got GPUs {gpus.get(j)}"
 
     report = (f"{len(runs)} training runs -> {len(train_ids)} training submissions "
               f"(members {sorted(members.values(), reverse=True)}); whole DAG: {len(comp)} sbatch "

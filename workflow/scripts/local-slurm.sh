@@ -25,7 +25,8 @@
 #     because MinJobAge=300 keeps finished jobs visible to squeue for 5 minutes. Every finished job
 #     is also appended to a job-completion log (JobCompType=jobcomp/filetxt, $STATE/jobcomp.log),
 #     and slurmctld logs every submission ("_slurm_rpc_submit_batch_job"), which is what the test
-#     counts.
+#     counts. A Prolog ($STATE/prolog.sh) appends the GPUs Slurm allocated to each job
+#     (SLURM_JOB_GPUS) to $STATE/jobgpus.log (without slurmdbd, GPU TRES are not recorded elsewhere).
 #   - ProctrackType=proctrack/linuxproc and TaskPlugin=task/none: no cgroups needed (sandboxes, VMs).
 #
 # Files: /etc/slurm/slurm.conf and /etc/slurm/gres.conf (written only when absent or written earlier
@@ -136,12 +137,13 @@ TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 # no slurmdbd: sacct is unavailable, jobs are polled with squeue; keep finished jobs visible 5 min
 AccountingStorageType=accounting_storage/none
-# track GPUs as a TRES so that the job-completion log shows each job's GPU count (gres/gpu=N)
-AccountingStorageTRES=gres/gpu
 MinJobAge=300
 # every finished job appended here (the test counts submissions from it and from the ctld log)
 JobCompType=jobcomp/filetxt
 JobCompLoc=$STATE/jobcomp.log
+# run as root on the node before each job: records the GPUs Slurm allocated to it ($STATE/jobgpus.log)
+Prolog=$STATE/prolog.sh
+MailProg=/bin/true
 # consumable CPUs, memory and GPUs
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
@@ -152,6 +154,13 @@ MpiDefault=none
 NodeName=$host NodeAddr=127.0.0.1 ${topo}RealMemory=$mem_mb Gres=gpu:1 State=UNKNOWN
 PartitionName=$PARTITION Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
+    cat >"$STATE/prolog.sh" <<'PROLOG'
+#!/bin/sh
+# Slurm Prolog (local-slurm.sh): one line per job with the GPUs allocated to it (SLURM_JOB_GPUS).
+echo "JobId=$SLURM_JOB_ID JobGPUs=${SLURM_JOB_GPUS:-none}" >>"$(dirname "$0")/jobgpus.log"
+exit 0
+PROLOG
+    chmod 755 "$STATE/prolog.sh"
     write_if_ours "$ETC/gres.conf" <<EOF
 $MARK — one fake GPU (device file /dev/null): lets --gpus=1 requests schedule on a CPU-only node
 NodeName=$host Name=gpu File=/dev/null
@@ -193,6 +202,9 @@ wait_idle() {
     local host state
     host=$(hostname -s)
     for _ in $(seq 1 "$WAIT_S"); do
+        for d in slurmctld slurmd; do
+            pid_alive "$STATE/$d.pid" || die "$d exited (see $STATE/$d.log: $(tail -n 1 "$STATE/$d.log" 2>/dev/null))"
+        done
         state=$(sinfo -h -n "$host" -o %T 2>/dev/null | head -1 || true)
         case $state in
             idle|mixed|allocated) say "node $host is $state; partition '$PARTITION' ready"; sinfo -N -o "%N %P %T %c %m %G"; return 0 ;;
