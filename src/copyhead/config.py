@@ -92,8 +92,8 @@ def _cross_problems(cfg: dict) -> list[str]:
                     "(M = Q^T K / d_k has rank <= d_k and could not represent the copy matrix I)")
     for name, rec in cfg["optimizers"].items():
         if rec["method"] == "sgld":
-            if rec["burn_in"] >= rec["steps"]:
-                msgs.append(f"'optimizers.{name}.burn_in' = {rec['burn_in']} must be < "
+            if rec["burn_in"] + rec["thin"] > rec["steps"]:
+                msgs.append(f"'optimizers.{name}.burn_in' + 'thin' = {rec['burn_in'] + rec['thin']} must be <= "
                             f"'optimizers.{name}.steps' = {rec['steps']} (no samples would be recorded)")
     known = sorted(cfg["optimizers"])
     for att, recipes in cfg["sweep"].items():

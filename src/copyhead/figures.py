@@ -48,7 +48,10 @@ def _log_P_axis(ax, Ps, label="training-set size $P$ (sequences)"):
     Ps = np.unique(np.asarray(Ps, float))
     ax.set_xscale("log")
     ax.set_xlim(Ps.min() / 1.3, Ps.max() * 1.3)
-    ticks = Ps if len(Ps) <= 8 else Ps[::2]
+    ticks = [Ps[0]]
+    for P in Ps[1:]:  # skip ticks that would crowd their neighbour on a log axis
+        if P / ticks[-1] >= 1.3:
+            ticks.append(P)
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_major_formatter(ScalarFormatter())
     ax.xaxis.set_minor_locator(NullLocator())
@@ -97,20 +100,21 @@ def _seed_stats(x):
     return mean, sem
 
 
-def _mark_transitions(ax, th, kinds, suffix=""):
-    styles = {"P_onset": ("onset", "0.4", ":"), "P_crossover": ("crossover", "0.4", "--"),
-              "P_star": ("$P^*$", "k", "-."), "P_spinodal_low": (None, "0.6", (0, (1, 3))),
-              "P_spinodal_high": (None, "0.6", (0, (1, 3)))}
+def _mark_transitions(ax, th, kinds):
+    """Vertical lines at theory transition points, labelled along the line (name and value)."""
+    styles = {"P_onset": ("onset", "0.35", ":"), "P_crossover": ("crossover", "0.35", "--"),
+              "P_star": ("$P^*$ closed form", "k", "-."), "P_spinodal_low": (None, "0.6", (0, (1, 3))),
+              "P_spinodal_high": (None, "0.6", (0, (1, 3))), "P_star_exact": ("$P^*$ exact avg.", "tab:red", "-."),
+              "P_crossover_exact": ("crossover exact avg.", "tab:red", "--")}
     for k in kinds:
-        name = k + suffix
-        if name not in th or not np.isfinite(float(th[name])):
+        if k not in th or not np.isfinite(float(th[k])):
             continue
         label, color, ls = styles[k]
-        P = float(th[name])
+        P = float(th[k])
         ax.axvline(P, color=color, ls=ls, lw=0.8, zorder=0)
         if label:
-            ax.text(P, 1.0, f" {label}\n {P:.3g}", transform=ax.get_xaxis_transform(), fontsize=6,
-                    va="top", ha="left", color=color)
+            ax.text(P, 0.5, f"{label} {P:.3g}", transform=ax.get_xaxis_transform(), fontsize=5.5,
+                    rotation=90, va="center", ha="right", color=color)
 
 
 # ---------------------------------------------------------------------------------------------- figures
@@ -120,34 +124,49 @@ def fig_stages(inputs, options):
     opt = options["stage_optimizer"]
     stages = options["stages"]
     rows = [a for a in ("linear", "softmax") if a in stages and f"aggregate_{a}" in inputs]
-    ncol = max(len(stages[a]) for a in rows)
+    ncol = max(len(stages[a]) for a in rows)  # stages: attention -> [[stage name, P], ...] in order
     fig, axes = plt.subplots(len(rows), ncol, figsize=(WIDE, 1.9 * len(rows) + 0.3), squeeze=False)
     for r, att in enumerate(rows):
         ag = read_dataset(inputs[f"aggregate_{att}"])
         mats = []
-        for stage, P in stages[att].items():
+        for stage, P in stages[att]:
             A = _ok(ag, "attention").sel(optimizer=opt, P=P).mean("seed")
             mats.append((stage, P, A.values))
-        vmax = max(np.nanmax(np.abs(m)) for _, _, m in mats)
-        if att == "linear":
-            kw = dict(cmap="RdBu_r", vmin=-vmax, vmax=vmax)
-        else:
-            kw = dict(cmap="viridis", vmin=0, vmax=vmax)
         for c in range(ncol):
             ax = axes[r, c]
             if c >= len(mats):
                 ax.axis("off")
                 continue
             stage, P, m = mats[c]
+            # each panel on its own scale: pooling (entries ~ c1/L) is invisible on a copy panel's scale
+            vmax = float(np.nanmax(np.abs(m))) or 1.0
+            if att == "linear":
+                kw = dict(cmap="RdBu_r", vmin=-vmax, vmax=vmax)
+            else:
+                kw = dict(cmap="viridis", vmin=0, vmax=vmax)
             im = ax.imshow(m, origin="upper", **kw)
+            cb = fig.colorbar(im, ax=ax, shrink=0.75, pad=0.03)
+            cb.ax.tick_params(labelsize=5.5)
+            cb.formatter.set_powerlimits((-2, 2))
+            if c == len(mats) - 1:
+                cb.set_label(r"$\bar A_{ab}$")
             ax.set_title(f"{att}: {stage}\n$P={P}$ ({_label(opt)})")
             ax.set_xlabel("key position $b$")
             if c == 0:
                 ax.set_ylabel("query position $a$")
             ax.set_xticks([])
             ax.set_yticks([])
-        fig.colorbar(im, ax=list(axes[r, :len(mats)]), shrink=0.8, label=r"$\bar A_{ab}$")
     return fig
+
+
+def _barrier_top(sm) -> float:
+    """y limit that shows both softmax minima and the barrier between them (not the steep walls)."""
+    S = np.asarray(sm["action_landscape"].values, float)
+    mins = [int(np.nanargmin(row)) for row in S]
+    lo, hi = min(mins), max(mins)
+    if hi > lo:
+        return 1.5 * float(np.nanmax(S[:, lo:hi + 1]))
+    return float(np.nanpercentile(S, 30))
 
 
 def fig_landscapes(inputs, options):
@@ -156,7 +175,7 @@ def fig_landscapes(inputs, options):
     lin = read_dataset(inputs["theory_linear"])
     sm = read_dataset(inputs["theory_softmax"])
     Ps = lin["landscape_P"].values
-    fig, axes = plt.subplots(1, len(Ps) + 1, figsize=(WIDE, 2.1), gridspec_kw={"wspace": 0.5})
+    fig, axes = plt.subplots(1, len(Ps) + 1, figsize=(WIDE, 2.1), gridspec_kw={"wspace": 0.6})
     for ax, P in zip(axes, Ps):
         S = lin["action_landscape"].sel(landscape_P=P)
         c1, cG = lin["c1_grid"].values, lin["cG_grid"].values
@@ -183,7 +202,8 @@ def fig_landscapes(inputs, options):
         k = np.nanargmin(S)
         ax.plot(beta[k], S[k], "o", color=color, ms=3)
     ax.set_xlabel(r"copy logit $\beta$")
-    ax.set_ylabel(r"$S(\beta;P) - \min_\beta S$")
+    ax.set_ylabel(r"$S(\beta;P)-\min S$")
+    ax.set_ylim(-0.05 * _barrier_top(sm), _barrier_top(sm))
     ax.set_title("softmax")
     if "P_star" in sm and np.isfinite(float(sm["P_star"])):
         ax.set_title(f"softmax ($P^*={float(sm['P_star']):.3g}$)")
@@ -228,7 +248,7 @@ def _fig_order_params(inputs, options, attention):
         axl.errorbar(P[ok], mean.values[ok], yerr=sem.values[ok], fmt=_marker(opt) + "-",
                      color=OPT_COLORS.get(opt, "k"), ms=4, capsize=2, lw=0.8, label=_label(opt))
     kinds = ("P_onset", "P_crossover") if attention == "linear" else ("P_star", "P_spinodal_low",
-                                                                      "P_spinodal_high")
+                                                                      "P_spinodal_high", "P_star_exact")
     _mark_transitions(ax, th, kinds)
     for a in (ax, axl):
         _log_P_axis(a, P)
@@ -323,16 +343,23 @@ def fig_softmax_loss_curves(inputs, options):
 
 
 def experimental_transition(ag, attention: str, optimizer: str) -> float:
-    """Transition estimate from experiments: the P (log-interpolated) where the copy order parameter
-    first overtakes the pooling one (linear: ĉG = ĉ1; softmax: âG = â1 = 1/2). NaN if never."""
+    """Transition estimate from experiments (seed means). Linear: the P (log-interpolated) where ĉG first
+    overtakes ĉ1. Softmax: the geometric midpoint of the two swept P between which âG jumps most.
+    NaN if there is no such point."""
     if optimizer not in ag["optimizer"].values:
         return float("nan")
     L = _L(ag)
-    a, b = _op_values(ag, attention, "_mean" if "c1_mean" in ag else "", L)
-    d = (b - a).sel(optimizer=optimizer)
-    if "seed" in d.dims:
-        d = d.mean("seed")
-    P, d = ag["P"].values.astype(float), d.values
+    a, b = _op_values(ag, attention, "_mean", L)
+    P = ag["P"].values.astype(float)
+    if attention == "softmax":
+        g = b.sel(optimizer=optimizer).values
+        ok = np.isfinite(g)
+        P, g = P[ok], g[ok]
+        if len(P) < 2:
+            return float("nan")
+        i = int(np.argmax(np.diff(g)))
+        return float(np.sqrt(P[i] * P[i + 1]))
+    d = (b - a).sel(optimizer=optimizer).values
     ok = np.isfinite(d)
     P, d = P[ok], d[ok]
     for i in range(1, len(P)):
@@ -361,8 +388,13 @@ def fig_scaling(inputs, options):
             if np.isfinite(Pe):
                 ax.plot([_L(ag)], [Pe], "*", color=color, ms=9, mec="k", mew=0.5,
                         label=f"{name} ({_label(opt)})")
+    from matplotlib.ticker import ScalarFormatter
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(ScalarFormatter())
+    ax.tick_params(axis="y", which="minor", labelsize=6)
     ax.set_xlabel("sequence length $L$")
     ax.set_ylabel("transition point $P$ (sequences)")
     ax.set_title("scaling of the transitions with $L$")
@@ -385,7 +417,8 @@ class Figure:
 _BOTH = (("aggregate", "linear"), ("aggregate", "softmax"))
 FIGURES = {f.name: f for f in [
     Figure("fig1_stages", fig_stages, _BOTH,
-           lambda cfg: {"stage_optimizer": cfg["figures"]["stage_optimizer"], "stages": cfg["figures"]["stages"]}),
+           lambda cfg: {"stage_optimizer": cfg["figures"]["stage_optimizer"],
+                        "stages": {a: [[k, v] for k, v in st.items()] for a, st in cfg["figures"]["stages"].items()}}),
     Figure("fig2_landscapes", fig_landscapes, (("theory", "linear"), ("theory", "softmax"))),
     Figure("fig3_linear_order_params", fig_linear_order_params, (("aggregate", "linear"), ("theory", "linear"))),
     Figure("fig4_softmax_order_params", fig_softmax_order_params,

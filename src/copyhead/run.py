@@ -48,9 +48,9 @@ def _long_names(attention: str) -> dict:
     lin = attention == "linear"
     c1 = ("ĉ1: pooling order parameter 1ᵀĀ1/L" if lin
           else "pooling projection 1ᵀĀ1/L (identically 1 for softmax; the paper's â1 is m1)")
-    cG = ("ĉG" if lin else "âG") + ": copy order parameter Tr(Ā(I−J/L))/√(L−1)"
+    cG = ("ĉG: " if lin else "") + "copy order parameter Tr(Ā(I−J/L))/√(L−1)"
     m1 = ("â1: " if not lin else "") + "uniform weight m1 of Ā ≈ (m1 J + mP I)/L"
-    mP = "copy weight mP of Ā ≈ (m1 J + mP I)/L"
+    mP = "copy weight mP of Ā ≈ (m1 J + mP I)/L" + ("" if lin else " (the paper's âG is mP/L)")
     return {"c1": c1, "cG": cG, "m1": m1, "mP": mP,
             "coverage_ratio": "coverage: projected-norm ratio ||ΠĀ||_F/||Ā||_F onto span{J, I−J/L}",
             "coverage_cosine": "coverage: cosine similarity <Ā, ΠĀ>_F/(||Ā||_F ||ΠĀ||_F)",
