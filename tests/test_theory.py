@@ -22,7 +22,7 @@ def softmax_rows(s):
 
 
 def brute_force_nle(tokens, A, V, g_O, sigma2, Y):
-    """-ln N(Y | 0, K + σ² I) per output channel with K^{αβ}_{ab} = g_O Σ_cd A_ac A_bd x^α_c·x^β_d."""
+    """Eq. (3) with the kernel of Eq. (2), K^{αβ}_{ab} = g_O Σ_cd A_ac A_bd x^α_c·x^β_d, built entry by entry."""
     P, L = tokens.shape
     X = np.concatenate([np.eye(V)[tokens], np.broadcast_to(np.eye(L), (P, L, L))], axis=-1)
     XX = np.einsum("pcd,qed->pcqe", X, X)                          # x^α_c · x^β_e
