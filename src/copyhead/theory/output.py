@@ -168,18 +168,20 @@ def compute_theory(theory_cfg: dict, attention: str, log=print) -> xr.Dataset:
         log(f"theory {attention}: exact average done in {time.perf_counter() - t1:.1f} s")
 
     t2 = time.perf_counter()
-    Ls = [int(x) for x in (th.get("scaling", {}) or {}).get("L", [])]
-    if Ls:
-        sl = scaling(p, attention, L=Ls, grid_n=grid_n)["L"]
-        ds = ds.assign_coords(scaling_L=("scaling_L", np.asarray(Ls, float),
-                                         {"long_name": "sequence length L of the scaling study", "units": "1"}))
-        for k, name in (("P_onset", "P_onset_vs_L"), ("P_crossover", "P_crossover_vs_L"),
-                        ("P_star", "P_star_vs_L"), ("P_spinodal_low", "P_spinodal_low_vs_L"),
-                        ("P_spinodal_high", "P_spinodal_high_vs_L")):
-            ds[name] = ("scaling_L", np.asarray(sl[k], float),
-                        {"long_name": f"{TR_LONG[k]} vs L (closed form, {prior} prior; V, d_k, sigma2 "
-                                      "from the config); NaN: not applicable", "units": SEQ})
-        log(f"theory {attention}: scaling done in {time.perf_counter() - t2:.1f} s")
+    sc_cfg = th.get("scaling", {}) or {}
+    for name, unit in (("L", "1"), ("V", "1"), ("d_k", "1")):   # V, d_k: optional keys (docs Sec. 6)
+        vals = [float(x) for x in sc_cfg.get(name, [])]
+        if not vals:
+            continue
+        sl = scaling(p, attention, grid_n=grid_n, **{name: vals})[name]
+        ds = ds.assign_coords({f"scaling_{name}": (f"scaling_{name}", np.asarray(vals, float),
+                                                   {"long_name": f"{name} of the scaling study", "units": unit})})
+        for k in ("P_onset", "P_crossover", "P_star", "P_spinodal_low", "P_spinodal_high"):
+            ds[f"{k}_vs_{name}"] = (f"scaling_{name}", np.asarray(sl[k], float),
+                                    {"long_name": f"{TR_LONG[k]} vs {name} (closed form, {prior} prior; other "
+                                                  "parameters from the config); NaN: not applicable",
+                                     "units": SEQ})
+        log(f"theory {attention}: scaling vs {name} done in {time.perf_counter() - t2:.1f} s")
     attrs["compute_seconds"] = round(time.perf_counter() - t0, 2)
     ds.attrs.update(attrs)
     return ds
