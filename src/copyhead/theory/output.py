@@ -43,7 +43,8 @@ def _jsonable(o):
 
 def _curve_vars(ds, attention, dim, op, sc, suffix, label, sd=None):
     """Saddle / mean / action_min variables of one prediction curve."""
-    defs_soft = " (softmax: A = (m1 J + mP I)/L; m1 is the uniform weight â1, mP the copy weight âG)"
+    defs_soft = (" (softmax: A = softmax(beta I) = (m1 J + mP I)/L; the figures plot â1 = m1 and âG = mP/L, "
+                 "docs/theory.md Sec. 4.1)")
     names = {"c1": "pooling order parameter c1 = m1 + mP/L",
              "cG": "copy order parameter cG = mP sqrt(L-1)/L",
              "m1": "coefficient m1 of A = (m1 J + mP I)/L" + (defs_soft if attention == "softmax" else ""),
