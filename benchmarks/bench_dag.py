@@ -41,6 +41,7 @@ def main(argv=None) -> int:
     wd.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "Snakefile", wd / "Snakefile")
     shutil.copytree(ROOT / "workflow", wd / "workflow", dirs_exist_ok=True)
+    shutil.copytree(ROOT / "envs", wd / "envs", dirs_exist_ok=True)
     shutil.copy(a.config, wd / "config.yaml")
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "snakemake", "--cores", str(a.cores)], cwd=wd,

@@ -25,6 +25,7 @@ def _copy_workflow(dest: Path, cfg: dict | None = None) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "Snakefile", dest / "Snakefile")
     shutil.copytree(ROOT / "workflow", dest / "workflow", symlinks=False, dirs_exist_ok=True)
+    shutil.copytree(ROOT / "envs", dest / "envs", dirs_exist_ok=True)
     (dest / "config.yaml").write_text(yaml.safe_dump(cfg if cfg is not None else yaml.safe_load(TINY.read_text()),
                                                      sort_keys=False))
     return dest

@@ -6,6 +6,8 @@ rule aggregate:
         run_files,
     output:
         "results/aggregate/{attention}.nc",
+    conda:
+        ENV
     log:
         "results/logs/aggregate/{attention}.log",
     benchmark:

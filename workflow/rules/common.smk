@@ -47,3 +47,7 @@ def figure_path(name, ext):
 def all_figures():
     return [figure_path(f.name, ext) for f in FIGURES.values() if f.available(ATTENTIONS)
             for ext in ("pdf", "png")]
+
+
+# Software environment of every rule for `--software-deployment-method conda` (ignored otherwise).
+ENV = "../../envs/copyhead.yaml"

@@ -6,6 +6,8 @@ rule theory:
         "results/theory/{attention}.nc",
     params:
         theory_config=chcfg.canonical_json(chcfg.theory_config(CONFIG)),
+    conda:
+        ENV
     log:
         "results/logs/theory/{attention}.log",
     benchmark:

@@ -7,6 +7,8 @@ rule train:
         "results/runs/{attention}/{optimizer}/P{P}/seed{seed}.nc",
     params:
         run_config=run_params,
+    conda:
+        ENV
     log:
         "results/logs/train/{attention}/{optimizer}/P{P}/seed{seed}.log",
     benchmark:
