@@ -169,6 +169,8 @@ EOF
 
 start_munge() {
     if pid_alive "$STATE/munged.pid"; then return; fi
+    # a munged started by someone else (e.g. the package's init script) is used, and never stopped here
+    if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then say "using the munged already running"; return; fi
     [[ -s /etc/munge/munge.key ]] || { mkdir -p /etc/munge; /usr/sbin/mungekey --create --force 2>/dev/null \
         || dd if=/dev/urandom of=/etc/munge/munge.key bs=1 count=1024 2>/dev/null; }
     mkdir -p /run/munge /var/lib/munge /var/log/munge "$STATE/munge"
