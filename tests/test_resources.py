@@ -108,12 +108,17 @@ def test_cpu_step_cost_bounds_the_measured_engine(V, L, d_k, P):
         with tempfile.TemporaryDirectory() as d:
             rc_short = copy.deepcopy(rc)
             rc_short["recipe"].update(steps=2, burn_in=1)
-            t0 = time.perf_counter()
-            train_run(rc_short, Path(d) / "a.nc", device="cpu")
-            fixed = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            train_run(rc, Path(d) / "b.nc", device="cpu")
-            total = time.perf_counter() - t0
+
+            def best_of_3(run_cfg, name):  # the least disturbed of three (other processes may run)
+                times = []
+                for k in range(3):
+                    t0 = time.perf_counter()
+                    train_run(run_cfg, Path(d) / f"{name}{k}.nc", device="cpu")
+                    times.append(time.perf_counter() - t0)
+                return min(times)
+
+            fixed = best_of_3(rc_short, "a")
+            total = best_of_3(rc, "b")
     finally:
         torch.set_num_threads(threads)
     measured = max(total - fixed, 1e-6) / (steps - 2)

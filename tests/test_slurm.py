@@ -196,8 +196,9 @@ def _test_config() -> dict:
 def _copy_repo(dest: Path, cfg: dict) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "Snakefile", dest / "Snakefile")
-    for d in ("workflow", "slurm"):
-        shutil.copytree(ROOT / d, dest / d, dirs_exist_ok=True)
+    for d in ("workflow", "slurm", "envs"):
+        if (ROOT / d).is_dir():
+            shutil.copytree(ROOT / d, dest / d, dirs_exist_ok=True)
     # the workflow profile (profiles/default), as a user at the repository root gets it, when it exists
     for prof in sorted((ROOT / "profiles").glob("*/*.yaml")):
         (dest / prof.parent.relative_to(ROOT)).mkdir(parents=True, exist_ok=True)
