@@ -145,9 +145,8 @@ def fig_stages(inputs, options):
             else:
                 kw = dict(cmap="viridis", vmin=0, vmax=vmax)
             im = ax.imshow(m, origin="upper", **kw)
-            cb = fig.colorbar(im, ax=ax, shrink=0.75, pad=0.03)
+            cb = fig.colorbar(im, ax=ax, shrink=0.75, pad=0.03, format="%.2g")
             cb.ax.tick_params(labelsize=5.5)
-            cb.formatter.set_powerlimits((-2, 2))
             if c == len(mats) - 1:
                 cb.set_label(r"$\bar A_{ab}$")
             ax.set_title(f"{att}: {stage}\n$P={P}$ ({_label(opt)})")
@@ -275,30 +274,57 @@ def fig_softmax_order_params(inputs, options):
     return _fig_order_params(inputs, options, "softmax")
 
 
+def _theory_pattern_cosine(ag, th, attention: str):
+    """cos(Ā, A_th) per (optimizer, P, seed): Frobenius cosine between the learned mean attention and the
+    theory's predicted pattern A_th = (m1 J + mP I)/L at the nearest theory P (closed-form saddle).
+    NaN where the theory predicts A_th = 0 (linear attention before the onset)."""
+    L = _L(ag)
+    Pth = th["P"].values
+    A = _ok(ag, "attention").values  # (optimizer, P, seed, query, key)
+    out = np.full(A.shape[:3], np.nan)
+    I, J = np.eye(L), np.ones((L, L))
+    for j, P in enumerate(ag["P"].values):
+        k = int(np.argmin(np.abs(np.log(Pth) - np.log(P))))
+        At = (float(th["m1_saddle"][k]) * J + float(th["mP_saddle"][k]) * I) / L
+        nt = np.linalg.norm(At)
+        if nt < 1e-12:
+            continue
+        a = A[:, j]
+        out[:, j] = np.einsum("osqk,qk->os", a, At) / (np.linalg.norm(a, axis=(-2, -1)) * nt)
+    return ag["c1"].copy(data=out)
+
+
 def fig_coverage(inputs, options):
-    """fig5: coverage of Ā by span{J, I}: projected-norm ratio and cosine similarity vs P."""
+    """fig5: (a) coverage of Ā by span{J, I}: projected-norm ratio ||ΠĀ||/||Ā|| (for an orthogonal
+    projection this equals the cosine between Ā and ΠĀ, which the run files also store); (b) cosine
+    similarity between Ā and the theory's predicted pattern (m1 J + mP I)/L at the same P."""
     plt = _style()
     fig, axes = plt.subplots(1, 2, figsize=(WIDE, 2.3))
+    P_all = []
     for att, ls in (("linear", "-"), ("softmax", "--")):
         if f"aggregate_{att}" not in inputs:
             continue
         ag = read_dataset(inputs[f"aggregate_{att}"])
+        th = read_dataset(inputs[f"theory_{att}"])
         P = ag["P"].values
-        for ax, var, title in zip(axes, ("coverage_ratio", "coverage_cosine"),
-                                  (r"projected-norm ratio $\|\Pi\bar A\|/\|\bar A\|$",
-                                   "cosine similarity"), strict=True):
+        P_all += list(P)
+        series = (_ok(ag, "coverage_ratio"), _theory_pattern_cosine(ag, th, att))
+        for ax, var in zip(axes, series, strict=True):
             for opt in ag["optimizer"].values:
                 opt = str(opt)
-                mean, sem = _seed_stats(_ok(ag, var).sel(optimizer=opt))
+                mean, sem = _seed_stats(var.sel(optimizer=opt))
                 ok = np.isfinite(mean.values)
                 ax.errorbar(P[ok], mean.values[ok], yerr=sem.values[ok], fmt=_marker(opt) + ls,
                             color=OPT_COLORS.get(opt, "k"), ms=3.5, capsize=2, lw=0.8,
                             label=f"{att}, {_label(opt)}")
-            ax.set_title(title)
+    axes[0].set_title(r"coverage: $\|\Pi\bar A\|_F/\|\bar A\|_F$, $\Pi$ onto span$\{J, I\}$")
+    axes[0].set_ylabel("projected-norm ratio")
+    axes[1].set_title(r"cosine similarity of $\bar A$ and theory $(m_1J+m_PI)/L$")
+    axes[1].set_ylabel(r"$\cos(\bar A, A_{\rm theory})$")
     for ax in axes:
-        _log_P_axis(ax, P)
-        ax.set_ylabel("coverage by span$\\{J, I\\}$")
-    axes[1].legend(fontsize=5.5)
+        _log_P_axis(ax, P_all)
+        ax.set_ylim(-0.05, 1.05)
+    axes[1].legend(fontsize=5.5, loc="lower right")
     return fig
 
 
@@ -423,7 +449,7 @@ FIGURES = {f.name: f for f in [
     Figure("fig3_linear_order_params", fig_linear_order_params, (("aggregate", "linear"), ("theory", "linear"))),
     Figure("fig4_softmax_order_params", fig_softmax_order_params,
            (("aggregate", "softmax"), ("theory", "softmax"))),
-    Figure("fig5_coverage", fig_coverage, _BOTH),
+    Figure("fig5_coverage", fig_coverage, _BOTH + (("theory", "linear"), ("theory", "softmax"))),
     Figure("fig6_linear_loss_curves", fig_linear_loss_curves, (("aggregate", "linear"),)),
     Figure("fig7_softmax_loss_curves", fig_softmax_loss_curves, (("aggregate", "softmax"),)),
     Figure("fig8_scaling", fig_scaling, (("theory", "linear"), ("theory", "softmax")) + _BOTH,
