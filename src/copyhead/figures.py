@@ -89,6 +89,13 @@ def _status_note(ag) -> str:
     return f"{n_div} diverged run(s) excluded" if n_div else ""
 
 
+def _annotate_status(ax, ag):
+    """Count diverged runs on the panel (they are excluded from the plotted means)."""
+    note = _status_note(ag)
+    if note:
+        ax.text(0.02, 0.02, note, transform=ax.transAxes, fontsize=6, color="red")
+
+
 def _ok(ag, var):
     return ag[var].where(ag["status"] == "ok")
 
@@ -258,9 +265,7 @@ def _fig_order_params(inputs, options, attention):
     axl.set_yscale("log")
     axl.set_title("test loss")
     axl.legend()
-    note = _status_note(ag)
-    if note:
-        axl.text(0.02, 0.02, note, transform=axl.transAxes, fontsize=6, color="red")
+    _annotate_status(axl, ag)
     return fig
 
 
@@ -352,9 +357,7 @@ def _fig_loss_curves(inputs, options, attention):
     ax.set_xlabel(f"training step ({_label(opt)}, full batch)")
     ax.set_ylabel("test loss per token")
     ax.set_title(f"{attention} attention: test loss during training")
-    note = _status_note(ag)
-    if note:
-        ax.text(0.02, 0.02, note, transform=ax.transAxes, fontsize=6, color="red")
+    _annotate_status(ax, ag)
     return fig
 
 
