@@ -7,7 +7,13 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config.yaml"
+# config.yaml is the default experiment; `--configfile other.yaml` replaces it (instead of Snakemake's
+# default of merging the two, which would leave keys of config.yaml behind). `--config key=value` still
+# overrides single keys of whichever file is used.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config.yaml"
+
 
 
 include: "workflow/rules/common.smk"
