@@ -351,7 +351,12 @@ def _fig_loss_curves(inputs, options, attention):
         if ok.any():
             ax.plot(steps[ok], y[ok], color=cmap(norm(P)), lw=1)
     sm = plt.cm.ScalarMappable(norm=norm, cmap=cmap)
-    fig.colorbar(sm, ax=ax, label="$P$ (sequences)")
+    cb = fig.colorbar(sm, ax=ax, label="$P$ (sequences)")
+    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+    cb.ax.yaxis.set_major_locator(FixedLocator(Ps))
+    cb.ax.yaxis.set_major_formatter(ScalarFormatter())
+    cb.ax.yaxis.set_minor_locator(NullLocator())
+    cb.ax.tick_params(labelsize=6)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(f"training step ({_label(opt)}, full batch)")
