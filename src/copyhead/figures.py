@@ -404,15 +404,30 @@ def experimental_transition(ag, attention: str, optimizer: str) -> float:
 
 
 def fig_scaling(inputs, options):
-    """fig8: theory transition points vs L; experimental estimates at the config's L."""
+    """fig8: theory transition points vs L (and vs V, d_k where the config asks for them), with the
+    experimental estimates at the config's L."""
     plt = _style()
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
     lin = read_dataset(inputs["theory_linear"])
     sm = read_dataset(inputs["theory_softmax"])
-    fig, ax = plt.subplots(figsize=(COL, 2.5))
-    Ls = lin["scaling_L"].values
-    ax.plot(Ls, lin["P_onset_vs_L"], "o:", color="tab:blue", label="linear onset $P_c$ (theory)")
-    ax.plot(Ls, lin["P_crossover_vs_L"], "s--", color="tab:green", label="linear crossover (theory)")
-    ax.plot(sm["scaling_L"], sm["P_star_vs_L"], "D-", color="tab:red", label="softmax $P^*$ (theory)")
+    names = [n for n in ("L", "V", "d_k") if f"scaling_{n}" in lin.coords and f"scaling_{n}" in sm.coords]
+    fig, axes = plt.subplots(1, len(names), figsize=(COL * (1 if len(names) == 1 else 0.75 * len(names)), 2.5),
+                             squeeze=False, gridspec_kw={"wspace": 0.35})
+    xlabels = {"L": "sequence length $L$", "V": "vocabulary size $V$", "d_k": "key dimension $d_k$"}
+    for ax, n in zip(axes[0], names):
+        x = lin[f"scaling_{n}"].values
+        ax.plot(x, lin[f"P_onset_vs_{n}"], "o:", color="tab:blue", label="linear onset $P_c$ (theory)")
+        ax.plot(x, lin[f"P_crossover_vs_{n}"], "s--", color="tab:green", label="linear crossover (theory)")
+        ax.plot(sm[f"scaling_{n}"], sm[f"P_star_vs_{n}"], "D-", color="tab:red", label="softmax $P^*$ (theory)")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
+        ax.yaxis.set_major_formatter(ScalarFormatter())
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel(xlabels[n])
+        ax.set_title(f"transitions vs {xlabels[n].split()[-1]}")
+    ax = axes[0, 0]
     opt = options.get("experiment_optimizer", "sgld")
     for att, color, name in (("linear", "tab:green", "linear crossover"), ("softmax", "tab:red", "softmax jump")):
         key = f"aggregate_{att}"
@@ -422,17 +437,9 @@ def fig_scaling(inputs, options):
             if np.isfinite(Pe):
                 ax.plot([_L(ag)], [Pe], "*", color=color, ms=9, mec="k", mew=0.5,
                         label=f"{name} ({_label(opt)})")
-    from matplotlib.ticker import ScalarFormatter
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(ScalarFormatter())
-    ax.yaxis.set_major_formatter(ScalarFormatter())
-    ax.yaxis.set_minor_formatter(ScalarFormatter())
-    ax.tick_params(axis="y", which="minor", labelsize=6)
-    ax.set_xlabel("sequence length $L$")
     ax.set_ylabel("transition point $P$ (sequences)")
-    ax.set_title("scaling of the transitions with $L$")
-    ax.legend(fontsize=5.5)
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=6, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.06))
     return fig
 
 
