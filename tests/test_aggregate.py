@@ -55,3 +55,12 @@ def test_duplicate_run_refused(runs, tmp_path):
 def test_wrong_attention_refused(runs):
     with pytest.raises(ValueError, match="expected 'softmax'"):
         aggregate_datasets(runs, "softmax")
+
+
+def test_summary_table_reports_seed_means(runs, tmp_path):
+    from copyhead.aggregate import summary_table
+    ds = aggregate_runs(runs, tmp_path / "agg.nc", "linear")
+    text = summary_table(read_dataset(tmp_path / "agg.nc"))
+    rows = [line.split() for line in text.splitlines() if line.startswith("adam")]
+    assert [int(r[1]) for r in rows] == [4, 8] and all(int(r[2]) == 3 for r in rows)
+    assert float(rows[1][6]) == pytest.approx(float(ds["cG_mean"].sel(optimizer="adam", P=8)), abs=1e-3)

@@ -118,3 +118,28 @@ def aggregate_runs(paths, out: Path, attention: str) -> xr.Dataset:
     ds = aggregate_datasets(paths, attention)
     write_dataset(ds, out)
     return ds
+
+
+def summary_table(ag: xr.Dataset) -> str:
+    """Plain-text table of seed means ± sem of the order parameters and test loss per (optimizer, P),
+    with the count of ok runs (what `copyhead summary` prints)."""
+    att = str(ag.attrs.get("attention", ""))
+    L = int(json.loads(ag.attrs.get("config_json", "{}")).get("L", 0) or ag.sizes.get("query", 0))
+    cols = (("c1", "ĉ1", 1.0), ("cG", "ĉG", 1.0)) if att == "linear" else \
+        (("m1", "â1", 1.0), ("mP", "âG", 1.0 / L))
+    head = f"{'optimizer':<12} {'P':>5} {'n_ok':>4}  " + "  ".join(f"{n:>15}" for _, n, _ in cols) + \
+        f"  {'test loss':>15}"
+    lines = [f"{att} attention ({ag.attrs.get('n_runs', '?')} runs, {ag.attrs.get('n_diverged', 0)} diverged)",
+             head]
+    for opt in ag["optimizer"].values:
+        for P in ag["P"].values:
+            n = int(ag["n_ok"].sel(optimizer=opt, P=P))
+            if n == 0 and str(ag["status"].sel(optimizer=opt, P=P).values.tolist()).count("absent") == ag.sizes["seed"]:
+                continue
+            cells = []
+            for v, _, scale in (*cols, ("test_loss_final", "", 1.0)):
+                m = float(ag[f"{v}_mean"].sel(optimizer=opt, P=P)) * scale
+                s = float(ag[f"{v}_sem"].sel(optimizer=opt, P=P)) * scale
+                cells.append(f"{m:7.3f} ± {s:5.3f}" if np.isfinite(s) else f"{m:7.3f}        ")
+            lines.append(f"{str(opt):<12} {int(P):>5} {n:>4}  " + "  ".join(cells))
+    return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""Command line: ``copyhead train | theory | aggregate | figure | audit``.
+"""Command line: ``copyhead train | theory | aggregate | summary | figure | audit``.
 
 Thin: parse arguments, validate the config before any compute, call the package, map known failures
 (bad config, unreadable file) to a one-line message and exit status 2 instead of a traceback.
@@ -55,6 +55,15 @@ def _cmd_aggregate(a) -> int:
     return 0
 
 
+def _cmd_summary(a) -> int:
+    from .aggregate import summary_table
+    from .provenance import read_dataset
+    for path in a.aggregates:
+        print(summary_table(read_dataset(path)))
+        print()
+    return 0
+
+
 def _cmd_figure(a) -> int:
     from .figures import make_figure
     make_figure(a.name, json.loads(a.inputs), Path(a.out), json.loads(a.options or "{}"))
@@ -93,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
     ag.add_argument("--out", required=True)
     ag.add_argument("runs", nargs="+", help="run .nc files")
     ag.set_defaults(func=_cmd_aggregate)
+
+    su = sub.add_parser("summary", help="print seed means ± sem per optimizer and P from aggregate files")
+    su.add_argument("aggregates", nargs="+", help="results/aggregate/{linear,softmax}.nc")
+    su.set_defaults(func=_cmd_summary)
 
     f = sub.add_parser("figure", help="make one figure (pdf + png + provenance sidecar)")
     f.add_argument("name", help="figure name, e.g. fig3_linear_order_params")
