@@ -16,6 +16,7 @@ everywhere.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -291,6 +292,14 @@ def test_snakemake_profile_slurm_end_to_end(cluster, tmp_path):
     cpu_ids = set(comp) - train_ids
     for j in cpu_ids:
         assert gpus.get(j) == [], f"CPU job {j} got GPUs {gpus.get(j)}"
+
+    # provenance: every figure audits OK, and each run names the SLURM job that trained it
+    r = subprocess.run([sys.executable, "-m", "copyhead", "audit", "--all", "--json"], cwd=wd,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    audited = json.loads(r.stdout)
+    run_jobs = {str(run["slurm_job_id"]) for rep in audited for run in rep["runs"]}
+    assert run_jobs and run_jobs <= train_ids, (sorted(run_jobs), sorted(train_ids))
 
     report = (f"{len(runs)} training runs -> {len(train_ids)} training submissions "
               f"(members {sorted(members.values(), reverse=True)}); whole DAG: {len(comp)} sbatch "

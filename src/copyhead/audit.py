@@ -43,7 +43,7 @@ def _snakemake_record(root: Path, path: str) -> dict | None:
     smk = root / ".snakemake"
     db = smk / "metadata.db"
     cols = ("rule", "starttime", "endtime", "external_jobid")
-    if db.exists():
+    if db.exists():  # the database backend; an empty or foreign database falls through to the files
         try:
             with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
                 row = con.execute(f"SELECT {', '.join(cols)} FROM snakemake_metadata WHERE target = ?",
@@ -51,7 +51,7 @@ def _snakemake_record(root: Path, path: str) -> dict | None:
             if row:
                 return dict(zip(cols, row))
         except sqlite3.Error:
-            return None
+            pass
     meta = smk / "metadata"
     if meta.is_dir():
         rec = meta / base64.urlsafe_b64encode(path.encode()).decode()
@@ -148,7 +148,7 @@ class _Auditor:
                 a = ds.attrs
                 run.update({k: (a[k].item() if hasattr(a.get(k), "item") else a.get(k)) for k in
                             ("attention", "optimizer", "P", "seed", "status", "config_hash", "code_version",
-                             "wall_time_s", "device")})
+                             "wall_time_s", "device", "host", "slurm_job_id") if k in a})
                 self._note_version(rep, a, path)
             job = _snakemake_record(self.root, path)
             if job:
@@ -180,8 +180,9 @@ def _print(rep: Report, out=sys.stdout):
               f"total training wall time {d['total_run_wall_time_s']:.1f} s", file=out)
         for r in rep.runs:
             extra = ""
-            if r.get("snakemake", {}).get("external_jobid"):
-                extra = f" job {r['snakemake']['external_jobid']}"
+            job = r.get("slurm_job_id") or r.get("snakemake", {}).get("external_jobid")
+            if job:
+                extra = f" SLURM job {job}"
             print(f"     {r.get('attention', '?')}/{r.get('optimizer', '?')} P={r.get('P', '?')} "
                   f"seed={r.get('seed', '?')} status={r.get('status', '?')} config={r.get('config_hash', '?')} "
                   f"code={r.get('code_version', '?')}{extra}  {r['path']}", file=out)
