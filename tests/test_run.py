@@ -179,6 +179,13 @@ def test_token_position_option_runs(tmp_path, att):
     # the test-averaged softmax attention is still row-stochastic
     if att == "softmax":
         assert np.allclose(ds.attention.sum("key"), 1.0)
+    # coverage per test sequence: one value per sequence in [0, 1]; token-dependent patterns leave the span
+    cov = ds.coverage_ratio_per_sequence
+    assert cov.sizes["test_sequence"] == rc["task"]["n_test"]
+    assert np.all((cov.values > 0) & (cov.values <= 1 + 1e-12)) and cov.values.min() < 1 - 1e-6
+    assert cov.attrs["mean"] == pytest.approx(float(cov.mean()))
+    # with position-only scores every sequence has the same pattern: no per-sequence variable
+    assert "coverage_ratio_per_sequence" not in train_run(run_cfg(att, "adam"), tmp_path / "pos.nc")
 
 
 def test_recipe_without_samples_is_a_config_error(tmp_path, capsys):

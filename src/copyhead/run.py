@@ -110,7 +110,21 @@ def _dataset(run_cfg: dict, model: CopyAttention, state: ChainState, status: str
                       "score matrix M = QᵀK/d_k" + (" (position-position block)" if tp else "")
                       + (" (mean over samples)" if n > 1 else " (final state)") + sign_note)
     v["status"] = var((), np.array(status, dtype=object), "run status: ok | diverged")
-    coords = {"step": ("step", steps, {"long_name": "optimisation step (updates applied)", "units": "1"}),
+    extra_coords = {}
+    if tp:  # token-aware scores: the pattern differs per sequence, so coverage per test sequence too
+        with torch.no_grad():
+            A_seq = model.attention_of(state.theta, model.T_test)
+            if att == "linear":  # the run's Z2 gauge (sign of the test-averaged pooling), for all sequences
+                A_seq = A_seq * (1.0 if float(op.pooling(A_seq.mean(0))) >= 0 else -1.0)
+            ratio_seq = op.coverage(A_seq)[0].detach().cpu().numpy().astype(np.float64)
+        if not ok:
+            ratio_seq = np.full_like(ratio_seq, np.nan)
+        v["coverage_ratio_per_sequence"] = var(
+            ("test_sequence",), ratio_seq, "coverage ||ΠA_α||_F/||A_α||_F of each test sequence's attention "
+            "pattern (final state)", mean=float(np.mean(ratio_seq)), sd=float(np.std(ratio_seq, ddof=1)))
+        extra_coords["test_sequence"] = ("test_sequence", np.arange(len(ratio_seq)),
+                                         {"long_name": "test sequence index", "units": "1"})
+    coords = {**extra_coords, "step": ("step", steps, {"long_name": "optimisation step (updates applied)", "units": "1"}),
               "sample": ("sample", np.arange(n), {"long_name": "sample index", "units": "1"}),
               "query": ("query", np.arange(L), {"long_name": "query position a", "units": "1"}),
               "key": ("key", np.arange(L), {"long_name": "key position b", "units": "1"})}
