@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -218,6 +219,8 @@ def fig_landscapes(inputs, options):
 
 
 def _fig_order_params(inputs, options, attention):
+    """fig3 (linear: ĉ1, ĉG) / fig4 (softmax: â1, âG, incl. copy-initialised SGLD for the hysteresis) vs P:
+    experiments as markers (mean ± sem over seeds), theory as lines, transitions marked; test loss vs P."""
     plt = _style()
     ag = read_dataset(inputs[f"aggregate_{attention}"])
     th = read_dataset(inputs[f"theory_{attention}"])
@@ -269,14 +272,6 @@ def _fig_order_params(inputs, options, attention):
     return fig
 
 
-def fig_linear_order_params(inputs, options):
-    """fig3: linear ĉ1, ĉG vs P (Adam circles, SGLD diamonds, theory lines) and test loss vs P."""
-    return _fig_order_params(inputs, options, "linear")
-
-
-def fig_softmax_order_params(inputs, options):
-    """fig4: softmax â1, âG vs P incl. copy-initialised SGLD (hysteresis), theory, test loss."""
-    return _fig_order_params(inputs, options, "softmax")
 
 
 def _theory_pattern_cosine(ag, th, attention: str):
@@ -334,6 +329,7 @@ def fig_coverage(inputs, options):
 
 
 def _fig_loss_curves(inputs, options, attention):
+    """fig6 (linear) / fig7 (softmax): test loss vs training step for every P (Adam), log axes."""
     plt = _style()
     ag = read_dataset(inputs[f"aggregate_{attention}"])
     opt = options.get("loss_optimizer", "adam")
@@ -366,14 +362,6 @@ def _fig_loss_curves(inputs, options, attention):
     return fig
 
 
-def fig_linear_loss_curves(inputs, options):
-    """fig6: linear attention test loss vs training step for every P (Adam), log axes."""
-    return _fig_loss_curves(inputs, options, "linear")
-
-
-def fig_softmax_loss_curves(inputs, options):
-    """fig7: softmax attention test loss vs training step for every P (Adam), log axes."""
-    return _fig_loss_curves(inputs, options, "softmax")
 
 
 def experimental_transition(ag, attention: str, optimizer: str) -> float:
@@ -461,12 +449,15 @@ FIGURES = {f.name: f for f in [
            lambda cfg: {"stage_optimizer": cfg["figures"]["stage_optimizer"],
                         "stages": {a: [[k, v] for k, v in st.items()] for a, st in cfg["figures"]["stages"].items()}}),
     Figure("fig2_landscapes", fig_landscapes, (("theory", "linear"), ("theory", "softmax"))),
-    Figure("fig3_linear_order_params", fig_linear_order_params, (("aggregate", "linear"), ("theory", "linear"))),
-    Figure("fig4_softmax_order_params", fig_softmax_order_params,
+    # fig3/fig4: ĉ1, ĉG (linear) or â1, âG (softmax) vs P: Adam circles, SGLD diamonds, theory lines, test loss
+    Figure("fig3_linear_order_params", partial(_fig_order_params, attention="linear"),
+           (("aggregate", "linear"), ("theory", "linear"))),
+    Figure("fig4_softmax_order_params", partial(_fig_order_params, attention="softmax"),
            (("aggregate", "softmax"), ("theory", "softmax"))),
     Figure("fig5_coverage", fig_coverage, _BOTH + (("theory", "linear"), ("theory", "softmax"))),
-    Figure("fig6_linear_loss_curves", fig_linear_loss_curves, (("aggregate", "linear"),)),
-    Figure("fig7_softmax_loss_curves", fig_softmax_loss_curves, (("aggregate", "softmax"),)),
+    # fig6/fig7: test loss vs training step for every P (Adam), log axes
+    Figure("fig6_linear_loss_curves", partial(_fig_loss_curves, attention="linear"), (("aggregate", "linear"),)),
+    Figure("fig7_softmax_loss_curves", partial(_fig_loss_curves, attention="softmax"), (("aggregate", "softmax"),)),
     Figure("fig8_scaling", fig_scaling, (("theory", "linear"), ("theory", "softmax")) + _BOTH,
            lambda cfg: {"experiment_optimizer": cfg["figures"]["stage_optimizer"]}),
 ]}
