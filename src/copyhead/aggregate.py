@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .provenance import provenance_attrs, read_dataset, sha256_file, write_dataset
+from .order_params import PAPER_NAMES, paper_order_parameters
+from .provenance import DataFileError, provenance_attrs, read_dataset, sha256_file, write_dataset
 
 # Per-run attributes copied into (optimizer, P, seed) variables, so the aggregate alone tells which
 # config and code version made each run and how long it took.
@@ -35,7 +36,6 @@ def _one_run(path: Path) -> tuple[tuple[str, int, int], xr.Dataset, dict]:
     try:
         key = (str(a["optimizer"]), int(a["P"]), int(a["seed"]))
     except KeyError as e:
-        from .provenance import DataFileError
         raise DataFileError(f"{path}: not a copyhead run file (attribute {e} missing)") from None
     status = str(a.get("status", "ok"))
     ds = ds.drop_vars([v for v in ("status",) if v in ds.variables])
@@ -86,12 +86,12 @@ def aggregate_datasets(paths, attention: str) -> xr.Dataset:
     for name, arr in meta_vars.items():
         out[name] = (dims, arr.astype(str))
     ok = out["status"] == "ok"
-    out["n_ok"] = ok.sum("seed").assign_attrs(long_name="runs with status ok", units="1")
+    n = ok.sum("seed")
+    out["n_ok"] = n.assign_attrs(long_name="runs with status ok", units="1")
     for v in SUMMARY_VARS:
         if v not in out:
             continue
         x = out[v].where(ok)
-        n = ok.sum("seed")
         out[f"{v}_mean"] = x.mean("seed").assign_attrs(
             long_name=f"mean over seeds of {out[v].attrs.get('long_name', v)}", units=out[v].attrs.get("units", "1"))
         sem = x.std("seed", ddof=1) / np.sqrt(n)
@@ -124,22 +124,21 @@ def summary_table(ag: xr.Dataset) -> str:
     """Plain-text table of seed means ± sem of the order parameters and test loss per (optimizer, P),
     with the count of ok runs (what `copyhead summary` prints)."""
     att = str(ag.attrs.get("attention", ""))
-    L = int(json.loads(ag.attrs.get("config_json", "{}")).get("L", 0) or ag.sizes.get("query", 0))
-    cols = (("c1", "ĉ1", 1.0), ("cG", "ĉG", 1.0)) if att == "linear" else \
-        (("m1", "â1", 1.0), ("mP", "âG", 1.0 / L))
-    head = f"{'optimizer':<12} {'P':>5} {'n_ok':>4}  " + "  ".join(f"{n:>15}" for _, n, _ in cols) + \
-        f"  {'test loss':>15}"
+    L = ag.sizes["query"]
+    means = (*paper_order_parameters(ag, att, L, "_mean"), ag["test_loss_final_mean"])
+    sems = (*paper_order_parameters(ag, att, L, "_sem"), ag["test_loss_final_sem"])
+    head = f"{'optimizer':<12} {'P':>5} {'n_ok':>4}  " + "  ".join(
+        f"{n:>15}" for n in (*PAPER_NAMES[att], "test loss"))
     lines = [f"{att} attention ({ag.attrs.get('n_runs', '?')} runs, {ag.attrs.get('n_diverged', 0)} diverged)",
              head]
     for opt in ag["optimizer"].values:
         for P in ag["P"].values:
-            n = int(ag["n_ok"].sel(optimizer=opt, P=P))
-            if n == 0 and str(ag["status"].sel(optimizer=opt, P=P).values.tolist()).count("absent") == ag.sizes["seed"]:
+            if (ag["status"].sel(optimizer=opt, P=P) == "absent").all():  # not in the sweep
                 continue
+            n = int(ag["n_ok"].sel(optimizer=opt, P=P))
             cells = []
-            for v, _, scale in (*cols, ("test_loss_final", "", 1.0)):
-                m = float(ag[f"{v}_mean"].sel(optimizer=opt, P=P)) * scale
-                s = float(ag[f"{v}_sem"].sel(optimizer=opt, P=P)) * scale
+            for mean, sem in zip(means, sems):
+                m, s = float(mean.sel(optimizer=opt, P=P)), float(sem.sel(optimizer=opt, P=P))
                 cells.append(f"{m:7.3f} ± {s:5.3f}" if np.isfinite(s) else f"{m:7.3f}        ")
             lines.append(f"{str(opt):<12} {int(P):>5} {n:>4}  " + "  ".join(cells))
     return "\n".join(lines)

@@ -18,6 +18,7 @@ from typing import Callable
 
 import numpy as np
 
+from .order_params import paper_order_parameters
 from .provenance import (atomic_write, code_version, code_version_string, now_iso, read_dataset,
                          sha256_file, write_json)
 
@@ -73,9 +74,7 @@ def _op_names(attention: str) -> tuple[str, str]:
 
 def _op_values(ds, attention: str, suffix: str, L: int):
     """The two plotted order parameters from a dataset (runs or theory) with variables m1/mP/c1/cG."""
-    if attention == "linear":
-        return ds[f"c1{suffix}"], ds[f"cG{suffix}"]
-    return ds[f"m1{suffix}"], ds[f"mP{suffix}"] / L
+    return paper_order_parameters(ds, attention, L, suffix)
 
 
 def _L(ds) -> int:

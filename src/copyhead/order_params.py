@@ -111,3 +111,15 @@ def order_parameter_vector(A):
     """torch: the order parameters of A stacked in the order of :data:`NAMES` (shape (..., 6))."""
     d = order_parameters(A)
     return torch.stack([d[k] for k in NAMES], dim=-1)
+
+
+PAPER_NAMES = {"linear": ("ĉ1", "ĉG"), "softmax": ("â1", "âG")}
+
+
+def paper_order_parameters(values, attention: str, L: int, suffix: str = ""):
+    """The two order parameters the paper plots, read from stored ``c1``/``cG``/``m1``/``mP`` variables
+    (with ``suffix``, e.g. ``_mean`` or ``_saddle``) of a run, aggregate or theory dataset: linear
+    (ĉ1, ĉG) = (c1, cG); softmax (â1, âG) = (m1, mP/L), so â1 + âG = 1 for a pattern inside the span."""
+    if attention == "linear":
+        return values[f"c1{suffix}"], values[f"cG{suffix}"]
+    return values[f"m1{suffix}"], values[f"mP{suffix}"] / L
