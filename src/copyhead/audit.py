@@ -67,6 +67,9 @@ def _snakemake_record(root: Path, path: str) -> dict | None:
 class _Auditor:
     def __init__(self, root: Path):
         self.root = root
+        # path -> (sha256, dataset or the read error): `--all` reaches the same aggregate and runs from
+        # several figures; each file is hashed and read once per audit
+        self._files: dict[Path, tuple[str, object]] = {}
 
     def _resolve(self, p: str) -> Path:
         path = Path(p)
@@ -78,15 +81,20 @@ class _Auditor:
         if not path.exists():
             rep.problems.append(f"{recorded_path}: missing ({what})")
             return None
-        actual = sha256_file(path)
+        if path not in self._files:
+            try:
+                content = read_dataset(path)
+            except DataFileError as e:
+                content = e
+            self._files[path] = (sha256_file(path), content)
+        actual, content = self._files[path]
         if sha and actual != sha:
             rep.problems.append(f"{recorded_path}: changed since it was used ({what}; "
                                 f"sha256 {actual[:12]} != recorded {sha[:12]})")
-        try:
-            return read_dataset(path)
-        except DataFileError as e:
-            rep.problems.append(f"{e} ({what})")
+        if isinstance(content, DataFileError):
+            rep.problems.append(f"{content} ({what})")
             return None
+        return content
 
     def _note_version(self, rep: Report, ds_attrs: dict, name: str):
         v = str(ds_attrs.get("code_version", "")) or "unknown"
