@@ -1,8 +1,10 @@
 # Config validation (before the DAG is built) and the helpers the rules share.
 import json
+from functools import lru_cache
 
 from copyhead import config as chcfg
 from copyhead.figures import FIGURES
+from copyhead.resources import train_resources
 
 # Validate against workflow/schemas/config.schema.yaml (the package's schema) plus the cross-field rules:
 # a typo stops here, naming the key and the allowed values, before any job starts.
@@ -38,6 +40,13 @@ def run_params(wildcards):
     run depends on changes, so an SGLD edit reruns SGLD runs only.
     """
     return chcfg.canonical_json(chcfg.run_config(CONFIG, wildcards.attention, wildcards.optimizer))
+
+
+@lru_cache(maxsize=None)
+def run_resources(attention, optimizer, P, attempt=1):
+    """Scheduler resources of one training run (the same for every seed; copyhead.resources), computed
+    once per (recipe, P, attempt)."""
+    return train_resources(CONFIG, attention, optimizer, int(P), attempt)
 
 
 def figure_path(name, ext):

@@ -1,5 +1,4 @@
 # One job per (attention, optimizer recipe, P, seed): train and measure, write one netCDF.
-from copyhead.resources import train_resources
 
 
 rule train:
@@ -17,11 +16,9 @@ rule train:
         "train"
     threads: 1
     resources:
-        runtime=lambda w, attempt: train_resources(CONFIG, w.attention, w.optimizer, int(w.P), attempt)[
-            "runtime"
-        ],
-        mem_mb=lambda w: train_resources(CONFIG, w.attention, w.optimizer, int(w.P))["mem_mb"],
-        gpu=lambda w: train_resources(CONFIG, w.attention, w.optimizer, int(w.P))["gpu"],
+        runtime=lambda w, attempt: run_resources(w.attention, w.optimizer, w.P, attempt)["runtime"],
+        mem_mb=lambda w: run_resources(w.attention, w.optimizer, w.P)["mem_mb"],
+        gpu=lambda w: run_resources(w.attention, w.optimizer, w.P)["gpu"],
     shell:
         "OMP_NUM_THREADS={threads} copyhead train --run-config {params.run_config:q}"
         " --P {wildcards.P} --seed {wildcards.seed} --out {output} > {log} 2>&1"
