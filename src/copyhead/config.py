@@ -204,3 +204,9 @@ def runs(cfg: dict) -> list[tuple[str, str, int, int]]:
                 for seed in spec["seeds"]:
                     out.append((att, opt, int(P), int(seed)))
     return out
+
+
+# ==== typed run parameters (Recipe, RunConfig): owned by the engine work ====
+
+
+# ==== typed theory parameters (TheoryParams): owned by the theory work ====
