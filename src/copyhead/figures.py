@@ -19,8 +19,7 @@ from typing import Callable
 import numpy as np
 
 from .order_params import paper_order_parameters
-from .provenance import (atomic_write, code_version, code_version_string, now_iso, read_dataset,
-                         sha256_file, write_json)
+from .provenance import atomic_write, figure_record, read_dataset, sha256_file, write_json
 
 COL = 3.4   # paper single-column width, inches
 WIDE = 7.0  # two-column width
@@ -460,21 +459,6 @@ FIGURES = {f.name: f for f in [
     Figure("fig8_scaling", fig_scaling, (("theory", "linear"), ("theory", "softmax")) + _BOTH,
            lambda cfg: {"experiment_optimizer": cfg["figures"]["stage_optimizer"]}),
 ]}
-
-
-def figure_record(name: str, inputs: dict, options: dict) -> dict:
-    """The provenance sidecar content: inputs with sha256 and the attrs that identify them."""
-    cv = code_version()
-    rec = {"figure": name, "created": now_iso(), "code_version": code_version_string(cv),
-           "git_commit": cv["git_commit"], "git_dirty": cv["git_dirty"],
-           "package_version": cv["package_version"], "options": options, "inputs": {}}
-    for role, path in sorted(inputs.items()):
-        ds = read_dataset(path)
-        rec["inputs"][role] = {"path": str(path), "sha256": sha256_file(path),
-                               "kind": ds.attrs.get("copyhead_kind", ""),
-                               "config_hash": ds.attrs.get("config_hash", ""),
-                               "code_version": ds.attrs.get("code_version", "")}
-    return rec
 
 
 def make_figure(name: str, inputs: dict, out_pdf: Path, options: dict | None = None) -> dict:

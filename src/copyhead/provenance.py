@@ -169,3 +169,20 @@ def read_dataset(path: str | Path):
     except Exception as e:  # netCDF4 raises OSError/RuntimeError/ValueError for damaged files
         raise DataFileError(f"{path}: not a readable netCDF file (truncated or corrupted?): "
                             f"{type(e).__name__}: {e}") from None
+
+
+def figure_record(name: str, inputs: dict, options: dict) -> dict:
+    """The provenance sidecar of a figure (``<name>.provenance.json``): the code version, the figure's
+    options and, per input role, the path, its sha256 and the attrs that identify it (kind, config hash,
+    code version). ``copyhead.figures.make_figure`` adds the outputs' checksums; ``copyhead audit`` reads it."""
+    cv = code_version()
+    rec = {"figure": name, "created": now_iso(), "code_version": code_version_string(cv),
+           "git_commit": cv["git_commit"], "git_dirty": cv["git_dirty"],
+           "package_version": cv["package_version"], "options": options, "inputs": {}}
+    for role, path in sorted(inputs.items()):
+        ds = read_dataset(path)
+        rec["inputs"][role] = {"path": str(path), "sha256": sha256_file(path),
+                               "kind": ds.attrs.get("copyhead_kind", ""),
+                               "config_hash": ds.attrs.get("config_hash", ""),
+                               "code_version": ds.attrs.get("code_version", "")}
+    return rec
