@@ -13,10 +13,12 @@ import hashlib
 import json
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -122,14 +124,68 @@ def input_checksums(paths) -> dict[str, str]:
     return {str(p): sha256_file(p) for p in paths}
 
 
+# Temporary files of atomic writes: ``.<target name>.<8 random characters of mkstemp>.tmp`` beside the
+# target. A process killed during a write leaves one behind; the next write of the same target removes
+# those older than the writing process (``_tmp_beside``) and the workflow's start removes old ones
+# anywhere under results/ (``stale_temps``).
+_TMP_RE = re.compile(r"^\.(?P<target>.+)\.[a-z0-9_]{8}\.tmp$")
+_PROCESS_START = time.time()
+
+
+def _is_temp_of(name: str, target: str | None = None) -> bool:
+    m = _TMP_RE.match(name)
+    return bool(m) and (target is None or m["target"] == target)
+
+
+def stale_temps(root: str | Path, older_than_s: float) -> list[Path]:
+    """Temporary files of atomic writes under ``root`` not modified for ``older_than_s`` seconds (a
+    write takes seconds; such a file was left by a killed process)."""
+    root, cutoff, out = Path(root), time.time() - older_than_s, []
+    if root.is_dir():
+        for dirpath, _, names in os.walk(root):
+            for n in names:
+                p = Path(dirpath, n)
+                try:
+                    if _is_temp_of(n) and p.stat().st_mtime < cutoff:
+                        out.append(p)
+                except OSError:  # removed meanwhile
+                    pass
+    return sorted(out)
+
+
 def _tmp_beside(path: Path) -> Path:
+    """A new temporary file beside ``path``; temporaries of the same target left by an earlier (killed)
+    process are removed first."""
+    try:
+        for entry in os.scandir(path.parent):
+            if _is_temp_of(entry.name, path.name) and entry.stat().st_mtime < _PROCESS_START:
+                Path(entry.path).unlink(missing_ok=True)
+    except OSError:
+        pass
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     return Path(tmp)
 
 
+def _umask() -> int:
+    """The process umask (read without changing it where /proc tells it)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: str | Path, write) -> Path:
-    """Call ``write(tmp_path)`` then rename onto ``path``; the target is either old, new, or absent."""
+    """Call ``write(tmp_path)`` then rename onto ``path``; the target is either old, new, or absent.
+
+    The file gets the mode a plain ``open(path, "w")`` would give (0o666 minus the umask), not
+    mkstemp's 0o600, so results on a shared file system are readable by the group as the umask allows.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _tmp_beside(path)
@@ -137,6 +193,7 @@ def atomic_write(path: str | Path, write) -> Path:
         write(tmp)
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
