@@ -54,3 +54,90 @@ def test_stale_temps_found_by_age_only(tmp_path):
     os.utime(old, (time.time() - 7200, time.time() - 7200))
     os.utime(keep, (time.time() - 7200, time.time() - 7200))
     assert prov.stale_temps(tmp_path, older_than_s=3600) == [old]
+
+
+# ------------------------------------------------------------------------------- code fingerprints
+@pytest.fixture
+def pkg_copy(tmp_path):
+    import shutil
+    dest = tmp_path / "copyhead"
+    shutil.copytree(ROOT / "src/copyhead", dest, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+def _fp(pkg):
+    return {c: prov.code_fingerprint(c, pkg) for c in prov.CODE_MODULES}
+
+
+def test_code_fingerprint_ignores_comments_and_docstrings(pkg_copy):
+    before = _fp(pkg_copy)
+    assert before == {c: prov.code_fingerprint(c) for c in prov.CODE_MODULES}   # same code, same print
+    agg = pkg_copy / "aggregate.py"
+    src = agg.read_text()
+    agg.write_text('"""A rewritten module docstring."""\n# a new comment\n\n'
+                   + src.replace('    """', '    """Also a changed function docstring. ', 1)
+                   + "\n\n# trailing comment\n")
+    assert _fp(pkg_copy) == before
+
+
+def test_code_fingerprint_changes_with_the_code_of_its_concern_only(pkg_copy):
+    before = _fp(pkg_copy)
+    agg = pkg_copy / "aggregate.py"
+    agg.write_text(agg.read_text().replace('"test_loss_final")', '"test_loss_final", "energy")'))
+    after = _fp(pkg_copy)
+    assert after["aggregate"] != before["aggregate"]
+    assert {c: after[c] for c in ("train", "theory", "figures")} == \
+        {c: before[c] for c in ("train", "theory", "figures")}
+    # a module of the theory package counts for the theory, config for training and theory
+    th = pkg_copy / "theory/prior.py"
+    th.write_text(th.read_text() + "\nX_NEW = 1\n")
+    assert _fp(pkg_copy)["theory"] != after["theory"]
+    cfg = pkg_copy / "config.py"
+    cfg.write_text(cfg.read_text() + "\nY_NEW = 2\n")
+    last = _fp(pkg_copy)
+    assert last["train"] != after["train"] and last["figures"] == after["figures"]
+
+
+def test_code_fingerprint_covers_engine_modules_added_later(pkg_copy):
+    assert {"copyhead.engine", "copyhead.schedules", "copyhead.task", "copyhead.model", "copyhead.train",
+            "copyhead.run", "copyhead.order_params", "copyhead.config"} <= set(prov.CODE_MODULES["train"])
+    (pkg_copy / "engine.py").unlink(missing_ok=True)
+    before = prov.code_fingerprint("train", pkg_copy)          # a missing module is skipped
+    (pkg_copy / "engine.py").write_text("def batched():\n    return 1\n")
+    assert prov.code_fingerprint("train", pkg_copy) != before
+
+
+def test_every_product_kind_records_its_fingerprint():
+    for kind, concern in prov.KIND_CONCERN.items():
+        if kind == "figure":
+            continue
+        a = prov.provenance_attrs(kind, {"x": 1}, title="t")
+        assert a["code_fingerprint"] == prov.code_fingerprint(concern)
+
+
+def _git(repo, *args):
+    import subprocess
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
+
+
+def test_dirty_tree_identified_by_content(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src/m.py").write_text("a = 1\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "src/m.py")
+    _git(repo, "commit", "-q", "-m", "c")
+    clean = prov._git_code_version(repo)
+    assert clean["git_dirty"] == 0 and prov.code_version_string(clean) == clean["git_commit"][:12]
+    (repo / "src/m.py").write_text("a = 2\n")
+    one = prov.code_version_string(prov._git_code_version(repo))
+    (repo / "src/m.py").write_text("a = 3\n")
+    two = prov.code_version_string(prov._git_code_version(repo))
+    assert one.startswith(clean["git_commit"][:12] + "-dirty-") and two.startswith(clean["git_commit"][:12])
+    assert one != two                                   # two uncommitted states, two labels
+    (repo / "src/m.py").write_text("a = 2\n")
+    assert prov.code_version_string(prov._git_code_version(repo)) == one   # same content, same label
+    (repo / "src/new.py").write_text("b = 1\n")         # an untracked module is part of the code
+    assert prov.code_version_string(prov._git_code_version(repo)) not in (one, two)

@@ -138,7 +138,7 @@ class _Auditor:
         if len(rep.code_versions) > 1:
             rep.warnings.append("mixed code versions: " + "; ".join(
                 f"{v} ({len(f)} file(s))" for v, f in sorted(rep.code_versions.items())))
-        dirty = [v for v in rep.code_versions if v.endswith("-dirty")]
+        dirty = [v for v in rep.code_versions if "-dirty" in v]
         if dirty:
             rep.warnings.append(f"made from a dirty working tree: {', '.join(sorted(dirty))}")
         return rep

@@ -8,6 +8,7 @@ The audit of a figure back to its runs (``copyhead audit``) lives in ``copyhead.
 """
 from __future__ import annotations
 
+import ast
 import datetime as _dt
 import hashlib
 import json
@@ -38,24 +39,113 @@ def now_iso() -> str:
 
 
 _REPO = Path(__file__).resolve().parents[2]
+_PKG = Path(__file__).resolve().parent
 _code_version_cache: dict | None = None
+# what a working tree's code is: these paths of the repository (a dirty state is identified by its diff)
+_CODE_PATHS = ("src", "workflow", "Snakefile", "pyproject.toml")
+
+# The package modules whose code makes each kind of product (a package name covers all its modules).
+# Names that do not exist (yet) are skipped, so a module added under one of these names counts at once.
+CODE_MODULES = {
+    "train": ("copyhead.task", "copyhead.model", "copyhead.train", "copyhead.run", "copyhead.order_params",
+              "copyhead.schedules", "copyhead.engine", "copyhead.config"),
+    "theory": ("copyhead.theory", "copyhead.config"),
+    "aggregate": ("copyhead.aggregate",),
+    "figures": ("copyhead.figures", "copyhead.order_params"),
+}
+# product kind (the ``copyhead_kind`` attribute) -> the concern of CODE_MODULES that makes it
+KIND_CONCERN = {"run": "train", "theory": "theory", "aggregate": "aggregate", "figure": "figures"}
+
+
+def _module_files(name: str, package_dir: Path) -> list[Path]:
+    parts = name.split(".")
+    if parts[0] != "copyhead":
+        raise ValueError(f"{name}: not a copyhead module")
+    base = package_dir.joinpath(*parts[1:])
+    if base.is_dir():
+        return sorted(p for p in base.rglob("*.py") if "__pycache__" not in p.parts)
+    f = base.with_suffix(".py")
+    return [f] if f.is_file() else []
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    """Remove every bare string statement (docstrings) from module, class and function bodies."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = [s for s in node.body
+                    if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+                            and isinstance(s.value.value, str))]
+            node.body = body or [ast.Pass()]
+    return tree
+
+
+_source_digest_cache: dict[tuple, str] = {}
+
+
+def _source_digest(path: Path) -> str:
+    """sha256 of a module's syntax tree without docstrings: comments, blank lines, formatting and
+    docstrings do not count; any change of what the code does does (a file that does not parse counts
+    by its bytes)."""
+    st = path.stat()
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key not in _source_digest_cache:
+        data = path.read_bytes()
+        try:
+            text = ast.dump(_strip_docstrings(ast.parse(data, filename=str(path))))
+        except (SyntaxError, ValueError):
+            text = data.decode("utf-8", "replace")
+        _source_digest_cache[key] = hashlib.sha256(text.encode()).hexdigest()
+    return _source_digest_cache[key]
+
+
+def code_fingerprint(concern: str, package_dir: str | Path | None = None) -> str:
+    """16 hex digits identifying the code that makes one kind of product (``concern``, a key of
+    CODE_MODULES: train, theory, aggregate, figures). The workflow puts it in the rules' ``params:``
+    (so a code change reruns exactly the products it affects) and every product records it
+    (attribute ``code_fingerprint``), so the audit can tell products made by other code."""
+    if concern not in CODE_MODULES:
+        raise ValueError(f"unknown code concern {concern!r}; allowed values: {sorted(CODE_MODULES)}")
+    pkg = Path(package_dir) if package_dir is not None else _PKG
+    h = hashlib.sha256(concern.encode())
+    for name in sorted(CODE_MODULES[concern]):
+        for f in _module_files(name, pkg):
+            h.update(f"\0{f.relative_to(pkg).as_posix()}\0{_source_digest(f)}".encode())
+    return h.hexdigest()[:16]
+
+
+def _git_code_version(repo: Path) -> dict:
+    """{git_commit, git_dirty, git_dirty_hash} of a working tree: the hash (12 hex digits) is of the
+    diff against HEAD plus the untracked files under the code paths, so two different uncommitted
+    states never share a label."""
+    info = {"git_commit": "", "git_dirty": 0, "git_dirty_hash": ""}
+    run = lambda *a: subprocess.run(["git", "-C", str(repo), *a], capture_output=True, timeout=30)
+    head = run("rev-parse", "HEAD")
+    if head.returncode != 0:
+        return info
+    info["git_commit"] = head.stdout.decode().strip()
+    status = run("status", "--porcelain", "--untracked-files=all", "--", *_CODE_PATHS)
+    if status.stdout.strip():
+        h = hashlib.sha256(run("diff", "HEAD", "--binary", "--", *_CODE_PATHS).stdout)
+        untracked = run("ls-files", "--others", "--exclude-standard", "-z", "--", *_CODE_PATHS).stdout
+        for name in sorted(n for n in untracked.decode().split("\0") if n):
+            h.update(b"\0" + name.encode() + b"\0")
+            try:
+                h.update((repo / name).read_bytes())
+            except OSError:
+                pass
+        info["git_dirty"], info["git_dirty_hash"] = 1, h.hexdigest()[:12]
+    return info
 
 
 def code_version() -> dict:
-    """git commit and dirty flag of the source tree, or the package version outside git."""
+    """git commit and dirty state (with the content hash of the uncommitted changes) of the source tree,
+    or the package version outside git."""
     global _code_version_cache
     if _code_version_cache is None:
-        info = {"package_version": __version__, "git_commit": "", "git_dirty": 0}
+        info = {"package_version": __version__, "git_commit": "", "git_dirty": 0, "git_dirty_hash": ""}
         try:
             if (_REPO / ".git").exists():
-                run = lambda *a: subprocess.run(["git", "-C", str(_REPO), *a], capture_output=True,
-                                                text=True, timeout=10)
-                head = run("rev-parse", "HEAD")
-                if head.returncode == 0:
-                    info["git_commit"] = head.stdout.strip()
-                    status = run("status", "--porcelain", "--untracked-files=no", "--", "src", "workflow",
-                                 "Snakefile", "pyproject.toml")
-                    info["git_dirty"] = int(bool(status.stdout.strip()))
+                info.update(_git_code_version(_REPO))
         except (OSError, subprocess.SubprocessError):
             pass
         _code_version_cache = info
@@ -63,9 +153,11 @@ def code_version() -> dict:
 
 
 def code_version_string(info: dict | None = None) -> str:
+    """``<commit[:12]>``, ``<commit[:12]>-dirty-<content hash>`` or ``copyhead <version>``."""
     info = info or code_version()
     if info.get("git_commit"):
-        return info["git_commit"][:12] + ("-dirty" if info.get("git_dirty") else "")
+        dirty = f"-dirty-{info.get('git_dirty_hash') or 'unknown'}" if info.get("git_dirty") else ""
+        return info["git_commit"][:12] + dirty
     return f"copyhead {info['package_version']}"
 
 
@@ -82,7 +174,8 @@ def library_versions() -> dict:
 def provenance_attrs(kind: str, effective_config: dict, title: str, extra: dict | None = None) -> dict:
     """Global attributes for one product (``kind`` = run, theory, aggregate, ...).
 
-    Only str/number attrs (netCDF-safe); the config is stored as canonical JSON with its hash.
+    Only str/number attrs (netCDF-safe); the config is stored as canonical JSON with its hash, the code
+    as ``code_fingerprint`` (of the modules that make this kind, CODE_MODULES) and ``code_version``.
     """
     cv = code_version()
     attrs = {
@@ -97,6 +190,7 @@ def provenance_attrs(kind: str, effective_config: dict, title: str, extra: dict 
         "code_version": code_version_string(cv),
         "git_commit": cv["git_commit"],
         "git_dirty": int(cv["git_dirty"]),
+        "code_fingerprint": code_fingerprint(KIND_CONCERN[kind]) if kind in KIND_CONCERN else "",
         "package_version": cv["package_version"],
         "host": socket.gethostname(),
         "platform": platform.platform(),
@@ -234,6 +328,7 @@ def figure_record(name: str, inputs: dict, options: dict) -> dict:
     code version). ``copyhead.figures.make_figure`` adds the outputs' checksums; ``copyhead audit`` reads it."""
     cv = code_version()
     rec = {"figure": name, "created": now_iso(), "code_version": code_version_string(cv),
+           "code_fingerprint": code_fingerprint("figures"),
            "git_commit": cv["git_commit"], "git_dirty": cv["git_dirty"],
            "package_version": cv["package_version"], "options": options, "inputs": {}}
     for role, path in sorted(inputs.items()):
