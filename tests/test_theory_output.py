@@ -53,3 +53,28 @@ def test_write_theory_contract(tmp_path, attention):
     assert all({"kind", "P", "classification", "details"} <= set(t) for t in tr)
     assert ds.attrs["copyhead_kind"] == "theory" and json.loads(ds.attrs["config_json"])["task"]["V"] == 4
     assert np.array_equal(ds["P_exact"].values, [4, 8, 16])
+
+
+def test_exact_P_grid_contains_every_configured_P():
+    """Issue 13: past 200 integers the grid is log-spaced, and must still hold each configured P."""
+    from copyhead.theory.predict import exact_P_grid
+    assert np.array_equal(exact_P_grid([4, 8, 12]), np.arange(4, 13))
+    P = [4, 16, 64, 100, 300]
+    g = exact_P_grid(P)
+    assert set(P) <= set(g.tolist()) and g[0] == 4 and g[-1] == 300
+    assert np.all(np.diff(g) > 0) and np.all(g == np.round(g)) and len(g) <= 200 + len(P)
+    g = exact_P_grid([3, 5, 977, 1000, 5000], max_points=50)
+    assert {3, 5, 977, 1000, 5000} <= set(g.tolist()) and len(g) <= 55
+
+
+@pytest.mark.parametrize("attention", ["linear", "softmax"])
+def test_write_theory_with_exact_P_spanning_more_than_200_integers(tmp_path, attention):
+    """Issue 13: `theory.exact.P` spanning > 200 integers used to crash with a KeyError."""
+    cfg = tiny_cfg()
+    cfg["theory"].update(n_P=12, grid_n=21, exact={"n_datasets": 1, "P": [4, 16, 100, 300], "seed": 0},
+                         scaling={"L": []})
+    ds = write_theory(cfg, attention, tmp_path / f"{attention}.nc")
+    assert np.array_equal(ds["P_exact"].values, [4, 16, 100, 300])
+    assert ds["action_landscape_exact"].shape[0] == 4
+    assert np.all(np.isfinite(ds["action_min_exact"].values))
+    assert "log-spaced" in ds["P_onset_exact"].attrs["long_name"]

@@ -145,6 +145,9 @@ def compute_theory(theory_cfg: dict, attention: str, log=print) -> xr.Dataset:
         exact = ExactAverage(p, n_ds, max(P_exact), int(ex.get("seed", 0)))
         Pg = exact_P_grid(P_exact)
         sel = np.searchsorted(Pg, np.asarray(P_exact, float))
+        assert np.array_equal(Pg[sel], P_exact), "exact_P_grid must contain every configured P"
+        all_integers = len(Pg) == Pg[-1] - Pg[0] + 1
+        grid_words = "" if all_integers else f"{len(Pg)} log-spaced (and the configured) "
         ds = ds.assign_coords(P_exact=("P_exact", np.asarray(P_exact, float),
                                        {"long_name": "P of the exact dataset-averaged action", "units": SEQ}))
         for pr, suffix in ((p, "_exact"), (po, f"_exact_{other}")):
@@ -155,8 +158,8 @@ def compute_theory(theory_cfg: dict, attention: str, log=print) -> xr.Dataset:
             sd = _sd_map(m, sce, sel)
             lbl = f"exact action averaged over {n_ds} nested datasets, {pr['prior']} prior"
             _curve_vars(ds, attention, "P_exact", {k: v[sel] for k, v in ope.items()}, sub, suffix, lbl, sd)
-            _transition_vars(ds, tre, suffix, lbl + f", transitions on integer P in [{int(Pg[0])}, "
-                                                    f"{int(Pg[-1])}]")
+            _transition_vars(ds, tre, suffix, lbl + f", transitions on {grid_words}integer P in "
+                                                    f"[{int(Pg[0])}, {int(Pg[-1])}]")
             attrs[f"transitions{suffix}_json"] = json.dumps(_jsonable(tre["transitions"]))
             if pr is p:
                 ds[f"action_landscape_exact"] = ((("P_exact",) + ldims[1:]),

@@ -405,12 +405,13 @@ def make_model(attention, p, grid_n, P_ref, exact=None, centred=False, ranges=No
 
 
 def exact_P_grid(P_list, max_points=200):
-    """Integer P grid for exact-average transitions: all integers in [min, max] of P_list (log-spaced
-    unique integers when there are more than max_points)."""
+    """Integer P grid for exact-average transitions: all integers in [min, max] of P_list; when there are
+    more than max_points, about max_points log-spaced integers plus every P of P_list (the output reads
+    its values at the configured P, so they must be grid points)."""
     lo, hi = int(min(P_list)), int(max(P_list))
     if hi - lo + 1 <= max_points:
         return np.arange(lo, hi + 1, dtype=float)
-    return np.unique(np.round(np.geomspace(lo, hi, max_points))).astype(float)
+    return np.union1d(np.round(np.geomspace(lo, hi, max_points)), np.asarray(P_list, int)).astype(float)
 
 
 # ============================================================================= landscapes, scaling
