@@ -1,0 +1,80 @@
+"""Statistics of an aggregate dataset (dims ``optimizer, P, seed``; copyhead.aggregate) for the figures.
+
+The seed mean and standard error are defined once, here (:func:`mean_sem`); the aggregate stores them as
+``<var>_mean`` / ``<var>_sem`` and the figures plot those, and use :func:`seed_mean_sem` only for
+quantities the aggregate does not store (e.g. :func:`theory_pattern_cosine`).
+"""
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+
+from ..order_params import paper_order_parameters
+from .transitions import crossover_point, largest_jump_midpoint
+
+
+def mean_sem(x, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard error of the mean along ``axis``, ignoring NaN: sem = sd(ddof=1)/√n with n the
+    number of finite values; NaN where n < 2 (one seed has no error bar, not a zero one)."""
+    x = np.asarray(x, float)
+    n = (~np.isnan(x)).sum(axis=axis)
+    with warnings.catch_warnings():  # all-NaN slices (absent or diverged runs) give NaN, silently
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean(x, axis=axis)
+        sem = np.where(n > 1, np.nanstd(x, axis=axis, ddof=1) / np.sqrt(n), np.nan)
+    return mean, sem
+
+
+def seed_mean_sem(x, dim: str = "seed"):
+    """:func:`mean_sem` of an xarray DataArray over ``dim`` (two DataArrays without that dim)."""
+    import xarray as xr
+    return xr.apply_ufunc(mean_sem, x, input_core_dims=[[dim]], output_core_dims=[[], []])
+
+
+def sequence_length(ds) -> int:
+    """L of a run, aggregate or theory dataset: from its config, else from its attention matrix."""
+    cfg = json.loads(ds.attrs.get("config_json", "{}"))
+    if "task" in cfg:
+        return int(cfg["task"]["L"])
+    return int(ds.sizes["query"])
+
+
+def ok_runs(ag, var: str):
+    """``ag[var]`` with every run whose status is not "ok" (diverged, absent) set to NaN."""
+    return ag[var].where(ag["status"] == "ok")
+
+
+def theory_pattern_cosine(ag, th):
+    """cos(Ā, A_th) per (optimizer, P, seed): Frobenius cosine between the learned mean attention and the
+    theory's predicted pattern A_th = (m1 J + mP I)/L at the nearest theory P (closed-form saddle).
+    NaN where the theory predicts A_th = 0 (linear attention before the onset)."""
+    L = sequence_length(ag)
+    Pth = th["P"].values
+    A = ok_runs(ag, "attention").values  # (optimizer, P, seed, query, key)
+    out = np.full(A.shape[:3], np.nan)
+    I, J = np.eye(L), np.ones((L, L))
+    for j, P in enumerate(ag["P"].values):
+        k = int(np.argmin(np.abs(np.log(Pth) - np.log(P))))
+        At = (float(th["m1_saddle"][k]) * J + float(th["mP_saddle"][k]) * I) / L
+        nt = np.linalg.norm(At)
+        if nt < 1e-12:
+            continue
+        a = A[:, j]
+        out[:, j] = np.einsum("osqk,qk->os", a, At) / (np.linalg.norm(a, axis=(-2, -1)) * nt)
+    return ag["c1"].copy(data=out)
+
+
+def experimental_transition(ag, attention: str, optimizer: str) -> float:
+    """Transition estimate from the aggregate's seed means. Linear: the P (log-interpolated) where ĉG
+    first overtakes ĉ1 (:func:`crossover_point`). Softmax: the geometric midpoint of the two swept P
+    between which âG rises most (:func:`largest_jump_midpoint`). NaN if there is no such point or the
+    optimizer was not swept."""
+    if optimizer not in ag["optimizer"].values:
+        return float("nan")
+    a, b = paper_order_parameters(ag, attention, sequence_length(ag), "_mean")
+    P = ag["P"].values.astype(float)
+    if attention == "softmax":
+        return largest_jump_midpoint(P, b.sel(optimizer=optimizer).values)
+    return crossover_point(P, a.sel(optimizer=optimizer).values, b.sel(optimizer=optimizer).values)

@@ -1,0 +1,95 @@
+"""Figures of the paper: the registry ``FIGURES`` and ``make_figure``.
+
+This module is what the Snakefile imports (``workflow/rules/common.smk``, ``figures.smk``): per figure its
+name, which aggregate/theory files it needs, which config options it depends on, and the name of its
+drawing function. It imports neither matplotlib nor torch, so building the DAG (``snakemake -n``) stays
+fast; the drawings live in :mod:`copyhead.figures.draw` (plot conventions in :mod:`.style`) and are
+loaded when a figure is drawn. ``make_figure`` writes the PDF and PNG atomically plus a
+``<name>.provenance.json`` sidecar (``copyhead.provenance.figure_record``: the sha256 of every input, also
+embedded in the PDF/PNG metadata). Statistics (seed means, transitions from data) are in ``copyhead.analysis``.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    function: str                         # name of the drawing function in copyhead.figures.draw
+    needs: tuple = ()                     # (kind, attention) pairs: kind in {aggregate, theory}
+    options: Callable[[dict], dict] = field(default=lambda cfg: {})
+    attention: str = ""                   # passed to the drawing function when set (one function, two figures)
+
+    @property
+    def draw(self) -> Callable:
+        """``draw(inputs, options) -> matplotlib Figure`` (imports the drawing code on first use)."""
+        from . import draw
+        f = getattr(draw, self.function)
+        return partial(f, attention=self.attention) if self.attention else f
+
+    def available(self, attentions) -> bool:
+        """Drawable when every aggregate it needs is swept (theory files always exist)."""
+        return all(att in attentions for kind, att in self.needs if kind == "aggregate")
+
+
+_BOTH = (("aggregate", "linear"), ("aggregate", "softmax"))
+_THEORY = (("theory", "linear"), ("theory", "softmax"))
+FIGURES = {f.name: f for f in [
+    Figure("fig1_stages", "fig_stages", _BOTH,
+           lambda cfg: {"stage_optimizer": cfg["figures"]["stage_optimizer"],
+                        "stages": {a: [[k, v] for k, v in st.items()] for a, st in cfg["figures"]["stages"].items()}}),
+    Figure("fig2_landscapes", "fig_landscapes", _THEORY),
+    # fig3/fig4: ĉ1, ĉG (linear) or â1, âG (softmax) vs P: Adam circles, SGLD diamonds, theory lines, test loss
+    Figure("fig3_linear_order_params", "fig_order_params", (("aggregate", "linear"), ("theory", "linear")),
+           attention="linear"),
+    Figure("fig4_softmax_order_params", "fig_order_params", (("aggregate", "softmax"), ("theory", "softmax")),
+           attention="softmax"),
+    Figure("fig5_coverage", "fig_coverage", _BOTH + _THEORY),
+    # fig6/fig7: test loss vs training step for every P (Adam), log axes
+    Figure("fig6_linear_loss_curves", "fig_loss_curves", (("aggregate", "linear"),), attention="linear"),
+    Figure("fig7_softmax_loss_curves", "fig_loss_curves", (("aggregate", "softmax"),), attention="softmax"),
+    Figure("fig8_scaling", "fig_scaling", _THEORY + _BOTH,
+           lambda cfg: {"experiment_optimizer": cfg["figures"]["stage_optimizer"]}),
+]}
+
+
+def make_figure(name: str, inputs: dict, out_pdf: Path, options: dict | None = None) -> dict:
+    """Draw figure ``name`` from ``inputs`` (role -> path); write .pdf, .png, .provenance.json."""
+    if name not in FIGURES:
+        raise ValueError(f"unknown figure {name!r}; allowed values: {sorted(FIGURES)}")
+    from ..provenance import atomic_write, figure_record, sha256_file, write_json
+    options = options or {}
+    out_pdf = Path(out_pdf)
+    rec = figure_record(name, inputs, options)
+    fig = FIGURES[name].draw(inputs, options)
+    short = json.dumps({"figure": name, "code_version": rec["code_version"],
+                        "inputs": {r: v["sha256"] for r, v in rec["inputs"].items()}}, sort_keys=True)
+    atomic_write(out_pdf, lambda t: fig.savefig(t, format="pdf", metadata={
+        "Title": name, "Creator": f"copyhead {rec['package_version']}", "Subject": short,
+        "Keywords": "copyhead provenance; see " + out_pdf.with_suffix(".provenance.json").name}))
+    atomic_write(out_pdf.with_suffix(".png"), lambda t: fig.savefig(
+        t, format="png", metadata={"Title": name, "Software": "copyhead", "Description": short}))
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    rec["outputs"] = {ext: {"path": str(out_pdf.with_suffix("." + ext)),
+                            "sha256": sha256_file(out_pdf.with_suffix("." + ext))} for ext in ("pdf", "png")}
+    write_json(rec, out_pdf.with_suffix(".provenance.json"))
+    return rec
+
+
+# Names that lived in the former single-module copyhead.figures, loaded on first use (PEP 562).
+_MOVED = {"experimental_transition": ("copyhead.analysis", "experimental_transition"),
+          "_status_note": ("copyhead.figures.style", "status_note")}
+
+
+def __getattr__(name):
+    if name in _MOVED:
+        module, attr = _MOVED[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,99 @@
+"""Plot conventions shared by the figures: sizes, markers, colours, the log-P axis, panel notes."""
+from __future__ import annotations
+
+import numpy as np
+
+COL = 3.4   # paper single-column width, inches
+WIDE = 7.0  # two-column width
+
+MARKERS = {"adam": "o", "sgld": "D", "adam_map": "s", "sgld_copy": "^"}
+LABELS = {"adam": "Adam", "sgld": "SGLD", "adam_map": "Adam (plain MAP)", "sgld_copy": "SGLD, copy init"}
+C1_COLOR, CG_COLOR = "tab:blue", "tab:orange"
+OPT_COLORS = {"adam": "tab:blue", "sgld": "tab:red", "adam_map": "tab:gray", "sgld_copy": "tab:purple"}
+
+# theory transition points: label (None: unlabelled), colour, line style
+TRANSITION_STYLES = {
+    "P_onset": ("onset", "0.35", ":"), "P_crossover": ("crossover", "0.35", "--"),
+    "P_star": ("$P^*$ closed form", "k", "-."), "P_spinodal_low": (None, "0.6", (0, (1, 3))),
+    "P_spinodal_high": (None, "0.6", (0, (1, 3))), "P_star_exact": ("$P^*$ exact avg.", "tab:red", "-."),
+    "P_crossover_exact": ("crossover exact avg.", "tab:red", "--")}
+
+
+def pyplot():
+    """matplotlib.pyplot with the Agg backend and the paper's style (imported only when drawing)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plt.rcParams.update({
+        "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "legend.fontsize": 6.5,
+        "xtick.labelsize": 7, "ytick.labelsize": 7, "lines.markersize": 4, "lines.linewidth": 1.2,
+        "axes.spines.top": False, "axes.spines.right": False, "legend.frameon": False,
+        "savefig.bbox": "tight", "savefig.dpi": 200, "figure.dpi": 100,
+    })
+    return plt
+
+
+def fixed_ticks(axis, values):
+    """Ticks exactly at ``values``, labelled as plain numbers, no minor ticks."""
+    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+    axis.set_major_locator(FixedLocator(values))
+    axis.set_major_formatter(ScalarFormatter())
+    axis.set_minor_locator(NullLocator())
+
+
+def log_P_axis(ax, Ps, label="training-set size $P$ (sequences)"):
+    """Log x axis labelled with the swept P values as plain numbers."""
+    Ps = np.unique(np.asarray(Ps, float))
+    ax.set_xscale("log")
+    ax.set_xlim(Ps.min() / 1.3, Ps.max() * 1.3)
+    ticks = [Ps[0]]
+    for P in Ps[1:]:  # skip ticks that would crowd their neighbour on a log axis
+        if P / ticks[-1] >= 1.3:
+            ticks.append(P)
+    fixed_ticks(ax.xaxis, ticks)
+    ax.set_xlabel(label)
+
+
+def opt_label(optimizer: str) -> str:
+    return LABELS.get(optimizer, optimizer)
+
+
+def opt_marker(optimizer: str) -> str:
+    return MARKERS.get(optimizer, "v")
+
+
+def op_names(attention: str) -> tuple[str, str]:
+    """TeX names of the two plotted order parameters."""
+    return ("$\\hat c_1$", "$\\hat c_G$") if attention == "linear" else ("$\\hat a_1$", "$\\hat a_G$")
+
+
+def status_note(ag) -> str:
+    n_div = int((ag["status"] == "diverged").sum())
+    return f"{n_div} diverged run(s) excluded" if n_div else ""
+
+
+def annotate_status(ax, ag):
+    """Count diverged runs on the panel (they are excluded from the plotted means)."""
+    note = status_note(ag)
+    if note:
+        ax.text(0.02, 0.02, note, transform=ax.transAxes, fontsize=6, color="red")
+
+
+def errorbar_points(ax, P, mean, sem, **kw):
+    """Markers at the finite means with ± sem bars (a NaN sem, e.g. one seed, draws no bar)."""
+    P, mean, sem = (np.asarray(v, float) for v in (P, mean, sem))
+    ok = np.isfinite(mean)
+    ax.errorbar(P[ok], mean[ok], yerr=sem[ok], **kw)
+
+
+def mark_transitions(ax, th, kinds):
+    """Vertical lines at theory transition points, labelled along the line (name and value)."""
+    for k in kinds:
+        if k not in th or not np.isfinite(float(th[k])):
+            continue
+        label, color, ls = TRANSITION_STYLES[k]
+        P = float(th[k])
+        ax.axvline(P, color=color, ls=ls, lw=0.8, zorder=0)
+        if label:
+            ax.text(P, 0.5, f"{label} {P:.3g}", transform=ax.get_xaxis_transform(), fontsize=5.5,
+                    rotation=90, va="center", ha="right", color=color)
