@@ -1,4 +1,5 @@
 """Aggregation of real (tiny) runs: grid layout, seed statistics, refusal of bad inputs."""
+import json
 from pathlib import Path
 
 import numpy as np
@@ -64,3 +65,55 @@ def test_summary_table_reports_seed_means(runs, tmp_path):
     rows = [line.split() for line in text.splitlines() if line.startswith("adam")]
     assert [int(r[1]) for r in rows] == [4, 8] and all(int(r[2]) == 3 for r in rows)
     assert float(rows[1][6]) == pytest.approx(float(ds["cG_mean"].sel(optimizer="adam", P=8)), abs=1e-3)
+
+
+def _rewrite(src: Path, dest: Path, drop=(), **attrs) -> Path:
+    """A copy of a run file without some variables and/or with changed attributes (as older or other
+    code would have written it)."""
+    from copyhead.provenance import write_dataset
+    ds = read_dataset(src)
+    a = dict(ds.attrs, **attrs)
+    ds = ds.drop_vars(list(drop))
+    ds.attrs = a
+    return write_dataset(ds, dest)
+
+
+def test_run_lacking_a_variable_does_not_blank_the_others(runs, tmp_path):
+    """Issue 12 item 2: a run file without one variable (older code) made combine_by_coords(
+    compat="override") blank every value of that run while it still counted as ok."""
+    old = _rewrite(runs[0], tmp_path / "old.nc", drop=("coverage_ratio",))
+    for order in ([old, runs[1]], [runs[1], old]):
+        with pytest.warns(UserWarning, match="coverage_ratio"):
+            ag = aggregate_datasets(order, "linear")
+        for p, seed in ((runs[0], 0), (runs[1], 1)):
+            r = read_dataset(p)
+            for v in ("c1", "cG", "test_loss_final"):
+                assert float(ag[v].sel(optimizer="adam", P=4, seed=seed)) == pytest.approx(float(r[v])), (v, seed)
+            assert np.allclose(ag["test_loss"].sel(optimizer="adam", P=4, seed=seed).dropna("step"), r["test_loss"])
+        # the missing value is NaN, counted, and the seed statistics use the one run that has it
+        assert np.isnan(float(ag["coverage_ratio"].sel(optimizer="adam", P=4, seed=0)))
+        assert ag["coverage_ratio"].attrs["n_missing"] == 1 and ag.attrs["n_missing_values"] == 1
+        assert json.loads(ag.attrs["missing_json"]) == {"coverage_ratio": 1}
+        assert float(ag["coverage_ratio_mean"].sel(optimizer="adam", P=4)) == pytest.approx(
+            float(read_dataset(runs[1])["coverage_ratio"]))
+        assert np.isnan(float(ag["coverage_ratio_sem"].sel(optimizer="adam", P=4)))   # one value: no error bar
+        assert (ag["status"].sel(optimizer="adam", P=4, seed=[0, 1]) == "ok").all()
+
+
+def test_consistent_runs_report_nothing_missing(runs):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ag = aggregate_datasets(runs, "linear")
+    assert ag.attrs["n_missing_values"] == 0 and ag.attrs["mixed_code"] == 0
+    assert set(ag["run_code_fingerprint"].values.ravel()) == {read_dataset(runs[0]).attrs["code_fingerprint"]}
+
+
+def test_runs_of_mixed_code_are_flagged_or_refused(runs, tmp_path):
+    from copyhead.aggregate import AggregateError
+    other = _rewrite(runs[0], tmp_path / "other.nc", code_fingerprint="0123456789abcdef")
+    with pytest.warns(UserWarning, match="different training code"):
+        ag = aggregate_datasets([other, *runs[1:]], "linear")
+    assert ag.attrs["mixed_code"] == 1 and "0123456789abcdef" in ag.attrs["run_code_fingerprints"]
+    with pytest.raises(AggregateError, match="0123456789abcdef"):
+        aggregate_datasets([other, *runs[1:]], "linear", strict=True)

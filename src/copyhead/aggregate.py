@@ -4,13 +4,18 @@ Dims ``(optimizer, P, seed)`` for per-run results, plus ``step`` (training curve
 recipes' recording steps, NaN where a recipe did not record), ``sample`` (SGLD samples) and
 ``query``/``key`` (attention matrices). Nothing is dropped silently: every grid point has a ``status``
 ("ok", "diverged", or "absent" where the sweep has no such run), diverged runs keep their curves but
-their results are NaN, and ``n_ok`` counts the runs behind each summary. Seed summaries ``<var>_mean``
-and ``<var>_sem`` (standard error over seeds, NaN with one seed) are stored next to the runs. The
-sha256 of every input file is recorded (``inputs_json``) for the audit.
+their results are NaN, and ``n_ok`` counts the runs behind each summary. The variables are the union over
+the run files: a variable some runs lack (files written by older code) is NaN for those runs, counted
+(variable attribute ``n_missing``, global ``missing_json``) and warned about, never blanking the runs
+that have it. Runs made by different code (``code_fingerprint``) are flagged (``mixed_code``, a warning)
+or refused (``strict``). Seed summaries ``<var>_mean`` and ``<var>_sem`` (standard error over the seeds
+that have a value, NaN with fewer than two; the definition of ``copyhead.analysis.mean_sem``) are stored
+next to the runs. The sha256 of every input file is recorded (``inputs_json``) for the audit.
 """
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -22,17 +27,26 @@ from .provenance import DataFileError, provenance_attrs, read_dataset, sha256_fi
 # Per-run attributes copied into (optimizer, P, seed) variables, so the aggregate alone tells which
 # config and code version made each run and how long it took.
 RUN_ATTRS = {"config_hash": "run_config_hash", "code_version": "run_code_version",
+             "code_fingerprint": "run_code_fingerprint",
              "status": None, "wall_time_s": "run_wall_time_s", "device": "run_device",
              "diverged_step": "run_diverged_step"}
 
 # Result variables (no step dim) whose seed mean and sem are stored.
 SUMMARY_VARS = ("c1", "cG", "m1", "mP", "coverage_ratio", "coverage_cosine", "train_loss_final",
                 "test_loss_final")
+GRID = ("optimizer", "P", "seed")
+
+
+class AggregateError(ValueError):
+    """Run files that cannot be aggregated together (the message names them)."""
 
 
 def _one_run(path: Path) -> tuple[tuple[str, int, int], xr.Dataset, dict]:
     ds = read_dataset(path)
     a = ds.attrs
+    kind = a.get("copyhead_kind", "run")
+    if kind != "run":
+        raise DataFileError(f"{path}: a copyhead {kind} file, not a run file")
     try:
         key = (str(a["optimizer"]), int(a["P"]), int(a["seed"]))
     except KeyError as e:
@@ -50,28 +64,84 @@ def _one_run(path: Path) -> tuple[tuple[str, int, int], xr.Dataset, dict]:
     return key, ds, meta
 
 
-def aggregate_datasets(paths, attention: str) -> xr.Dataset:
+def _union_layout(runs):
+    """Per variable (dims, template DataArray) and per non-grid dim the sorted union of coordinates."""
+    specs: dict[str, xr.DataArray] = {}
+    for _, ds, meta in runs:
+        for v in ds.data_vars:
+            if v not in specs:
+                specs[v] = ds[v]
+            elif ds[v].dims != specs[v].dims:
+                raise AggregateError(f"{meta['path']}: variable {v!r} has dims {ds[v].dims}, other runs "
+                                     f"{specs[v].dims}")
+    coords: dict[str, list] = {}
+    for _, ds, meta in runs:
+        for d in ds.dims:
+            if d not in ds.coords:
+                raise AggregateError(f"{meta['path']}: dimension {d!r} has no coordinate")
+            coords.setdefault(d, set()).update(ds[d].values.tolist())
+    return specs, {d: sorted(v) for d, v in coords.items()}
+
+
+def _assemble(runs, optimizers, Ps, seeds) -> tuple[xr.Dataset, dict[str, np.ndarray]]:
+    """One Dataset on the (optimizer, P, seed) grid with the union of variables and coordinates; each
+    run's values are placed in its own cell (nothing is overridden or blanked by another run). Returns
+    it and, per variable, the mask of cells whose run had that variable."""
+    specs, coords = _union_layout(runs)
+    where = {d: {c: i for i, c in enumerate(vals)} for d, vals in coords.items()}
+    grid_shape = (len(optimizers), len(Ps), len(seeds))
+    arrays, present = {}, {}
+    for v, t in specs.items():
+        shape = grid_shape + tuple(len(coords[d]) for d in t.dims)
+        numeric = t.dtype.kind in "fiub"
+        arrays[v] = np.full(shape, np.nan) if numeric else np.full(shape, "", dtype=object)
+        present[v] = np.zeros(grid_shape, bool)
+    for (opt, P, seed), ds, _ in runs:
+        cell = (optimizers.index(opt), Ps.index(P), seeds.index(seed))
+        for v in ds.data_vars:
+            x = ds[v]
+            idx = np.ix_(*[[where[d][c] for c in x[d].values.tolist()] for d in x.dims]) if x.ndim else ()
+            arrays[v][cell + idx] = x.values
+            present[v][cell] = True
+    out = xr.Dataset(coords={"optimizer": optimizers, "P": Ps, "seed": seeds})
+    for d, vals in coords.items():
+        template = next(ds[d] for _, ds, _ in runs if d in ds.coords)
+        out = out.assign_coords({d: (d, np.asarray(vals, dtype=template.dtype), dict(template.attrs))})
+    for v, t in specs.items():
+        arr = arrays[v] if t.dtype.kind in "fiub" else arrays[v].astype(str)
+        out[v] = (GRID + t.dims, arr, dict(t.attrs))
+    return out, present
+
+
+def aggregate_datasets(paths, attention: str, strict: bool = False) -> xr.Dataset:
+    """Aggregate run files; ``strict`` refuses runs made by different code (else they are flagged)."""
     runs = [_one_run(Path(p)) for p in paths]
+    if not runs:
+        raise AggregateError("no run files to aggregate")
     for key, ds, meta in runs:
         if ds.attrs.get("attention", attention) != attention:
-            raise ValueError(f"{meta['path']}: attention {ds.attrs.get('attention')!r}, expected {attention!r}")
+            raise AggregateError(f"{meta['path']}: attention {ds.attrs.get('attention')!r}, "
+                                 f"expected {attention!r}")
     seen = {}
     for key, _, meta in runs:
         if key in seen:
-            raise ValueError(f"two run files for optimizer={key[0]} P={key[1]} seed={key[2]}: "
-                             f"{seen[key]} and {meta['path']}")
+            raise AggregateError(f"two run files for optimizer={key[0]} P={key[1]} seed={key[2]}: "
+                                 f"{seen[key]} and {meta['path']}")
         seen[key] = meta["path"]
+    fingerprints = sorted({str(meta["run_code_fingerprint"]) or "unrecorded" for _, _, meta in runs})
+    mixed = len(fingerprints) > 1
+    if mixed:
+        by_fp = {fp: [m["path"] for _, _, m in runs if (str(m["run_code_fingerprint"]) or "unrecorded") == fp]
+                 for fp in fingerprints}
+        msg = (f"{attention} runs made by different training code (code_fingerprint): " + "; ".join(
+            f"{fp}: {len(ps)} run(s), e.g. {ps[0]}" for fp, ps in by_fp.items()))
+        if strict:
+            raise AggregateError(msg + " (rerun the stale runs, or aggregate without --strict)")
+        warnings.warn(msg, stacklevel=2)
     optimizers = sorted({k[0] for k, _, _ in runs})
     Ps = sorted({k[1] for k, _, _ in runs})
     seeds = sorted({k[2] for k, _, _ in runs})
-    parts = []
-    for key, ds, _ in runs:
-        ds = ds.drop_attrs() if hasattr(ds, "drop_attrs") else ds
-        parts.append(ds.expand_dims(optimizer=[key[0]], P=[key[1]], seed=[key[2]]))
-    # outer join over step/sample coordinates; absent (optimizer, P, seed) cells become NaN
-    out = xr.combine_by_coords(parts, data_vars="minimal", coords="minimal", compat="override", join="outer",
-                             combine_attrs="drop", fill_value=np.nan)
-    out = out.reindex(optimizer=optimizers, P=Ps, seed=seeds)
+    out, present = _assemble(runs, optimizers, Ps, seeds)
 
     shape = (len(optimizers), len(Ps), len(seeds))
     status = np.full(shape, "absent", dtype=object)
@@ -81,10 +151,17 @@ def aggregate_datasets(paths, attention: str) -> xr.Dataset:
         status[idx] = meta["status"]
         for name in meta_vars:
             meta_vars[name][idx] = str(meta[name])
-    dims = ("optimizer", "P", "seed")
-    out["status"] = (dims, status.astype(str), {"long_name": "run status (ok | diverged | absent)"})
+    out["status"] = (GRID, status.astype(str), {"long_name": "run status (ok | diverged | absent)"})
     for name, arr in meta_vars.items():
-        out[name] = (dims, arr.astype(str))
+        out[name] = (GRID, arr.astype(str))
+    ran = status != "absent"
+    missing = {v: int((ran & ~m).sum()) for v, m in present.items() if (ran & ~m).any()}
+    for v, n in missing.items():
+        out[v].attrs["n_missing"] = n
+    if missing:
+        warnings.warn(f"{attention} aggregate: variables missing from some run files (NaN there, counted in "
+                      f"the variable's n_missing): " + ", ".join(f"{v} ({n})" for v, n in sorted(missing.items())),
+                      stacklevel=2)
     ok = out["status"] == "ok"
     n = ok.sum("seed")
     out["n_ok"] = n.assign_attrs(long_name="runs with status ok", units="1")
@@ -92,30 +169,29 @@ def aggregate_datasets(paths, attention: str) -> xr.Dataset:
         if v not in out:
             continue
         x = out[v].where(ok)
+        n_v = x.notnull().sum("seed")     # seeds with a value (a run lacking the variable does not count)
         out[f"{v}_mean"] = x.mean("seed").assign_attrs(
             long_name=f"mean over seeds of {out[v].attrs.get('long_name', v)}", units=out[v].attrs.get("units", "1"))
-        sem = x.std("seed", ddof=1) / np.sqrt(n)
-        out[f"{v}_sem"] = sem.where(n > 1).assign_attrs(
+        sem = x.std("seed", ddof=1) / np.sqrt(n_v)
+        out[f"{v}_sem"] = sem.where(n_v > 1).assign_attrs(
             long_name=f"standard error over seeds of {out[v].attrs.get('long_name', v)}",
             units=out[v].attrs.get("units", "1"))
     out["P"].attrs.update(long_name="training-set size", units="sequences")
     inputs = {meta["path"]: meta["sha256"] for _, _, meta in runs}
-    # keep the variable attrs of the first run (long_name/units)
-    first = runs[0][1]
-    for v in first.data_vars:
-        if v in out and not out[v].attrs:
-            out[v].attrs.update(first[v].attrs)
     out.attrs = provenance_attrs(
         "aggregate", {"attention": attention, "inputs": sorted(inputs)},
         title=f"copyhead aggregate of {len(runs)} {attention}-attention runs",
         extra={"attention": attention, "inputs_json": json.dumps(inputs, sort_keys=True),
                "n_runs": len(runs), "n_diverged": int((status == "diverged").sum()),
-               "n_absent": int((status == "absent").sum())})
+               "n_absent": int((status == "absent").sum()),
+               "missing_json": json.dumps(missing, sort_keys=True),
+               "n_missing_values": int(sum(missing.values())),
+               "run_code_fingerprints": ",".join(fingerprints), "mixed_code": int(mixed)})
     return out
 
 
-def aggregate_runs(paths, out: Path, attention: str) -> xr.Dataset:
-    ds = aggregate_datasets(paths, attention)
+def aggregate_runs(paths, out: Path, attention: str, strict: bool = False) -> xr.Dataset:
+    ds = aggregate_datasets(paths, attention, strict=strict)
     write_dataset(ds, out)
     return ds
 
