@@ -9,21 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..analysis import experimental_transition, ok_runs, sequence_length, theory_pattern_cosine
+from ..analysis import experimental_transition, ok_runs, seed_mean_sem, sequence_length, theory_pattern_cosine
 from ..order_params import paper_order_parameters
 from ..provenance import read_dataset
-from .style import (C1_COLOR, CG_COLOR, COL, OPT_COLORS, WIDE, annotate_status, fixed_ticks, log_P_axis,
-                    mark_transitions, op_names, opt_label, opt_marker, pyplot)
+from .style import (C1_COLOR, CG_COLOR, COL, OPT_COLORS, WIDE, annotate_status, errorbar_points, fixed_ticks,
+                    log_P_axis, mark_transitions, op_names, opt_label, opt_marker, pyplot)
 
 
-def _seed_stats(x):
-    n = x.notnull().sum("seed")
-    mean = x.mean("seed")
-    sem = (x.std("seed", ddof=1) / np.sqrt(n)).where(n > 1, 0.0)
-    return mean, sem
-
-
-# ---------------------------------------------------------------------------------------------- figures
 def fig_stages(inputs, options):
     """fig1: mean attention pattern Ā at one P per stage (SGLD by default), linear and softmax."""
     plt = pyplot()
@@ -118,7 +110,8 @@ def fig_landscapes(inputs, options):
 
 def fig_order_params(inputs, options, attention):
     """fig3 (linear: ĉ1, ĉG) / fig4 (softmax: â1, âG, incl. copy-initialised SGLD for the hysteresis) vs P:
-    experiments as markers (mean ± sem over seeds), theory as lines, transitions marked; test loss vs P."""
+    experiments as markers (the aggregate's mean ± sem over seeds; no bar with one seed), theory as lines,
+    transitions marked; test loss vs P."""
     plt = pyplot()
     ag = read_dataset(inputs[f"aggregate_{attention}"])
     th = read_dataset(inputs[f"theory_{attention}"])
@@ -138,22 +131,19 @@ def fig_order_params(inputs, options, attention):
         e1, eG = paper_order_parameters(th.rename({"P_exact": "Pe"}), attention, L, "_saddle_exact")
         ax.plot(th["P_exact"], e1, "-.", color=C1_COLOR, lw=0.9, alpha=0.8, label=f"{n1} exact avg. action")
         ax.plot(th["P_exact"], eG, "-.", color=CG_COLOR, lw=0.9, alpha=0.8, label=f"{nG} exact avg. action")
-    # experiments: mean ± sem over seeds (SGLD: each seed is one chain's posterior mean)
+    # experiments: the aggregate's mean ± sem over seeds (SGLD: each seed is one chain's posterior mean)
     P = ag["P"].values
+    means, sems = (paper_order_parameters(ag, attention, L, s) for s in ("_mean", "_sem"))
     for opt in ag["optimizer"].values:
         opt = str(opt)
-        for var, color, name in zip(paper_order_parameters(ag, attention, L, ""), (C1_COLOR, CG_COLOR), (n1, nG)):
-            x = var.sel(optimizer=opt).where(ag["status"].sel(optimizer=opt) == "ok")
-            mean, sem = _seed_stats(x)
-            ok = np.isfinite(mean.values)
-            ax.errorbar(P[ok], mean.values[ok], yerr=sem.values[ok], fmt=opt_marker(opt), color=color,
-                        mfc="white" if opt.endswith("copy") or opt.endswith("map") else color,
-                        ms=4, capsize=2, lw=0.8, label=f"{name} {opt_label(opt)}")
-        loss = ok_runs(ag, "test_loss_final").sel(optimizer=opt)
-        mean, sem = _seed_stats(loss)
-        ok = np.isfinite(mean.values)
-        axl.errorbar(P[ok], mean.values[ok], yerr=sem.values[ok], fmt=opt_marker(opt) + "-",
-                     color=OPT_COLORS.get(opt, "k"), ms=4, capsize=2, lw=0.8, label=opt_label(opt))
+        hollow = opt.endswith("copy") or opt.endswith("map")
+        for mean, sem, color, name in zip(means, sems, (C1_COLOR, CG_COLOR), (n1, nG)):
+            errorbar_points(ax, P, mean.sel(optimizer=opt), sem.sel(optimizer=opt), fmt=opt_marker(opt),
+                            color=color, mfc="white" if hollow else color, ms=4, capsize=2, lw=0.8,
+                            label=f"{name} {opt_label(opt)}")
+        errorbar_points(axl, P, ag["test_loss_final_mean"].sel(optimizer=opt),
+                        ag["test_loss_final_sem"].sel(optimizer=opt), fmt=opt_marker(opt) + "-",
+                        color=OPT_COLORS.get(opt, "k"), ms=4, capsize=2, lw=0.8, label=opt_label(opt))
     kinds = ("P_onset", "P_crossover") if attention == "linear" else ("P_star", "P_spinodal_low",
                                                                       "P_spinodal_high", "P_star_exact")
     mark_transitions(ax, th, kinds)
@@ -184,15 +174,15 @@ def fig_coverage(inputs, options):
         th = read_dataset(inputs[f"theory_{att}"])
         P = ag["P"].values
         P_all += list(P)
-        series = (ok_runs(ag, "coverage_ratio"), theory_pattern_cosine(ag, th))
-        for ax, var in zip(axes, series, strict=True):
+        # coverage from the aggregate's seed statistics; the cosine to the theory pattern is computed here
+        series = ((ag["coverage_ratio_mean"], ag["coverage_ratio_sem"]),
+                  seed_mean_sem(theory_pattern_cosine(ag, th)))
+        for ax, (mean, sem) in zip(axes, series, strict=True):
             for opt in ag["optimizer"].values:
                 opt = str(opt)
-                mean, sem = _seed_stats(var.sel(optimizer=opt))
-                ok = np.isfinite(mean.values)
-                ax.errorbar(P[ok], mean.values[ok], yerr=sem.values[ok], fmt=opt_marker(opt) + ls,
-                            color=OPT_COLORS.get(opt, "k"), ms=3.5, capsize=2, lw=0.8,
-                            label=f"{att}, {opt_label(opt)}")
+                errorbar_points(ax, P, mean.sel(optimizer=opt), sem.sel(optimizer=opt),
+                                fmt=opt_marker(opt) + ls, color=OPT_COLORS.get(opt, "k"), ms=3.5, capsize=2,
+                                lw=0.8, label=f"{att}, {opt_label(opt)}")
     axes[0].set_title(r"coverage: $\|\Pi\bar A\|_F/\|\bar A\|_F$, $\Pi$ onto span$\{J, I\}$")
     axes[0].set_ylabel("projected-norm ratio")
     axes[1].set_title(r"cosine similarity of $\bar A$ and theory $(m_1J+m_PI)/L$")

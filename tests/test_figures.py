@@ -1,0 +1,137 @@
+"""Figures: the registry the Snakefile imports stays light; drawings plot the aggregate's seed statistics;
+make_figure writes the outputs and the provenance sidecar. Synthetic aggregate/theory files (no training)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from copyhead.figures import FIGURES, make_figure
+from copyhead.provenance import sha256_file, write_dataset
+
+ROOT = Path(__file__).resolve().parents[1]
+L = 6
+
+
+def synthetic_aggregate(attention="linear", seeds=(0, 1)):
+    """An aggregate-shaped dataset (copyhead.aggregate's variables) whose stored ``_mean``/``_sem`` differ
+    on purpose from the statistics of its per-seed values, so a test sees which ones a figure plots."""
+    rng = np.random.default_rng(0)
+    opts, Ps, steps = ["adam", "sgld"], [4, 8], [1, 10, 100]
+    grid = (len(opts), len(Ps), len(seeds))
+    dims = ("optimizer", "P", "seed")
+    ds = xr.Dataset(coords={"optimizer": opts, "P": Ps, "seed": list(seeds), "step": steps,
+                            "query": range(L), "key": range(L)})
+    A = rng.uniform(0, 1, grid + (L, L))
+    A /= A.sum(-1, keepdims=True)
+    ds["attention"] = (dims + ("query", "key"), A)
+    ds["test_loss"] = (dims + ("step",), rng.uniform(0.5, 1.5, grid + (len(steps),)))
+    status = np.full(grid, "ok", dtype="<U8")
+    status[1, :, 1:] = "absent"  # sgld: one seed only
+    ds["status"] = (dims, status)
+    for i, v in enumerate(("c1", "cG", "m1", "mP", "coverage_ratio", "test_loss_final")):
+        ds[v] = (dims, rng.uniform(0.1, 0.9, grid))
+        ds[f"{v}_mean"] = (dims[:2], 0.1 + 0.05 * i + 0.01 * np.arange(4).reshape(2, 2))
+        sem = np.full((2, 2), 0.02 + 0.001 * i)
+        sem[1] = np.nan  # one seed: no error bar
+        ds[f"{v}_sem"] = (dims[:2], sem)
+    ds.attrs.update(copyhead_kind="aggregate", attention=attention, config_hash="agg",
+                    config_json=json.dumps({"task": {"L": L}}))
+    return ds
+
+
+def synthetic_theory():
+    P = np.geomspace(1, 50, 12)
+    ds = xr.Dataset(coords={"P": P})
+    for v, y in (("c1", 0.3 + 0 * P), ("cG", P / 60), ("m1", 1 - P / 60), ("mP", L * P / 60)):
+        ds[f"{v}_saddle"] = ("P", y)
+    ds["P_onset"], ds["P_crossover"] = 2.0, 18.0
+    ds.attrs.update(copyhead_kind="theory", config_hash="th")
+    return ds
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("figdata")
+    return {"aggregate_linear": str(write_dataset(synthetic_aggregate(), d / "agg_linear.nc")),
+            "theory_linear": str(write_dataset(synthetic_theory(), d / "th_linear.nc"))}
+
+
+def _errorbars(fig):
+    """label -> (x, y, half-width of each bar, NaN where no bar) of every errorbar on the figure."""
+    out = {}
+    for ax in fig.axes:
+        for c in ax.containers:
+            data_line, _, (bars,) = c.lines[0], c.lines[1], c.lines[2]
+            x, y = data_line.get_xdata(), data_line.get_ydata()
+            half = np.array([(s[1, 1] - s[0, 1]) / 2 if s.size else np.nan for s in bars.get_segments()])
+            out[c.get_label()] = (np.asarray(x, float), np.asarray(y, float), half)
+    return out
+
+
+def test_registry_imports_neither_matplotlib_nor_torch():
+    code = ("import sys, copyhead.figures as f; f.FIGURES['fig3_linear_order_params'].available(['linear']); "
+            "print(sorted(m for m in ('matplotlib', 'torch', 'xarray') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "[]"
+
+
+def test_registry_entries_resolve():
+    from copyhead import config as c
+    cfg = c.load(ROOT / "tests/configs/tiny.yaml")
+    assert list(FIGURES) == ["fig1_stages", "fig2_landscapes", "fig3_linear_order_params",
+                             "fig4_softmax_order_params", "fig5_coverage", "fig6_linear_loss_curves",
+                             "fig7_softmax_loss_curves", "fig8_scaling"]
+    for name, f in FIGURES.items():
+        assert f.name == name and callable(f.draw)
+        assert all(kind in ("aggregate", "theory") and att in ("linear", "softmax") for kind, att in f.needs)
+        json.dumps(f.options(cfg))  # options are JSON (the rule's params)
+    assert FIGURES["fig1_stages"].options(cfg)["stages"]["linear"] == [["pooling", 4], ["copy", 8]]
+    assert FIGURES["fig3_linear_order_params"].available(["linear"])
+    assert not FIGURES["fig5_coverage"].available(["linear"])
+
+
+def test_names_of_the_former_module_still_resolve():
+    import copyhead.figures as f
+    from copyhead.analysis import experimental_transition
+    assert f.experimental_transition is experimental_transition
+    ag = synthetic_aggregate()
+    ag["status"][0, 0, 0] = "diverged"
+    assert f._status_note(ag) == "1 diverged run(s) excluded"
+    with pytest.raises(AttributeError):
+        f.no_such_name
+
+
+def test_order_parameter_figure_plots_the_aggregates_mean_and_sem(files):
+    import matplotlib.pyplot as plt
+    fig = FIGURES["fig3_linear_order_params"].draw(files, {})
+    bars = _errorbars(fig)
+    ag = synthetic_aggregate()
+    for opt, label in (("adam", "Adam"), ("sgld", "SGLD")):
+        for var, name in (("c1", "$\\hat c_1$"), ("cG", "$\\hat c_G$")):
+            x, y, half = bars[f"{name} {label}"]
+            np.testing.assert_array_equal(x, [4, 8])
+            np.testing.assert_allclose(y, ag[f"{var}_mean"].sel(optimizer=opt).values)
+            np.testing.assert_allclose(half, ag[f"{var}_sem"].sel(optimizer=opt).values)  # NaN for sgld
+        _, y, half = bars[label]  # test-loss panel
+        np.testing.assert_allclose(y, ag["test_loss_final_mean"].sel(optimizer=opt).values)
+        np.testing.assert_allclose(half, ag["test_loss_final_sem"].sel(optimizer=opt).values)
+    assert np.isnan(bars["SGLD"][2]).all()  # one seed: no bar at all (not a zero-length one)
+    plt.close(fig)
+
+
+def test_make_figure_writes_pdf_png_and_provenance(files, tmp_path):
+    out = tmp_path / "figs" / "fig6_linear_loss_curves.pdf"
+    rec = make_figure("fig6_linear_loss_curves", {"aggregate_linear": files["aggregate_linear"]}, out, {})
+    side = json.loads(out.with_suffix(".provenance.json").read_text())
+    assert side == json.loads(json.dumps(rec))
+    assert side["inputs"]["aggregate_linear"] == {
+        "path": files["aggregate_linear"], "sha256": sha256_file(files["aggregate_linear"]),
+        "kind": "aggregate", "config_hash": "agg", "code_version": ""}
+    for ext in ("pdf", "png"):
+        assert side["outputs"][ext]["sha256"] == sha256_file(out.with_suffix("." + ext))
+    with pytest.raises(ValueError, match="unknown figure 'fig9'"):
+        make_figure("fig9", {}, tmp_path / "x.pdf")
