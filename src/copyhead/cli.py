@@ -20,22 +20,25 @@ def _load_config(path: str, overrides: list[str] | None = None) -> dict:
 
 
 def _cmd_train(a) -> int:
+    seeds = a.seeds if a.seeds is not None else ([a.seed] if a.seed is not None else None)
     if a.run_config:
         try:
             run_cfg = json.loads(a.run_config)
         except json.JSONDecodeError as e:
             raise cfgmod.ConfigError(f"--run-config is not valid JSON: {e}") from None
-        if a.P is not None or a.seed is not None:
-            run_cfg = dict(run_cfg, **({"P": a.P} if a.P is not None else {}),
-                           **({"seed": a.seed} if a.seed is not None else {}))
+        run_cfg = cfgmod.validate_run_config(run_cfg)
+        P = a.P if a.P is not None else run_cfg.get("P")
+        seeds = seeds if seeds is not None else ([run_cfg["seed"]] if "seed" in run_cfg else None)
     else:
-        if None in (a.attention, a.optimizer, a.P, a.seed):
-            raise cfgmod.ConfigError("copyhead train needs --attention, --optimizer, --P and --seed "
+        if None in (a.attention, a.optimizer):
+            raise cfgmod.ConfigError("copyhead train needs --attention, --optimizer, --P and --seed/--seeds "
                                      "(or --run-config)")
-        cfg = _load_config(a.config)
-        run_cfg = cfgmod.run_config(cfg, a.attention, a.optimizer, a.P, a.seed)
-    from .run import train_run  # imports torch: only after the config is known to be valid
-    train_run(run_cfg, Path(a.out), device=a.device)
+        run_cfg = cfgmod.run_config(_load_config(a.config), a.attention, a.optimizer)
+        P = a.P
+    if P is None or seeds is None:
+        raise cfgmod.ConfigError("copyhead train needs --P and --seed (one run) or --seeds (a batch)")
+    from .run import train_job  # imports torch: only after the config is known to be valid
+    train_job(run_cfg, P, seeds, [Path(o) for o in a.out], device=a.device)
     return 0
 
 
@@ -51,13 +54,15 @@ def _cmd_theory(a) -> int:
 
 def _cmd_aggregate(a) -> int:
     from .aggregate import aggregate_runs
-    aggregate_runs([Path(p) for p in a.runs], Path(a.out), attention=a.attention)
+    aggregate_runs([Path(p) for p in a.runs], Path(a.out), attention=a.attention, strict=a.strict)
     return 0
 
 
 def _cmd_summary(a) -> int:
     from .aggregate import summary_table
-    from .provenance import read_dataset
+    from .provenance import read_dataset, require_kind
+    for path in a.aggregates:
+        require_kind(path, "aggregate")
     for path in a.aggregates:
         print(summary_table(read_dataset(path)))
         print()
@@ -65,8 +70,20 @@ def _cmd_summary(a) -> int:
 
 
 def _cmd_figure(a) -> int:
+    from .provenance import require_kind
+    inputs = json.loads(a.inputs)
+    for role, path in sorted(inputs.items()):   # roles are <kind>_<attention>, e.g. aggregate_linear
+        kind, _, attention = role.partition("_")
+        require_kind(path, kind, attention or None)
     from .figures import make_figure
-    make_figure(a.name, json.loads(a.inputs), Path(a.out), json.loads(a.options or "{}"))
+    make_figure(a.name, inputs, Path(a.out), json.loads(a.options or "{}"))
+    return 0
+
+
+def _cmd_check_config(a) -> int:
+    for path in a.configs:
+        cfgmod.load(path)
+        print(f"{path}: ok")
     return 0
 
 
@@ -79,15 +96,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="copyhead", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
 
-    t = sub.add_parser("train", help="train one run (attention, optimizer, P, seed) -> one netCDF file")
+    t = sub.add_parser("train", help="train the seeds of one (attention, optimizer, P) as one batch of "
+                                     "chains -> one netCDF file per seed")
     t.add_argument("--config", default="config.yaml", help="config file (default: config.yaml)")
     t.add_argument("--run-config", help="resolved run config as JSON (what the workflow passes)")
     t.add_argument("--attention", choices=cfgmod.ATTENTIONS)
     t.add_argument("--optimizer", help="recipe name, a key of 'optimizers' in the config")
     t.add_argument("--P", type=int, help="training-set size (sequences)")
-    t.add_argument("--seed", type=int)
+    t.add_argument("--seed", type=int, help="one run")
+    t.add_argument("--seeds", type=int, nargs="+", help="a batch: one chain per seed (one --out each)")
     t.add_argument("--device", choices=["auto", "cpu", "cuda"], help="override numerics.device")
-    t.add_argument("--out", required=True, help="output .nc (written atomically)")
+    t.add_argument("--out", required=True, nargs="+",
+                   help="output .nc file(s), one per seed in the order of --seeds (written atomically)")
     t.set_defaults(func=_cmd_train)
 
     th = sub.add_parser("theory", help="theory predictions for one attention type -> netCDF")
@@ -100,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     ag = sub.add_parser("aggregate", help="combine run files of one attention type into one Dataset")
     ag.add_argument("--attention", choices=cfgmod.ATTENTIONS, required=True)
     ag.add_argument("--out", required=True)
+    ag.add_argument("--strict", action="store_true",
+                    help="refuse runs made by different training code (default: flag them and warn)")
     ag.add_argument("runs", nargs="+", help="run .nc files")
     ag.set_defaults(func=_cmd_aggregate)
 
@@ -120,8 +142,15 @@ def build_parser() -> argparse.ArgumentParser:
     au.add_argument("--results", default="results", help="results folder (default: results)")
     au.add_argument("--json", action="store_true", help="machine-readable output")
     au.add_argument("--strict", action="store_true",
-                    help="also fail on warnings (mixed code versions, dirty working tree)")
+                    help="also fail on warnings (stale products, mixed code versions, dirty working tree)")
+    au.add_argument("--fix", action="store_true",
+                    help="remove products whose checksum or netCDF format is broken (and stale temporary "
+                         "files), so that the next `snakemake` makes them again")
     au.set_defaults(func=_cmd_audit)
+
+    cc = sub.add_parser("check-config", help="validate config files (YAML errors with file and line)")
+    cc.add_argument("configs", nargs="+", help="config .yaml files")
+    cc.set_defaults(func=_cmd_check_config)
     return p
 
 
@@ -129,7 +158,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (cfgmod.ConfigError, DataFileError) as e:
+    except Exception as e:
+        agg = sys.modules.get("copyhead.aggregate")   # imported lazily (xarray): only then can it raise
+        known = (cfgmod.ConfigError, DataFileError) + ((agg.AggregateError,) if agg else ())
+        if not isinstance(e, known):
+            raise
         print(f"copyhead {args.cmd}: error: {e}", file=sys.stderr)
         return 2
 

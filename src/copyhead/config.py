@@ -12,6 +12,7 @@ import copy
 import hashlib
 import json
 from importlib import resources
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -208,5 +209,254 @@ def runs(cfg: dict) -> list[tuple[str, str, int, int]]:
 
 # ==== typed run parameters (Recipe, RunConfig): owned by the engine work ====
 
+@dataclass(frozen=True)
+class Recipe:
+    """One training recipe (a key of ``optimizers:``), typed. Keys a method does not use keep their
+    neutral default (e.g. ``eta`` for Adam), so the dataclass is the one place defaults live."""
+    name: str
+    method: str
+    steps: int
+    log_points: int
+    init: str = "prior"
+    init_scale: float = 1.0
+    copy_beta: float = 3.0
+    # Adam
+    lr: float = 0.0
+    schedule: str = "cosine"
+    warmup: int = 0
+    prior_weight: float = 1.0
+    prior_warmup: int = 0
+    # SGLD
+    eta: float = 0.0
+    temperature: float = 1.0
+    burn_in: int = 0
+    thin: int = 1
+    checkpoint_every: int = 0
+
+    @classmethod
+    def from_dict(cls, name: str, d: dict) -> "Recipe":
+        return cls(name=name, **_typed_fields(cls, d, skip=("name",)))
+
+    @property
+    def sgld(self) -> bool:
+        return self.method == "sgld"
+
+
+@dataclass(frozen=True)
+class TaskParams:
+    V: int
+    L: int
+    n_test: int
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    scores: str
+    d_k: int
+    g_Q: float
+    g_K: float
+    g_O: float
+    sigma2: float
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What one training job depends on (built once from :func:`run_config`'s dict, which stays the
+    serialised form carried by Snakemake params and recorded in run files)."""
+    attention: str
+    optimizer: str
+    recipe: Recipe
+    task: TaskParams
+    model: ModelParams
+    dtype: str
+    device: str
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunConfig":
+        return cls(attention=d["attention"], optimizer=d["optimizer"],
+                   recipe=Recipe.from_dict(d["optimizer"], d["recipe"]),
+                   task=TaskParams(**_typed_fields(TaskParams, d["task"])),
+                   model=ModelParams(**_typed_fields(ModelParams, d["model"])),
+                   dtype=d["numerics"]["dtype"], device=d["numerics"]["device"])
+
+    def as_dict(self) -> dict:
+        """The serialised run config (the inverse of :meth:`from_dict`, numbers normalised)."""
+        rec = {f.name: getattr(self.recipe, f.name) for f in fields(Recipe) if f.name != "name"}
+        return {"attention": self.attention, "optimizer": self.optimizer, "recipe": rec,
+                "task": asdict(self.task), "model": asdict(self.model),
+                "numerics": {"dtype": self.dtype, "device": self.device}}
+
+
+def _typed_fields(cls, d: dict, skip=()) -> dict:
+    """The entries of ``d`` that are fields of ``cls``, converted to the field's type (int/float/str);
+    unknown keys are a ConfigError (the schema normally stops them first)."""
+    types = {f.name: f.type for f in fields(cls) if f.name not in skip}
+    unknown = sorted(set(d) - set(types))
+    if unknown:
+        raise ConfigError(f"{cls.__name__}: unknown keys {unknown}; allowed: {sorted(types)}")
+    conv = {"int": int, "float": float, "str": str}
+    return {k: conv[types[k]](v) for k, v in d.items()}
+
+
+
+def validate_run_config(rc) -> dict:
+    """Validate a serialised run config (what ``copyhead train --run-config`` receives: the output of
+    :func:`run_config`, optionally with P and seed) against the same schema pieces as config.yaml; return
+    it or raise ConfigError naming every bad key."""
+    import jsonschema
+
+    if not isinstance(rc, dict):
+        raise ConfigError(f"run config must be a JSON object, got {type(rc).__name__}")
+    root = schema()
+    props = root["properties"]
+    sub = {"$defs": root["$defs"], "type": "object", "additionalProperties": False,
+           "required": ["attention", "optimizer", "recipe", "task", "model", "numerics"],
+           "properties": {"attention": {"enum": list(ATTENTIONS)}, "optimizer": {"type": "string"},
+                          "recipe": props["optimizers"]["additionalProperties"], "task": props["task"],
+                          "model": props["model"], "numerics": props["numerics"],
+                          "P": {"type": "integer", "minimum": 1}, "seed": {"type": "integer", "minimum": 0}}}
+    msgs = []
+    for err in jsonschema.Draft202012Validator(sub).iter_errors(rc):
+        for leaf in _leaf_errors([err]):
+            m = _describe(leaf, sub)
+            if m not in msgs:
+                msgs.append(m)
+    if not msgs and rc["model"]["d_k"] < rc["task"]["L"]:
+        msgs.append(f"'model.d_k' = {rc['model']['d_k']} must be >= 'task.L' = {rc['task']['L']}")
+    if msgs:
+        raise ConfigError("invalid run config:\n  - " + "\n  - ".join(msgs))
+    return rc
+
 
 # ==== typed theory parameters (TheoryParams): owned by the theory work ====
+# The theory's parameters, typed and normalised once (docs/theory.md): `theory_params(theory_config(cfg))`.
+# Integer fields hold ints (an integral 32.0 becomes 32), real fields floats (so `g_Q: 1` and `g_Q: 1.0`
+# give equal, hashable params), P lists read as sets are sorted without repeats. The defaults of the
+# optional keys (scaling V and d_k) are the field defaults below, and nowhere else.
+import dataclasses as _dc  # noqa: E402  (this section is self-contained)
+
+_P_SET = {"as_set": True}    # field metadata: a P list read as a set (sorted, repeats dropped)
+
+
+def _typed(value, kind: str, name: str, as_set: bool = False):
+    """``value`` as the annotated type ``kind`` (int, float, str or a tuple of them); other kinds (the
+    nested dataclasses) are returned unchanged. An int takes integral numbers only."""
+    if kind.startswith("tuple["):
+        item = kind[len("tuple["):].split(",")[0]
+        vals = [_typed(v, item, name) for v in value]
+        return tuple(sorted(set(vals))) if as_set else tuple(vals)
+    if kind == "int":
+        if isinstance(value, bool) or value != int(value):
+            raise ConfigError(f"'{name}' = {value!r} must be an integer")
+        return int(value)
+    if kind == "float":
+        return float(value)
+    if kind == "str":
+        return str(value)
+    return value
+
+
+class _Normalised:
+    """Frozen-dataclass mixin: every field is coerced to its annotated type on construction (also by
+    ``dataclasses.replace``)."""
+
+    def __post_init__(self):
+        for f in _dc.fields(self):
+            object.__setattr__(self, f.name, _typed(getattr(self, f.name), f.type, f.name,
+                                                    f.metadata.get("as_set", False)))
+
+
+@_dc.dataclass(frozen=True)
+class ActionParams(_Normalised):
+    """What the order-parameter action S depends on (docs/theory.md, Sec. 1-4): the task (V, L), the
+    model (d_k, g_Q, g_K, g_O, sigma2) and the prior over the scores."""
+    V: int
+    L: int
+    d_k: int
+    g_Q: float
+    g_K: float
+    g_O: float
+    sigma2: float
+    prior: str
+
+    def replace(self, **changes) -> "ActionParams":
+        """A copy with some fields changed (and normalised), e.g. ``p.replace(prior="gaussian")``."""
+        return _dc.replace(self, **changes)
+
+
+@_dc.dataclass(frozen=True)
+class ExactSettings(_Normalised):
+    """``theory.exact``: the action averaged exactly over n_datasets nested datasets at the integer P."""
+    n_datasets: int
+    P: tuple[int, ...] = _dc.field(metadata=_P_SET)
+    seed: int
+
+    @property
+    def enabled(self) -> bool:
+        return self.n_datasets > 0 and len(self.P) > 0
+
+
+@_dc.dataclass(frozen=True)
+class LandscapeP(_Normalised):
+    """``theory.landscape_P``: P of the action landscapes per attention type (empty: chosen from the
+    predicted transitions)."""
+    linear: tuple[float, ...] = _dc.field(metadata=_P_SET)
+    softmax: tuple[float, ...] = _dc.field(metadata=_P_SET)
+
+    def of(self, attention: str) -> tuple[float, ...]:
+        return getattr(self, attention)
+
+
+@_dc.dataclass(frozen=True)
+class ScalingSettings(_Normalised):
+    """``theory.scaling``: values of L, V and d_k (one varied at a time) of the scaling study, in order."""
+    L: tuple[int, ...]
+    V: tuple[int, ...] = ()
+    d_k: tuple[int, ...] = ()
+
+
+@_dc.dataclass(frozen=True)
+class TheoryParams(_Normalised):
+    """Everything ``copyhead theory`` depends on, built by :func:`theory_params`."""
+    action: ActionParams
+    P_min: float
+    P_max: float
+    n_P: int
+    grid_n: int
+    landscape_P: LandscapeP
+    exact: ExactSettings
+    scaling: ScalingSettings
+
+
+def _theory_subset_schema() -> dict:
+    """The schema of :func:`theory_config`'s subset, cut from the config schema."""
+    root = schema()
+    props = root["properties"]
+    model_keys = [f.name for f in _dc.fields(ActionParams) if f.name not in ("V", "L", "prior")]
+
+    def part(section, keys):
+        return {"type": "object", "additionalProperties": False, "required": list(keys),
+                "properties": {k: props[section]["properties"][k] for k in keys}}
+
+    return {"$defs": root.get("$defs", {}), "type": "object", "additionalProperties": False,
+            "required": ["task", "model", "theory"],
+            "properties": {"task": part("task", ("V", "L")), "model": part("model", model_keys),
+                           "theory": props["theory"]}}
+
+
+def theory_params(theory_cfg: dict) -> TheoryParams:
+    """Typed theory parameters from :func:`theory_config`'s subset (checked against the schema, so a
+    hand-written ``--theory-config`` gets the same readable errors as config.yaml)."""
+    import jsonschema
+
+    sub = _theory_subset_schema()
+    errors = jsonschema.Draft202012Validator(sub).iter_errors(json.loads(json.dumps(theory_cfg)))
+    msgs = sorted({_describe(e, sub) for err in errors for e in _leaf_errors([err])})
+    if msgs:
+        raise ConfigError("invalid theory config:\n  - " + "\n  - ".join(msgs))
+    t, m, th = theory_cfg["task"], theory_cfg["model"], theory_cfg["theory"]
+    return TheoryParams(
+        action=ActionParams(V=t["V"], L=t["L"], prior=th["prior"], **m),
+        P_min=th["P_min"], P_max=th["P_max"], n_P=th["n_P"], grid_n=th["grid_n"],
+        landscape_P=LandscapeP(**th["landscape_P"]), exact=ExactSettings(**th["exact"]),
+        scaling=ScalingSettings(**th["scaling"]))

@@ -1,4 +1,5 @@
-"""Cluster resources of one training run: wall time, memory and GPUs from the run size.
+"""Cluster resources of one training job (the K seeds of one (attention, recipe, P) trained as one batch
+of chains): wall time, memory and GPUs from the run size and the number of chains.
 
 This module owns the estimate the workflow hands to the scheduler (``resources:`` of ``rule train``;
 SLURM via ``snakemake --profile slurm``, see docs/slurm.md). It is a pure function of the config: the
@@ -14,6 +15,8 @@ Cost model (calibrated on the engine's full-batch loop, float64, one CPU thread;
   ``STEP_OVERHEAD_S + w / RATE`` seconds per step, with a rate that is an upper bound on those
   measurements (CPU) or a conservative fp64 GPU rate plus a kernel-launch floor (GPU);
 - a fixed start-up (interpreter, torch import, CUDA context, data, netCDF write);
+- a job of K chains does K times the work per step (batched: one step floor, K times the multiply-adds)
+  and holds K times the per-chain memory;
 - the estimate is multiplied by ``SAFETY`` and by the attempt number (a job killed at its time limit
   is resubmitted by Snakemake's ``retries`` with a longer limit, and resumes from its checkpoint).
 
@@ -26,7 +29,10 @@ GPU: one GPU when the run's device is ``auto`` or ``cuda``, none when the config
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 from typing import Any, Mapping
+
+from .schedules import sample_steps
 
 STARTUP_S = {"cpu": 30.0, "gpu": 90.0}  # interpreter + imports + data + write (+ CUDA context on GPU)
 STEP_OVERHEAD_S = {"cpu": 2e-4, "gpu": 1e-3}  # per-step floor (Python loop; kernel launches on GPU)
@@ -37,23 +43,14 @@ BASE_MEM_MB = {"cpu": 1000, "gpu": 2500}  # Python + torch (+ CUDA host-side con
 BYTES = {"float32": 4, "float64": 8}
 
 
-def _sizes(run_cfg: Mapping[str, Any], P: int) -> dict:
-    task, model = run_cfg["task"], run_cfg["model"]
-    recipe = run_cfg["recipe"]
-    return {
-        "V": int(task["V"]),
-        "L": int(task["L"]),
-        "n_test": int(task["n_test"]),
-        "d_k": int(model["d_k"]),
-        "P": int(P),
-        "steps": int(recipe["steps"]),
-        "method": recipe["method"],
-        "burn_in": int(recipe.get("burn_in", 0)),
-        "thin": int(recipe.get("thin", 1)),
-        "log_points": int(recipe.get("log_points", 40)),
-        "dtype": run_cfg["numerics"]["dtype"],
-        "device": run_cfg["numerics"]["device"],
-    }
+def _sizes(run_cfg: Mapping[str, Any], P: int, n_chains: int = 1) -> dict:
+    from .config import RunConfig
+
+    rc = RunConfig.from_dict(run_cfg)
+    r = rc.recipe
+    return {"V": rc.task.V, "L": rc.task.L, "n_test": rc.task.n_test, "d_k": rc.model.d_k, "P": int(P),
+            "steps": r.steps, "method": r.method, "burn_in": r.burn_in, "thin": r.thin,
+            "log_points": r.log_points, "dtype": rc.dtype, "device": rc.device, "chains": int(n_chains)}
 
 
 def step_work(V: int, L: int, d_k: int, P: int) -> float:
@@ -62,24 +59,25 @@ def step_work(V: int, L: int, d_k: int, P: int) -> float:
 
 
 def n_samples(sizes: Mapping[str, Any]) -> int:
-    """Recorded samples: SGLD every ``thin`` steps after ``burn_in`` (plus one); Adam one (the end)."""
-    if sizes["method"] == "sgld":
-        return (sizes["steps"] - sizes["burn_in"]) // max(1, sizes["thin"]) + 1
-    return 1
+    """Recorded samples per chain (:func:`copyhead.schedules.sample_steps`)."""
+    recipe = SimpleNamespace(method=sizes["method"], steps=int(sizes["steps"]),
+                             burn_in=int(sizes.get("burn_in", 0)), thin=int(sizes.get("thin", 1)))
+    return len(sample_steps(recipe))
 
 
 def estimate(sizes: Mapping[str, Any], attempt: int = 1) -> dict:
-    """Resources of one run from its sizes (keys V, L, n_test, d_k, P, steps, method, burn_in, thin,
-    log_points, dtype, device). Returns ``{"runtime": minutes, "mem_mb": MB, "gpu": 0 or 1}``."""
+    """Resources of one job from its sizes (keys V, L, n_test, d_k, P, steps, method, burn_in, thin,
+    log_points, dtype, device, and ``chains``, default 1). Returns ``{"runtime": minutes, "mem_mb": MB,
+    "gpu": 0 or 1}``."""
     gpu = 1 if sizes.get("device", "auto") in ("auto", "cuda") else 0
     kind = "gpu" if gpu else "cpu"
     V, L, d_k, P = (int(sizes[k]) for k in ("V", "L", "d_k", "P"))
-    n_test, steps = int(sizes["n_test"]), int(sizes["steps"])
+    n_test, steps, K = int(sizes["n_test"]), int(sizes["steps"]), int(sizes.get("chains", 1))
     # training steps, plus test-loss evaluations (a forward pass over n_test at each log point and
     # each recorded sample)
-    step_s = STEP_OVERHEAD_S[kind] + step_work(V, L, d_k, P) / RATE[kind]
-    eval_s = STEP_OVERHEAD_S[kind] + step_work(V, L, d_k, n_test) / RATE[kind] / 2
-    n_evals = int(sizes.get("log_points", 40)) + n_samples(sizes)
+    step_s = STEP_OVERHEAD_S[kind] + K * step_work(V, L, d_k, P) / RATE[kind]
+    eval_s = STEP_OVERHEAD_S[kind] + K * step_work(V, L, d_k, n_test) / RATE[kind] / 2
+    n_evals = int(sizes["log_points"]) + n_samples(sizes)
     seconds = STARTUP_S[kind] + steps * step_s + n_evals * eval_s
     runtime = max(MIN_RUNTIME_MIN, math.ceil(SAFETY * seconds / 60.0)) * max(1, int(attempt))
 
@@ -88,18 +86,21 @@ def estimate(sizes: Mapping[str, Any], attempt: int = 1) -> dict:
     temporaries = 4 * max(P, n_test) * L * (V + L) * b  # features, outputs, residuals, gradients
     samples = n_samples(sizes) * 2 * L * L * b  # attention and score matrices per sample
     params = 4 * (2 * d_k * L + V * (V + L)) * b  # θ, Adam moments, gradient
-    mem_mb = BASE_MEM_MB[kind] + 2 * (features + temporaries + samples + params) / 2**20
+    mem_mb = BASE_MEM_MB[kind] + 2 * K * (features + temporaries + samples + params) / 2**20
     mem_mb = int(math.ceil(mem_mb / 100.0) * 100)
     return {"runtime": int(runtime), "mem_mb": mem_mb, "gpu": gpu}
 
 
 def train_resources(cfg: Mapping[str, Any], attention: str, optimizer: str, P: int,
-                    attempt: int = 1) -> dict:
-    """Resources of the training run (attention, optimizer recipe, P) of a validated config:
-    ``{"runtime": minutes, "mem_mb": MB, "gpu": 0|1}`` (the seed does not change the cost).
+                    attempt: int = 1, n_chains: int | None = None) -> dict:
+    """Resources of the training job (attention, optimizer recipe, P) of a validated config, which
+    trains ``n_chains`` seeds as one batch (default: the number of seeds the sweep lists for it):
+    ``{"runtime": minutes, "mem_mb": MB, "gpu": 0|1}``.
 
     ``attempt`` is Snakemake's attempt number (1 on first submission): the time limit grows with it,
-    so a run killed at its limit is resubmitted with more time and resumes from its checkpoint."""
+    so a job killed at its limit is resubmitted with more time and resumes from its checkpoint."""
     from .config import run_config
 
-    return estimate(_sizes(run_config(cfg, attention, optimizer), P), attempt=attempt)
+    if n_chains is None:
+        n_chains = len(cfg["sweep"][attention][optimizer]["seeds"])
+    return estimate(_sizes(run_config(cfg, attention, optimizer), P, n_chains), attempt=attempt)

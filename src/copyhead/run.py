@@ -1,16 +1,19 @@
-"""One training run → one netCDF file (the ``train`` rule of the workflow and ``copyhead train``).
+"""One training job → one netCDF file per seed (the ``train`` rules of the workflow and ``copyhead train``).
 
-:func:`train_run` builds the data (:mod:`copyhead.task`), the network (:mod:`copyhead.model`), the
-initial state (prior draw or copy solution), runs the chain (:mod:`copyhead.train`) with periodic
-checkpoints next to the output (``<out>.ckpt``; a restarted run resumes from it bit-identically and the
-checkpoint is deleted once the output exists), and writes the Dataset documented in ``docs/engine.md``
-atomically with its provenance attributes. A diverged run is not an error: it is written with
-``status = "diverged"`` and the step at which the non-finite energy was seen.
+:func:`train_job` trains every seed of one (attention, recipe, P) as ONE batch of chains
+(:mod:`copyhead.train`): it builds each seed's data (:mod:`copyhead.task`), the batched network
+(:mod:`copyhead.model`), each chain's initial state (prior draw or copy solution) and noise stream, runs
+the batch with periodic checkpoints next to the outputs (a restarted job resumes from it bit-identically,
+but only under the same code, config, seeds and device; the checkpoint is deleted once every output
+exists), prints progress lines to its log, and writes one Dataset per seed (documented in
+``docs/engine.md``) atomically with its provenance attributes. A diverged chain is not an error: its file
+has ``status = "diverged"`` and the step at which divergence was seen. :func:`train_run` is the
+single-run form (one seed, one file).
 """
 from __future__ import annotations
 
-import math
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -19,14 +22,14 @@ import torch
 import xarray as xr
 
 from . import order_params as op
-from .config import ConfigError, config_hash
+from .config import ConfigError, RunConfig, config_hash
 from .model import CopyAttention
 from .provenance import atomic_write, now_iso, provenance_attrs, write_dataset
-from .task import make_data, torch_seed
-from .train import CURVES, SAMPLE_VARS, ChainState, Interrupted, new_state, record_steps, run_chain, \
-    sample_steps
+from .schedules import record_steps, sample_steps
+from .task import make_data, noise_seed, torch_seed
+from .train import CURVES, SAMPLE_VARS, BatchState, Interrupted, NoiseStreams, new_state, run_chains
 
-__all__ = ["train_run", "resolve_device", "checkpoint_path", "Interrupted"]
+__all__ = ["train_job", "train_run", "resolve_device", "checkpoint_path", "Interrupted"]
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -40,8 +43,13 @@ def resolve_device(name: str | None) -> str:
     return name
 
 
-def checkpoint_path(out: Path) -> Path:
-    return Path(out).with_name(Path(out).name + ".ckpt")
+def checkpoint_path(outs) -> Path:
+    """The checkpoint of a job: ``<out>.ckpt`` for one output, ``.seeds-<s1>-<s2>….ckpt`` beside the
+    first output for a batch (named by its output files, so two jobs never share one)."""
+    outs = [Path(outs)] if isinstance(outs, (str, Path)) else [Path(o) for o in outs]
+    if len(outs) == 1:
+        return outs[0].with_name(outs[0].name + ".ckpt")
+    return outs[0].with_name(f".batch-{config_hash([str(o) for o in outs])}.ckpt")
 
 
 def _long_names(attention: str) -> dict:
@@ -58,49 +66,50 @@ def _long_names(attention: str) -> dict:
             "train_loss": "training loss: mean over sequences and positions of ||f_a − y_a||²"}
 
 
-def _init_theta(model: CopyAttention, recipe: dict, seed: int) -> torch.Tensor:
+def _init_theta(model: CopyAttention, recipe, seed: int, chain: int) -> torch.Tensor:
     gen = torch.Generator().manual_seed(torch_seed(seed))
-    if recipe.get("init", "prior") == "copy":
-        return model.init_copy(gen, float(recipe.get("copy_beta", 3.0)))
-    return model.init_prior(gen, float(recipe.get("init_scale", 1.0)))
+    if recipe.init == "copy":
+        return model.init_copy(gen, recipe.copy_beta, chain=chain)
+    return model.init_prior(gen, recipe.init_scale)
 
 
-def _dataset(run_cfg: dict, model: CopyAttention, state: ChainState, status: str) -> xr.Dataset:
-    recipe, att = run_cfg["recipe"], run_cfg["attention"]
+def _dataset(rc: RunConfig, model: CopyAttention, state: BatchState, k: int, status: str) -> xr.Dataset:
+    """The Dataset of chain ``k`` of the batch."""
+    recipe, att = rc.recipe, rc.attention
     names = _long_names(att)
-    steps = record_steps(int(recipe["steps"]), int(recipe["log_points"]))
+    steps = record_steps(recipe.steps, recipe.log_points)
     sstep = sample_steps(recipe)
-    curves = state.curves.detach().cpu().numpy().astype(np.float64)
-    samples = state.samples.detach().cpu().numpy().astype(np.float64)
+    np64 = lambda t: t.detach().cpu().numpy().astype(np.float64)
+    curves = {name: np64(t[k]) for name, t in state.curves.items()}
+    samples = {name: np64(t[k]) for name, t in state.samples.items()}
     L = model.L
     ok = status == "ok"
     n = len(sstep)
     nan_LL = np.full((L, L), np.nan)
-    A = state.A_sum.detach().cpu().numpy() / n if ok else nan_LL
-    M = state.M_sum.detach().cpu().numpy() / n if ok else nan_LL
+    A = np64(state.A_sum[k]) / n if ok else nan_LL
+    M = np64(state.M_sum[k]) / n if ok else nan_LL
 
     def var(dims, data, long_name, units="1", **extra):
         return xr.Variable(dims, data, attrs={"long_name": long_name, "units": units, **extra})
 
     v = {}
-    v["energy"] = var(("step",), curves[:, 0], "posterior energy U (negative log posterior up to a constant)")
-    v["train_loss"] = var(("step",), curves[:, 1], names["train_loss"])
-    v["test_loss"] = var(("step",), curves[:, 2], names["test_loss"])
-    for j, k in enumerate(("c1", "cG", "m1", "mP")):
-        v[f"{k}_step"] = var(("step",), curves[:, 3 + j], names[k] + " (along training)")
+    v["energy"] = var(("step",), curves["energy"], "posterior energy U (negative log posterior up to a constant)")
+    v["train_loss"] = var(("step",), curves["train_loss"], names["train_loss"])
+    v["test_loss"] = var(("step",), curves["test_loss"], names["test_loss"])
+    for name in ("c1", "cG", "m1", "mP"):
+        v[f"{name}_step"] = var(("step",), curves[name], names[name] + " (along training)")
     v["sample_step"] = var(("sample",), sstep, "step at which the sample was recorded")
-    for j, k in enumerate(SAMPLE_VARS):
-        v[f"{k}_sample"] = var(("sample",), samples[:, j], names[k] + " (per sample)")
-    for j, k in enumerate(op.NAMES):
-        col = samples[:, j]
+    for name in SAMPLE_VARS:
+        v[f"{name}_sample"] = var(("sample",), samples[name], names[name] + " (per sample)")
+    for name in op.NAMES:
+        col = samples[name]
         mean = col.mean() if ok else np.nan
         sd = (col.std(ddof=1) if n > 1 else 0.0) if ok else np.nan
-        v[k] = var((), mean, names[k] + (" (mean over samples)" if n > 1 else " (final state)"))
-        v[f"{k}_sd"] = var((), sd, names[k] + " (standard deviation over samples; 0 for Adam)")
-    for k, j in (("train_loss_final", 7), ("test_loss_final", 6)):
-        base = k.replace("_final", "")
-        v[k] = var((), samples[:, j].mean() if ok else np.nan,
-                   names[base] + (" (mean over samples)" if n > 1 else " (final state)"))
+        v[name] = var((), mean, names[name] + (" (mean over samples)" if n > 1 else " (final state)"))
+        v[f"{name}_sd"] = var((), sd, names[name] + " (standard deviation over samples; 0 for Adam)")
+    for name in ("train_loss", "test_loss"):
+        v[f"{name}_final"] = var((), samples[name].mean() if ok else np.nan,
+                                 names[name] + (" (mean over samples)" if n > 1 else " (final state)"))
     sign_note = " (Z2 sign fixed so that c1 >= 0)" if att == "linear" else ""
     tp = model.scores_kind != "position"
     v["attention"] = var(("query", "key"), A,
@@ -113,7 +122,7 @@ def _dataset(run_cfg: dict, model: CopyAttention, state: ChainState, status: str
     extra_coords = {}
     if tp:  # token-aware scores: the pattern differs per sequence, so coverage per test sequence too
         with torch.no_grad():
-            A_seq = model.attention_of(state.theta, model.T_test)
+            A_seq = model.attention_of(state.theta[k], model.T_test[k])
             if att == "linear":  # the run's Z2 gauge (sign of the test-averaged pooling), for all sequences
                 A_seq = A_seq * (1.0 if float(op.pooling(A_seq.mean(0))) >= 0 else -1.0)
             ratio_seq = op.coverage(A_seq)[0].detach().cpu().numpy().astype(np.float64)
@@ -131,71 +140,125 @@ def _dataset(run_cfg: dict, model: CopyAttention, state: ChainState, status: str
     return xr.Dataset(v, coords=coords)
 
 
-def train_run(run_cfg: dict, out: Path, device: str | None = None, _stop_after: int | None = None
-              ) -> xr.Dataset:
-    """Train one run (``run_cfg`` = :func:`copyhead.config.run_config` with P and seed) and write
-    ``out`` atomically; return the Dataset. ``device`` overrides ``numerics.device``. ``_stop_after``
-    (tests only) interrupts the run right after the first checkpoint at or beyond that step."""
-    out = Path(out)
-    start_time, t0 = now_iso(), time.perf_counter()
-    recipe = run_cfg["recipe"]
+def _check_outputs(outs: list[Path], seeds: list[int]):
+    """Refuse before any compute what could only fail after training."""
+    if len(outs) != len(seeds):
+        raise ConfigError(f"{len(seeds)} seeds but {len(outs)} output files: give one --out per seed")
+    if len(set(seeds)) != len(seeds):
+        raise ConfigError(f"seeds must be distinct, got {seeds}")
+    for o in outs:
+        if o.is_dir():
+            raise ConfigError(f"--out {o} is a directory; give the path of the .nc file to write")
+        if o.parent.exists() and not o.parent.is_dir():
+            raise ConfigError(f"--out {o}: {o.parent} is not a directory")
+
+
+def _code_key() -> str:
+    """Fingerprint of the training code (checkpoints resume only under the same code)."""
+    try:
+        from .provenance import code_fingerprint
+    except ImportError:  # pragma: no cover - older provenance module
+        from .provenance import code_version_string
+        return code_version_string()
+    return code_fingerprint("train")
+
+
+def train_job(run_cfg: dict, P: int, seeds, outs, device: str | None = None,
+              _stop_after: int | None = None, log=None) -> list[xr.Dataset]:
+    """Train the seeds ``seeds`` of one (attention, recipe) at training-set size ``P`` as one batch and
+    write chain k to ``outs[k]``; return the Datasets. ``run_cfg`` is :func:`copyhead.config.run_config`
+    (without P and seed); ``device`` overrides ``numerics.device``; ``log`` receives progress lines
+    (default: stdout, i.e. the job's log); ``_stop_after`` (tests only) interrupts the job right after
+    the first checkpoint at or beyond that step."""
+    seeds, outs = [int(s) for s in seeds], [Path(o) for o in outs]
+    P = int(P)
+    if P < 1:
+        raise ConfigError(f"P = {P} is impossible; it must be >= 1")
+    if any(s < 0 for s in seeds):
+        raise ConfigError(f"seeds must be >= 0, got {seeds}")
+    _check_outputs(outs, seeds)
+    rc = RunConfig.from_dict({k: run_cfg[k] for k in ("attention", "optimizer", "recipe", "task", "model",
+                                                       "numerics")})
+    recipe = rc.recipe
     if len(sample_steps(recipe)) == 0:
-        raise ConfigError(f"recipe {run_cfg.get('optimizer')!r}: no sample would be recorded (steps = "
-                          f"{recipe['steps']}, burn_in = {recipe['burn_in']}, thin = {recipe['thin']}: "
-                          "it needs burn_in + thin <= steps)")
-    num = run_cfg.get("numerics", {})
-    dev = resolve_device(device if device is not None else num.get("device", "auto"))
-    dtype_name = num.get("dtype", "float64")
-    seed, P = int(run_cfg["seed"]), int(run_cfg["P"])
-    task = run_cfg["task"]
-    data = make_data(seed, int(task["V"]), int(task["L"]), P, int(task["n_test"]))
-    prior_weight = float(recipe.get("prior_weight", 1.0)) if recipe["method"] == "adam" else 1.0
-    model = CopyAttention(data, run_cfg["attention"], run_cfg["model"], DTYPES[dtype_name], dev, prior_weight)
+        raise ConfigError(f"recipe {rc.optimizer!r}: no sample would be recorded (steps = {recipe.steps}, "
+                          f"burn_in = {recipe.burn_in}, thin = {recipe.thin}: it needs burn_in + thin <= steps)")
+    if log is None:
+        log = lambda line: print(line, flush=True)
+    start_time, t0 = now_iso(), time.perf_counter()
+    dev = resolve_device(device if device is not None else rc.device)
+    task = rc.task
+    datas = [make_data(seed, task.V, task.L, P, task.n_test) for seed in seeds]
+    prior_weight = recipe.prior_weight if recipe.method == "adam" else 1.0
     threads_before = torch.get_num_threads()
-    if dev == "cpu":  # one small problem per process: extra threads only add overhead (COPYHEAD_THREADS)
+    if dev == "cpu":  # small problems: extra threads only add overhead (COPYHEAD_THREADS)
         torch.set_num_threads(int(os.environ.get("COPYHEAD_THREADS", "1")))
     try:
-        return _train(run_cfg, out, dev, dtype_name, model, data, seed, P, recipe, start_time, t0, _stop_after)
+        model = CopyAttention(datas, rc.attention, rc.model, DTYPES[rc.dtype], dev, prior_weight)
+        log(f"copyhead train: {rc.attention} attention, recipe {rc.optimizer} ({recipe.method}), P={P}, "
+            f"seeds {seeds} as one batch of {len(seeds)} chains on {dev} ({rc.dtype}), {recipe.steps} steps")
+        state = _run_batch(rc, model, P, seeds, outs, dev, _stop_after, log)
+        wall = round(time.perf_counter() - t0, 3)
+        out = []
+        for k, (seed, path) in enumerate(zip(seeds, outs)):
+            dstep = int(state.diverged_step[k])
+            status = "ok" if dstep < 0 else "diverged"
+            ds = _dataset(rc, model, state, k, status)
+            extra = {"status": status, "diverged_step": dstep, "device": dev, "dtype": rc.dtype,
+                     "start_time": start_time, "end_time": now_iso(), "wall_time_s": wall,
+                     "attention": rc.attention, "optimizer": rc.optimizer, "method": recipe.method,
+                     "P": P, "seed": seed, "torch_version": torch.__version__, "scores": model.scores_kind,
+                     "n_samples": int(len(ds.sample)), "torch_threads": torch.get_num_threads(),
+                     "batch_seeds": " ".join(map(str, seeds)), "batch_chain": k,
+                     "noise_seed": noise_seed(seed, recipe.init) if recipe.sgld else -1}
+            run_k = dict(rc.as_dict(), P=P, seed=seed)
+            ds.attrs = provenance_attrs(
+                "run", run_k, title=f"copyhead run: {rc.attention} attention, {rc.optimizer} "
+                                    f"({recipe.method}), P={P}, seed={seed}", extra=extra)
+            write_dataset(ds, path)
+            log(f"seed {seed}: {status}" + (f" (diverged at step {dstep})" if dstep >= 0 else "")
+                + f"; wrote {path}")
+            out.append(ds)
+        checkpoint_path(outs).unlink(missing_ok=True)
+        return out
     finally:
         torch.set_num_threads(threads_before)
 
 
-def _train(run_cfg, out, dev, dtype_name, model, data, seed, P, recipe, start_time, t0, _stop_after):
-    noise_gen = torch.Generator(device=dev).manual_seed((torch_seed(seed) + 1) % (1 << 63))
-
-    ckpt = checkpoint_path(out)
-    key = config_hash({"run": run_cfg, "device": dev})
+def _run_batch(rc: RunConfig, model: CopyAttention, P: int, seeds, outs, dev, stop_after, log) -> BatchState:
+    recipe = rc.recipe
+    noise = None
+    if recipe.sgld:
+        gens = [torch.Generator(device=dev).manual_seed(noise_seed(s, recipe.init)) for s in seeds]
+        noise = NoiseStreams(gens, model.layout.n, model.dtype, dev)
+    ckpt = checkpoint_path(outs)
+    key = config_hash({"run": rc.as_dict(), "P": P, "seeds": seeds, "device": dev, "code": _code_key()})
     state = None
     if ckpt.exists():
         try:
-            d = torch.load(ckpt, map_location="cpu", weights_only=False)  # RNG state must stay on CPU
+            d = torch.load(ckpt, map_location="cpu", weights_only=False)  # RNG states must stay on CPU
             if d.get("key") == key:
-                state = ChainState.from_dict(d, dev)
-        except Exception:  # an unreadable checkpoint is ignored (it is rewritten atomically, so rare)
+                state = BatchState.from_dict(d, dev)
+                log(f"resuming from checkpoint {ckpt} at step {state.step}")
+            else:
+                log(f"ignoring checkpoint {ckpt}: written by other code, config, seeds or device")
+        except Exception as e:  # an unreadable checkpoint is ignored (it is rewritten atomically, so rare)
+            log(f"ignoring unreadable checkpoint {ckpt}: {type(e).__name__}: {e}")
             state = None
     if state is None:
-        state = new_state(model, recipe, _init_theta(model, recipe, seed), noise_gen)
+        theta = torch.stack([_init_theta(model, recipe, s, k) for k, s in enumerate(seeds)])
+        state = new_state(model, recipe, theta)
 
     def save(d: dict):
-        d = dict(d, key=key)
-        atomic_write(ckpt, lambda tmp: torch.save(d, tmp))
+        atomic_write(ckpt, lambda tmp: torch.save(dict(d, key=key), tmp))
 
-    every = int(recipe.get("checkpoint_every", 0) or 0)
-    state = run_chain(model, recipe, state, noise_gen, checkpoint=save, checkpoint_every=every,
-                      stop_after=_stop_after)
-    status = "ok" if state.diverged_step < 0 else "diverged"
-    ds = _dataset(run_cfg, model, state, status)
-    end_time = now_iso()
-    extra = {"status": status, "diverged_step": int(state.diverged_step), "device": dev,
-             "dtype": dtype_name, "start_time": start_time, "end_time": end_time,
-             "wall_time_s": round(time.perf_counter() - t0, 3), "attention": run_cfg["attention"],
-             "optimizer": run_cfg["optimizer"], "method": recipe["method"], "P": P, "seed": seed,
-             "torch_version": torch.__version__, "scores": model.scores_kind,
-             "n_samples": int(len(ds.sample)), "torch_threads": torch.get_num_threads()}
-    ds.attrs = provenance_attrs(
-        "run", run_cfg,
-        title=f"copyhead run: {run_cfg['attention']} attention, {run_cfg['optimizer']} "
-              f"({recipe['method']}), P={P}, seed={seed}", extra=extra)
-    write_dataset(ds, out)
-    ckpt.unlink(missing_ok=True)
-    return ds
+    return run_chains(model, recipe, state, noise, checkpoint=save, checkpoint_every=recipe.checkpoint_every,
+                      stop_after=stop_after, log=log)
+
+
+def train_run(run_cfg: dict, out: Path, device: str | None = None, _stop_after: int | None = None,
+              log=None) -> xr.Dataset:
+    """Train one run (``run_cfg`` = :func:`copyhead.config.run_config` with P and seed) and write
+    ``out`` atomically; return the Dataset (the single-chain form of :func:`train_job`)."""
+    return train_job(run_cfg, run_cfg["P"], [run_cfg["seed"]], [out], device=device,
+                     _stop_after=_stop_after, log=log)[0]

@@ -4,8 +4,9 @@ Data are a pure function of (seed, V, L, P) drawn with numpy's SeedSequence/Gene
 RNG, so they are identical on every machine and device). Training sequence ``i`` comes from its own
 stream ``SeedSequence(seed, spawn_key=(0, i))``, so the P sequences of a smaller P are exactly the first
 P of a larger P (nested datasets). Test sequence ``j`` comes from ``SeedSequence(seed, spawn_key=(1, j))``,
-a stream independent of the training set. Stream 2 (:func:`torch_seed`) seeds the parameter
-initialisation and the SGLD noise.
+a stream independent of the training set. Stream 2 seeds the parameter initialisation
+(:func:`torch_seed`) and, in sub-streams of its own per initialisation kind, the SGLD noise
+(:func:`noise_seed`): a prior-started and a copy-started chain of the same seed never share noise.
 """
 from __future__ import annotations
 
@@ -53,3 +54,14 @@ def torch_seed(seed: int) -> int:
     """Seed of the torch Generator for initialisation and SGLD noise (stream 2 of the same seed)."""
     return int(np.random.SeedSequence(seed, spawn_key=(TORCH_STREAM,)).generate_state(1, np.uint64)[0]
                & 0x7FFF_FFFF_FFFF_FFFF)
+
+
+INITS = ("prior", "copy")
+
+
+def noise_seed(seed: int, init: str) -> int:
+    """Seed of a chain's SGLD noise Generator: stream 2 of the seed, sub-stream 1 + index of its
+    initialisation kind (so chains of one seed started from the prior and from the copy solution are
+    driven by independent noise, and neither shares the initialisation's stream)."""
+    return int(np.random.SeedSequence(seed, spawn_key=(TORCH_STREAM, 1 + INITS.index(init)))
+               .generate_state(1, np.uint64)[0] & 0x7FFF_FFFF_FFFF_FFFF)

@@ -1,179 +1,252 @@
-"""Training loops (design file, section 3): full-batch Adam on U, and SGLD sampling of exp(−U/T).
+"""The batched chain engine (design file, section 3): full-batch Adam on U, and SGLD sampling of
+exp(−U/T), for K chains advanced together.
+
+The K chains of a batch share the recipe, attention type and P; each has its own data, initialisation
+and noise stream (its seed), and one step of all of them is one tensor program with a leading chain axis
+(:class:`copyhead.model.CopyAttention`). A chain's numbers do not depend on which chains share its batch:
+
+- every per-chain operation (batched matmul, reduction over a chain's own axes, elementwise update) is
+  the same whatever K is (tests/test_train.py checks a seed alone against the same seed among others);
+- SGLD noise comes from one ``torch.Generator`` per chain, drawn ahead in blocks of ``block`` steps whose
+  size depends only on the number of parameters (:class:`NoiseStreams`), so adding a chain changes no
+  other chain's noise;
+- a chain that diverges is frozen (its θ no longer moves, its later records stay NaN) and marked with
+  the step at which it was seen; the others go on.
 
 One loop serves both methods. Step ``s`` denotes the state after ``s`` updates (step 0 = the
 initialisation); the loop evaluates U and ∇U at step s (:meth:`CopyAttention.energy_grad`), records what
 is due at s from that same evaluation, then updates:
 
 - Adam:  bias-corrected Adam on ∇U (β = 0.9, 0.999, ε = 1e-8) with learning rate ``lr·schedule(s)``
-  (linear warm-up over ``warmup`` steps, then ``cosine`` decay to 0 at ``steps`` or ``constant``); the
-  optional ``prior_warmup`` ramps the prior part of the gradient linearly from 0 (step 0) to its full
-  weight (step ``prior_warmup``), so that the network first fits the data, then settles in the nearest
-  minimum of U (the recorded ``energy`` is always the full U);
-- SGLD:  ``θ ← θ − η ∇U + √(2 η T) ξ``, ξ ~ N(0, I) from a torch Generator (Welling & Teh, full batch).
+  (:func:`copyhead.schedules.learning_rate`); the optional ``prior_warmup`` ramps the prior part of the
+  gradient linearly from 0 (step 0) to its full weight (step ``prior_warmup``), so that the network first
+  fits the data, then settles in the nearest minimum of U (the recorded ``energy`` is always the full U);
+- SGLD:  ``θ ← θ − η ∇U + √(2 η T) ξ``, ξ ~ N(0, I) from the chain's own generator (Welling & Teh,
+  full batch).
 
-Recording is cheap and sync-free: the curves (energy, losses, order parameters) are written into
-preallocated tensors at ``log_points`` log-spaced steps (always including 0 and ``steps``); samples
-(SGLD: every ``thin`` steps after ``burn_in``; Adam: one sample, the final state) add their order
-parameters, losses and (sign-fixed) attention/score matrices. Divergence (non-finite U) is checked at
-record steps and every ``CHECK_EVERY`` steps; the chain then stops and reports the step at which it was
-seen (everything not yet recorded stays NaN). The loop can save its complete state (θ, Adam moments, RNG
-state, records) every ``checkpoint_every`` steps and resume from it bit-identically.
+Recording is cheap and sync-free: the curves (energy, losses, order parameters; :data:`CURVES`) are
+written into preallocated tensors at ``log_points`` log-spaced steps (always including 0 and ``steps``);
+samples (SGLD: every ``thin`` steps after ``burn_in``; Adam: one sample, the final state) add their order
+parameters and losses (:data:`SAMPLE_VARS`) and (sign-fixed) attention/score matrices.
+
+Divergence (:func:`diverged`) is checked at record steps and every ``CHECK_EVERY`` steps: a chain diverges
+when U or θ is non-finite, or when U or ||θ||² exceeds ``DIVERGE_FACTOR`` times its scale at the start
+(|U₀| + n and ||θ₀||² + Σ prior variances): no sampler or optimiser of this posterior moves that far
+legitimately. The loop can save its complete state (θ, Adam moments, noise-generator states, records)
+every ``checkpoint_every`` steps and resume from it bit-identically.
 """
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import torch
 
 from . import order_params as op
 from .model import CopyAttention
+from .schedules import learning_rate, record_steps, sample_steps
 
 CHECK_EVERY = 100
+DIVERGE_FACTOR = 1e6
 CURVES = ("energy", "train_loss", "test_loss", "c1", "cG", "m1", "mP")
 SAMPLE_VARS = (*op.NAMES, "test_loss", "train_loss")
 ADAM_BETAS, ADAM_EPS = (0.9, 0.999), 1e-8
+NOISE_BLOCK_NUMBERS = 1 << 18   # noise drawn ahead per chain (numbers); the block length in steps
+MAX_NOISE_BLOCK = 256           # depends on the parameter count only, never on the batch
 
 
 class Interrupted(RuntimeError):
     """Raised by the loop after saving a checkpoint when asked to stop early (tests of resumption)."""
 
 
-def record_steps(steps: int, n: int) -> np.ndarray:
-    """``n`` distinct log-spaced integer steps in [0, steps], including 0 and ``steps``
-    (all of 0..steps when steps+1 <= n)."""
-    if steps + 1 <= n:
-        return np.arange(steps + 1)
-    k = n - 1
-    while True:
-        pts = np.unique(np.round(np.geomspace(1, steps, k)).astype(np.int64))
-        if len(pts) >= n - 1:
-            break
-        k += 1
-    if len(pts) > n - 1:  # drop duplicates' excess from the dense low end, keep 1 and steps
-        keep = np.round(np.linspace(0, len(pts) - 1, n - 1)).astype(int)
-        pts = pts[np.unique(keep)]
-    return np.concatenate([[0], pts])
+class NoiseStreams:
+    """Per-chain Gaussian noise ξ_s (K, n) for step s, each chain from its own generator, drawn ahead in
+    blocks of ``block`` steps (block boundaries at multiples of ``block`` from step 0, so a checkpoint
+    only needs the generator states at the start of the current block)."""
 
+    def __init__(self, gens: list[torch.Generator], n: int, dtype, device):
+        self.gens, self.n, self.dtype, self.device = gens, n, dtype, torch.device(device)
+        self.block = max(1, min(MAX_NOISE_BLOCK, NOISE_BLOCK_NUMBERS // n))
+        self._block_index: int | None = None
+        self._states: list[torch.Tensor] | None = None
+        self._buf: torch.Tensor | None = None
 
-def sample_steps(recipe: dict) -> np.ndarray:
-    """Steps at which samples are recorded: SGLD every ``thin`` steps after ``burn_in``; Adam the last."""
-    steps = int(recipe["steps"])
-    if recipe["method"] == "sgld":
-        b, t = int(recipe["burn_in"]), int(recipe["thin"])
-        return np.arange(b + t, steps + 1, t, dtype=np.int64)
-    return np.array([steps], dtype=np.int64)
+    def _draw(self, b: int):
+        self._states = [g.get_state() for g in self.gens]
+        self._buf = torch.stack([torch.randn((self.block, self.n), generator=g, dtype=self.dtype,
+                                             device=self.device) for g in self.gens], 1)  # (block, K, n)
+        self._block_index = b
 
+    def at(self, s: int) -> torch.Tensor:
+        b = s // self.block
+        if b != self._block_index:
+            if self._block_index is not None and b != self._block_index + 1:
+                raise RuntimeError(f"noise requested for step {s} out of order")
+            self._draw(b)
+        return self._buf[s % self.block]
 
-def learning_rate(recipe: dict, s: int) -> float:
-    lr, steps, warm = float(recipe["lr"]), int(recipe["steps"]), int(recipe.get("warmup", 0))
-    if s < warm:
-        return lr * (s + 1) / warm
-    if recipe.get("schedule", "cosine") == "constant":
-        return lr
-    return lr * 0.5 * (1.0 + math.cos(math.pi * (s - warm) / max(1, steps - warm)))
+    def state(self, s: int) -> dict:
+        """What resumes the streams at step ``s`` (the generator states at the start of s's block)."""
+        b = s // self.block
+        if self._block_index == b:
+            return {"block": b, "states": self._states}
+        assert self._block_index is None or self._block_index == b - 1
+        return {"block": b, "states": [g.get_state() for g in self.gens]}  # s starts a new block
+
+    def restore(self, d: dict):
+        for g, st in zip(self.gens, d["states"]):
+            g.set_state(st)
+        self._draw(int(d["block"]))
 
 
 @dataclass
-class ChainState:
-    """Everything needed to continue a chain exactly (what a checkpoint holds)."""
+class BatchState:
+    """Everything needed to continue a batch of chains exactly (what a checkpoint holds)."""
     step: int
-    theta: torch.Tensor
-    m: torch.Tensor | None
+    theta: torch.Tensor                    # (K, n)
+    m: torch.Tensor | None                 # Adam moments (K, n)
     v: torch.Tensor | None
-    rng: torch.Tensor                # state of the noise Generator
-    curves: torch.Tensor             # (n_rec, len(CURVES)), NaN where not recorded
-    samples: torch.Tensor            # (n_samp, len(SAMPLE_VARS))
-    A_sum: torch.Tensor              # Σ over samples of the (sign-fixed) attention matrix
-    M_sum: torch.Tensor              # Σ over samples of the (sign-fixed) score matrix
-    diverged_step: int = -1
+    curves: dict                           # name -> (K, n_rec), NaN where not recorded
+    samples: dict                          # name -> (K, n_samp)
+    A_sum: torch.Tensor                    # (K, L, L) Σ over samples of the (sign-fixed) attention
+    M_sum: torch.Tensor                    # (K, L, L) Σ over samples of the (sign-fixed) scores
+    diverged_step: list                    # per chain: step at which divergence was seen, or -1
+    ref_energy: torch.Tensor               # (K,) divergence scales at the start
+    ref_norm: torch.Tensor
+    frozen_theta: torch.Tensor | None = None
+    noise: dict | None = None              # NoiseStreams.state at ``step`` (SGLD)
     extra: dict = field(default_factory=dict)
 
+    KEYS = ("step", "theta", "m", "v", "curves", "samples", "A_sum", "M_sum", "diverged_step",
+            "ref_energy", "ref_norm", "frozen_theta", "noise")
+
     def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("step", "theta", "m", "v", "rng", "curves", "samples",
-                                               "A_sum", "M_sum", "diverged_step")}
+        cpu = lambda x: x.detach().cpu() if isinstance(x, torch.Tensor) else x
+        d = {k: getattr(self, k) for k in self.KEYS}
+        for k in ("curves", "samples"):
+            d[k] = {n: cpu(t) for n, t in d[k].items()}
+        return {k: (cpu(v) if isinstance(v, torch.Tensor) else v) for k, v in d.items()}
 
     @classmethod
-    def from_dict(cls, d: dict, device) -> "ChainState":
-        mv = lambda x: None if x is None else x.to(device)
-        return cls(step=int(d["step"]), theta=mv(d["theta"]), m=mv(d["m"]), v=mv(d["v"]), rng=d["rng"],
-                   curves=mv(d["curves"]), samples=mv(d["samples"]), A_sum=mv(d["A_sum"]),
-                   M_sum=mv(d["M_sum"]), diverged_step=int(d["diverged_step"]))
+    def from_dict(cls, d: dict, device) -> "BatchState":
+        mv = lambda x: x.to(device) if isinstance(x, torch.Tensor) else x
+        kw = {k: mv(d[k]) for k in cls.KEYS}
+        for k in ("curves", "samples"):
+            kw[k] = {n: mv(t) for n, t in d[k].items()}
+        kw["diverged_step"] = list(d["diverged_step"])
+        return cls(**kw)
+
+    @property
+    def n_chains(self) -> int:
+        return self.theta.shape[0]
 
 
-def new_state(model: CopyAttention, recipe: dict, theta: torch.Tensor, gen: torch.Generator) -> ChainState:
-    n_rec = len(record_steps(int(recipe["steps"]), int(recipe["log_points"])))
+def new_state(model: CopyAttention, recipe, theta: torch.Tensor) -> BatchState:
+    """The state at step 0 of chains started at ``theta`` (K, n)."""
+    n_rec = len(record_steps(recipe.steps, recipe.log_points))
     n_samp = len(sample_steps(recipe))
+    K, L = theta.shape[0], model.L
     kw = dict(dtype=model.dtype, device=model.device)
-    adam = recipe["method"] == "adam"
-    L = model.L
-    return ChainState(step=0, theta=theta.clone(), m=torch.zeros_like(theta) if adam else None,
-                      v=torch.zeros_like(theta) if adam else None, rng=gen.get_state(),
-                      curves=torch.full((n_rec, len(CURVES)), float("nan"), **kw),
-                      samples=torch.full((n_samp, len(SAMPLE_VARS)), float("nan"), **kw),
-                      A_sum=torch.zeros(L, L, **kw), M_sum=torch.zeros(L, L, **kw))
+    nan = lambda n: torch.full((K, n), float("nan"), **kw)
+    U0 = model.energy_grad(theta)[0]
+    return BatchState(step=0, theta=theta.clone(), m=None if recipe.sgld else torch.zeros_like(theta),
+                      v=None if recipe.sgld else torch.zeros_like(theta),
+                      curves={k: nan(n_rec) for k in CURVES}, samples={k: nan(n_samp) for k in SAMPLE_VARS},
+                      A_sum=torch.zeros(K, L, L, **kw), M_sum=torch.zeros(K, L, L, **kw),
+                      diverged_step=[-1] * K,
+                      ref_energy=U0.abs() + theta.shape[1],
+                      ref_norm=(theta * theta).sum(1) + (model.prior_std() ** 2).sum())
 
 
-def run_chain(model: CopyAttention, recipe: dict, state: ChainState, gen: torch.Generator, *,
-              mask: torch.Tensor | None = None, on_sample=None, checkpoint=None,
-              checkpoint_every: int = 0, stop_after: int | None = None) -> ChainState:
-    """Advance ``state`` to ``recipe['steps']`` (or to divergence); returns the final state.
+def diverged(U: torch.Tensor, theta: torch.Tensor, state: BatchState) -> torch.Tensor:
+    """(K,) bool: non-finite, or energy or ||θ||² beyond DIVERGE_FACTOR × its scale at the start."""
+    norm = (theta * theta).sum(1)
+    return ~torch.isfinite(U) | ~torch.isfinite(norm) | (U > DIVERGE_FACTOR * state.ref_energy) | (
+        norm > DIVERGE_FACTOR * state.ref_norm)
 
-    ``mask`` (0/1 per parameter) freezes parameters (tests); ``on_sample(step, theta)`` is called at every
-    sample step; ``checkpoint(state_dict)`` is called every ``checkpoint_every`` steps; ``stop_after``
-    raises :class:`Interrupted` right after the first checkpoint at a step >= stop_after (tests).
+
+def run_chains(model: CopyAttention, recipe, state: BatchState, noise: NoiseStreams | None = None, *,
+               mask: torch.Tensor | None = None, on_sample=None, checkpoint=None,
+               checkpoint_every: int = 0, stop_after: int | None = None,
+               log: Callable[[str], None] | None = None) -> BatchState:
+    """Advance ``state`` to ``recipe.steps`` (chains that diverge are frozen); returns the final state.
+
+    ``noise`` (SGLD) holds the chains' generators; ``mask`` (0/1 per parameter) freezes parameters
+    (tests); ``on_sample(step, theta)`` is called at every sample step; ``checkpoint(state_dict)`` every
+    ``checkpoint_every`` steps; ``stop_after`` raises :class:`Interrupted` right after the first
+    checkpoint at a step >= stop_after (tests); ``log(line)`` receives about ten progress lines (step,
+    energy, order parameters, steps/s, ETA) and one line per divergence.
     """
-    steps = int(recipe["steps"])
-    rec = record_steps(steps, int(recipe["log_points"]))
-    samp = sample_steps(recipe)
-    sgld = recipe["method"] == "sgld"
-    linear = model.attention == "linear"
+    steps = recipe.steps
+    rec, samp = record_steps(steps, recipe.log_points), sample_steps(recipe)
+    sgld, linear = recipe.sgld, model.attention == "linear"
     pos_scores = model.scores_kind == "position"
-    gen.set_state(state.rng)
-    theta, m, v = state.theta, state.m, state.v
-    curves, samples = state.curves, state.samples
     if sgld:
-        eta = float(recipe["eta"])
-        noise_scale = math.sqrt(2.0 * eta * float(recipe.get("temperature", 1.0)))
+        if noise is None:
+            raise ValueError("SGLD needs the chains' noise streams")
+        if state.noise is not None:
+            noise.restore(state.noise)
+        eta, noise_scale = recipe.eta, math.sqrt(2.0 * recipe.eta * recipe.temperature)
+    theta, m, v = state.theta, state.m, state.v
+    K = theta.shape[0]
     b1, b2 = ADAM_BETAS
-    prior_warmup = int(recipe.get("prior_warmup", 0)) if not sgld else 0
-    ri = int(np.searchsorted(rec, state.step))     # next record index
-    si = int(np.searchsorted(samp, state.step))    # next sample index
+    prior_warmup = recipe.prior_warmup if not sgld else 0
+    ri, si = int(np.searchsorted(rec, state.step)), int(np.searchsorted(samp, state.step))
     next_rec = int(rec[ri]) if ri < len(rec) else -1
     next_samp = int(samp[si]) if si < len(samp) else -1
     inv_tokens = 1.0 / model.n_tokens
+    nan = torch.tensor(float("nan"), dtype=model.dtype, device=model.device)
+    live = torch.tensor([d < 0 for d in state.diverged_step], device=model.device)
+    any_frozen = not bool(live.all())
+    progress_every = max(1, steps // 10)
+    t_start, s_start = time.perf_counter(), state.step
     s = state.step
     while True:
         U, sse, A, g = model.energy_grad(theta)
         is_rec, is_samp = s == next_rec, s == next_samp
         if is_rec or is_samp or s % CHECK_EVERY == 0 or s == steps:
-            if not bool(torch.isfinite(U)):
-                state.diverged_step = s
-                break
+            bad = (diverged(U, theta, state) & live).tolist()
+            if any(bad):
+                for k in (k for k in range(K) if bad[k]):
+                    state.diverged_step[k] = s
+                    if log:
+                        log(f"chain {k} diverged at step {s} (energy {float(U[k]):.4g}); frozen")
+                live = torch.tensor([d < 0 for d in state.diverged_step], device=model.device)
+                state.frozen_theta = theta.clone() if state.frozen_theta is None else torch.where(
+                    live[:, None], state.frozen_theta, theta)
+                any_frozen = True
+                if not bool(live.any()):
+                    break
         if is_rec or is_samp:
             M = model.score_matrix(theta)
             if not pos_scores:
-                M = M[model.V:, model.V:]
+                M = M[:, model.V:, model.V:]
             test_loss = model.mean_loss(theta, model.T_test, A if pos_scores else None)
             if linear:  # the gauge acts on the reported pattern only (f is invariant under it)
                 A, M = op.sign_fix(A, M)
-            ops = op.order_parameter_vector(A)
-            train_loss = sse * inv_tokens
+            ops = op.order_parameters(A)
+            vals = {**ops, "energy": U, "train_loss": sse * inv_tokens, "test_loss": test_loss}
+            if any_frozen:
+                vals = {k: torch.where(live, x, nan) for k, x in vals.items()}
             if is_rec:
-                curves[ri, 0], curves[ri, 1], curves[ri, 2] = U, train_loss, test_loss
-                curves[ri, 3:7] = ops[:4]
+                for k in CURVES:
+                    state.curves[k][:, ri] = vals[k]
                 ri += 1
                 next_rec = int(rec[ri]) if ri < len(rec) else -1
             if is_samp:
-                samples[si, :6] = ops
-                samples[si, 6], samples[si, 7] = test_loss, train_loss
+                for k in SAMPLE_VARS:
+                    state.samples[k][:, si] = vals[k]
                 state.A_sum += A
                 state.M_sum += M
                 if on_sample is not None:
                     on_sample(s, theta)
                 si += 1
                 next_samp = int(samp[si]) if si < len(samp) else -1
+        if log and s > s_start and (s % progress_every == 0 or s == steps):
+            _progress(log, s, steps, s_start, t_start, U, A, live, linear)
         if s == steps:
             break
         if s < prior_warmup:  # ramp the prior (weight-decay) part of ∇U from 0 to its full weight
@@ -181,9 +254,9 @@ def run_chain(model: CopyAttention, recipe: dict, state: ChainState, gen: torch.
         if mask is not None:
             g = g * mask
         if sgld:
-            xi = torch.randn(theta.shape, generator=gen, dtype=theta.dtype, device=theta.device)
+            xi = noise.at(s)
             if mask is not None:
-                xi *= mask
+                xi = xi * mask
             theta.add_(g, alpha=-eta).add_(xi, alpha=noise_scale)
         else:
             t = s + 1
@@ -191,11 +264,35 @@ def run_chain(model: CopyAttention, recipe: dict, state: ChainState, gen: torch.
             v.mul_(b2).addcmul_(g, g, value=1 - b2)
             denom = (v / (1 - b2 ** t)).sqrt_().add_(ADAM_EPS)
             theta.addcdiv_(m, denom, value=-learning_rate(recipe, s) / (1 - b1 ** t))
+        if any_frozen:
+            theta.copy_(torch.where(live[:, None], theta, state.frozen_theta))
         s += 1
         if checkpoint is not None and checkpoint_every > 0 and s % checkpoint_every == 0 and s < steps:
-            state.step, state.rng = s, gen.get_state()
+            state.step = s
+            state.noise = noise.state(s) if sgld else None
             checkpoint(state.to_dict())
             if stop_after is not None and s >= stop_after:
                 raise Interrupted(f"stopped after checkpoint at step {s}")
-    state.step, state.rng = s, gen.get_state()
+    state.step = s
+    state.noise = noise.state(s) if sgld else None
     return state
+
+
+def _progress(log, s, steps, s_start, t_start, U, A, live, linear):
+    """One progress line: step, energy and order parameters over the live chains, speed, ETA."""
+    dt = time.perf_counter() - t_start
+    rate = (s - s_start) / dt if dt > 0 else float("inf")
+    eta_s = (steps - s) / rate if rate > 0 else float("nan")
+    n_live = int(live.sum())
+    if n_live:
+        Al = A[live]
+        if linear:
+            Al = op.sign_fix(Al)
+        c1, cG = op.pooling(Al), op.copy_overlap(Al)
+        Ul = U[live]
+        body = (f"energy median {float(Ul.median()):.5g} [{float(Ul.min()):.5g}, {float(Ul.max()):.5g}]  "
+                f"c1 {float(c1.mean()):.4f}  cG {float(cG.mean()):.4f} (means over chains)")
+    else:
+        body = "no live chain"
+    log(f"step {s}/{steps} ({100 * s / steps:.0f}%)  {body}  live {n_live}/{len(live)}  "
+        f"{rate:.0f} steps/s  ETA {eta_s:.0f} s")

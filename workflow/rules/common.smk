@@ -4,6 +4,7 @@ from functools import lru_cache
 
 from copyhead import config as chcfg
 from copyhead.figures import FIGURES
+from copyhead.provenance import CODE_MODULES, code_fingerprint
 from copyhead.resources import train_resources
 
 # Validate against workflow/schemas/config.schema.yaml (the package's schema) plus the cross-field rules:
@@ -15,6 +16,9 @@ except chcfg.ConfigError as err:
 
 ATTENTIONS = [a for a in chcfg.ATTENTIONS if a in CONFIG["sweep"]]
 RUNS = chcfg.runs(CONFIG)
+# Fingerprint of the code behind each kind of product (comments and docstrings excluded): in the rules'
+# params, so a code edit reruns exactly the products that code makes.
+CODE = {concern: code_fingerprint(concern) for concern in CODE_MODULES}
 
 
 wildcard_constraints:
@@ -33,19 +37,26 @@ def run_files(wildcards):
     return [run_path(*r) for r in RUNS if r[0] == wildcards.attention]
 
 
-def run_params(wildcards):
+def train_jobs():
+    """(attention, optimizer, seeds) of every training rule: one rule per swept recipe, one job per P
+    that trains all its seeds as one batch of chains (copyhead.run.train_job)."""
+    return [(att, opt, [int(s) for s in spec["seeds"]])
+            for att in ATTENTIONS for opt, spec in CONFIG["sweep"][att].items()]
+
+
+def run_params(attention, optimizer):
     """The config subset shared by the runs of one (attention, optimizer), as canonical JSON.
 
     Snakemake compares params by repr(): canonical JSON (sorted keys) changes exactly when a setting the
-    run depends on changes, so an SGLD edit reruns SGLD runs only.
+    run depends on changes, so an SGLD edit reruns SGLD jobs only.
     """
-    return chcfg.canonical_json(chcfg.run_config(CONFIG, wildcards.attention, wildcards.optimizer))
+    return chcfg.canonical_json(chcfg.run_config(CONFIG, attention, optimizer))
 
 
 @lru_cache(maxsize=None)
 def run_resources(attention, optimizer, P, attempt=1):
-    """Scheduler resources of one training run (the same for every seed; copyhead.resources), computed
-    once per (recipe, P, attempt)."""
+    """Scheduler resources of one training job (all seeds of one (recipe, P) as a batch;
+    copyhead.resources), computed once per (recipe, P, attempt)."""
     return train_resources(CONFIG, attention, optimizer, int(P), attempt)
 
 
