@@ -141,3 +141,132 @@ def test_dirty_tree_identified_by_content(tmp_path):
     assert prov.code_version_string(prov._git_code_version(repo)) == one   # same content, same label
     (repo / "src/new.py").write_text("b = 1\n")         # an untracked module is part of the code
     assert prov.code_version_string(prov._git_code_version(repo)) not in (one, two)
+
+
+# ------------------------------------------------------------- audit: stale products, --fix
+def _rewrite(src, dest, **attrs):
+    ds = prov.read_dataset(src)
+    ds.attrs = dict(ds.attrs, **attrs)
+    return prov.write_dataset(ds, dest)
+
+
+@pytest.fixture(scope="module")
+def mini(tmp_path_factory):
+    """results/ with two linear Adam runs (seed 1 stamped as made by other training code), their
+    aggregate and fig6, built by the package functions (no Snakemake)."""
+    from copyhead import config as c
+    from copyhead.aggregate import aggregate_runs
+    from copyhead.figures import make_figure
+    from copyhead.run import train_run
+    wd = tmp_path_factory.mktemp("mini")
+    cfg = c.load(ROOT / "tests/configs/tiny.yaml")
+    cwd = os.getcwd()
+    os.chdir(wd)
+    try:
+        runs = []
+        for seed in (0, 1):
+            p = Path(f"results/runs/linear/adam/P4/seed{seed}.nc")
+            train_run(c.run_config(cfg, "linear", "adam", 4, seed), p)
+            runs.append(p)
+        _rewrite(runs[1], runs[1], code_fingerprint="0123456789abcdef")
+        with pytest.warns(UserWarning, match="different training code"):
+            aggregate_runs(runs, Path("results/aggregate/linear.nc"), "linear")
+        make_figure("fig6_linear_loss_curves", {"aggregate_linear": "results/aggregate/linear.nc"},
+                    Path("results/figures/fig6_linear_loss_curves.pdf"), {})
+    finally:
+        os.chdir(cwd)
+    return wd
+
+
+def _audit(wd, *args):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "copyhead", "audit", *args], cwd=wd, capture_output=True,
+                          text=True, timeout=300)
+
+
+def _copy(mini, tmp_path):
+    import shutil
+    shutil.copytree(mini / "results", tmp_path / "results")
+    return tmp_path
+
+
+def test_audit_flags_stale_run_and_fails_under_strict(mini):
+    r = _audit(mini, "--all")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1 of 2 stale run(s)" in r.stdout and "0123456789abcdef" in r.stdout
+    assert "seed1.nc" in r.stdout and "STALE" in r.stdout
+    r = _audit(mini, "--all", "--strict")
+    assert r.returncode == 1
+    import json
+    rep = json.loads(_audit(mini, "--json", "--all").stdout)[0]
+    assert rep["stale"] == ["results/runs/linear/adam/P4/seed1.nc"]
+    assert rep["products"][0]["code_fingerprint"] == prov.code_fingerprint("aggregate")
+    assert not [p for p in rep["products"] if p.get("stale")]      # aggregate and figure are current
+
+
+def test_audit_flags_figure_made_by_other_code(mini, tmp_path):
+    import json
+    wd = _copy(mini, tmp_path)
+    side = wd / "results/figures/fig6_linear_loss_curves.provenance.json"
+    rec = json.loads(side.read_text())
+    assert rec["code_fingerprint"] == prov.code_fingerprint("figures")
+    rec["code_fingerprint"] = "fedcba9876543210"
+    side.write_text(json.dumps(rec))
+    r = _audit(wd, "--all")
+    assert "stale figure" in r.stdout and "fedcba9876543210" in r.stdout
+    assert _audit(wd, "--all", "--strict").returncode == 1
+
+
+def test_audit_fix_removes_broken_files_so_snakemake_remakes_them(mini, tmp_path):
+    wd = _copy(mini, tmp_path)
+    run0 = wd / "results/runs/linear/adam/P4/seed0.nc"
+    run0.write_bytes(run0.read_bytes()[:300])                        # truncated by a crash
+    png = wd / "results/figures/fig6_linear_loss_curves.png"
+    png.write_bytes(png.read_bytes() + b"x")                           # figure output changed
+    lone = wd / "results/theory/softmax.nc"                            # broken, reached by no figure
+    lone.parent.mkdir(parents=True)
+    lone.write_bytes(b"CDF\x01garbage")
+    temp = wd / "results/runs/linear/adam/P4/.seed1.nc.ab12cd34.tmp"  # left by a killed write
+    temp.write_text("partial")
+    os.utime(temp, (time.time() - 7200, time.time() - 7200))
+    r = _audit(wd, "--all", "--fix")
+    assert r.returncode == 1, r.stdout          # problems were found (and removed)
+    assert "removed results/runs/linear/adam/P4/seed0.nc (unreadable netCDF file)" in r.stdout
+    for p in (run0, png, lone, temp, wd / "results/figures/fig6_linear_loss_curves.pdf"):
+        assert not p.exists(), p
+    # what is good stays: the other run and the aggregate (Snakemake remakes it from the new run)
+    assert (wd / "results/runs/linear/adam/P4/seed1.nc").exists()
+    assert (wd / "results/aggregate/linear.nc").exists()
+
+
+def test_audit_fix_changed_run_removes_the_aggregate_made_from_it(mini, tmp_path):
+    wd = _copy(mini, tmp_path)
+    run1 = wd / "results/runs/linear/adam/P4/seed1.nc"
+    _rewrite(run1, run1, note="rewritten")          # readable, but not the file the aggregate read
+    r = _audit(wd, "--all", "--fix")
+    assert "changed since it was used" in r.stdout
+    assert run1.exists() and not (wd / "results/aggregate/linear.nc").exists()
+
+
+# ------------------------------------------------------------------- wrong kind of netCDF: one line
+@pytest.mark.parametrize("argv,needle", [
+    (["summary", "{run}"], "a copyhead run file, expected an aggregate file"),
+    (["aggregate", "--attention", "linear", "--out", "{tmp}/a.nc", "{agg}"],
+     "a copyhead aggregate file, not a run file"),
+    (["aggregate", "--attention", "softmax", "--out", "{tmp}/a.nc", "{run}"], "expected 'softmax'"),
+    (["figure", "fig6_linear_loss_curves", "--inputs", '{{"aggregate_linear": "{run}"}}', "--out",
+      "{tmp}/f.pdf"], "a copyhead run file, expected an aggregate file"),
+    (["summary", "{tmp}/plain.nc"], "not a copyhead file"),
+])
+def test_wrong_kind_of_netcdf_is_one_line(mini, tmp_path, capsys, argv, needle):
+    import xarray as xr
+    from copyhead.cli import main
+    xr.Dataset({"x": ("i", [1.0, 2.0])}).to_netcdf(tmp_path / "plain.nc")
+    subs = {"run": mini / "results/runs/linear/adam/P4/seed0.nc", "agg": mini / "results/aggregate/linear.nc",
+            "tmp": tmp_path}
+    rc = main([a.format(**subs) for a in argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and needle in err and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "a.nc").exists() and not (tmp_path / "f.pdf").exists()

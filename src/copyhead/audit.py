@@ -6,17 +6,29 @@ recorded in the sidecar) -> the run files behind each aggregate (sha256 recorded
 Works from the files alone; when Snakemake's ``.snakemake/`` metadata is present it adds the job record
 (rule, start/end, external job id such as a SLURM job id). Any missing, changed or unreadable file is a
 problem: the audit names it and exits non-zero.
+
+Every product records the fingerprint of the code that made it (``code_fingerprint``; figures in their
+sidecar); one that differs from the current code's (``copyhead.provenance.code_fingerprint``) is *stale*:
+a warning (exit 1 under ``--strict``). ``--fix`` removes what is broken so that the next ``snakemake``
+makes it again instead of failing downstream: an unreadable file itself, a product whose recorded input
+changed (the input is kept), figure outputs that changed, and, under ``--results``, every unreadable
+netCDF file and stale temporary file of a killed write.
 """
 from __future__ import annotations
 
 import base64
 import json
+import os
 import sqlite3
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .provenance import DataFileError, read_dataset, sha256_file
+from .provenance import (CODE_MODULES, KIND_CONCERN, DataFileError, code_fingerprint, read_dataset,
+                         sha256_file, stale_temps)
+
+# a temporary file of an atomic write older than this was left by a killed process (writes take seconds)
+STALE_TEMP_S = 3600
 
 
 @dataclass
@@ -27,6 +39,9 @@ class Report:
     products: list[dict] = field(default_factory=list)   # aggregates / theory files
     runs: list[dict] = field(default_factory=list)
     code_versions: dict[str, list[str]] = field(default_factory=dict)  # version -> files
+    stale: list[str] = field(default_factory=list)       # products made by other code than the current
+    # what `--fix` removes: path -> reason (an empty reason list: Snakemake remakes a missing file itself)
+    remove: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -34,6 +49,7 @@ class Report:
 
     def as_dict(self) -> dict:
         return {"figure": self.figure, "ok": self.ok, "problems": self.problems, "warnings": self.warnings,
+                "stale": self.stale, "remove": self.remove,
                 "products": self.products, "runs": self.runs, "code_versions": self.code_versions,
                 "total_run_wall_time_s": sum(r.get("wall_time_s") or 0 for r in self.runs)}
 
@@ -70,13 +86,26 @@ class _Auditor:
         # path -> (sha256, dataset or the read error): `--all` reaches the same aggregate and runs from
         # several figures; each file is hashed and read once per audit
         self._files: dict[Path, tuple[str, object]] = {}
+        self.current = {c: code_fingerprint(c) for c in CODE_MODULES}
+
+    def _stale(self, kind: str, recorded: str) -> str:
+        """'' if ``recorded`` is the current fingerprint of the code making ``kind``, else why not."""
+        concern = KIND_CONCERN.get(kind)
+        if concern is None:
+            return ""
+        if not recorded:
+            return f"no code fingerprint recorded (made before fingerprints; {concern} code unknown)"
+        if recorded != self.current[concern]:
+            return f"made by other {concern} code (fingerprint {recorded}, current {self.current[concern]})"
+        return ""
 
     def _resolve(self, p: str) -> Path:
         path = Path(p)
         return path if path.is_absolute() else self.root / path
 
-    def _check_file(self, rep: Report, recorded_path: str, sha: str, what: str):
-        """Verify existence and checksum; return the opened dataset or None."""
+    def _check_file(self, rep: Report, recorded_path: str, sha: str, what: str, consumer: list[str]):
+        """Verify existence and checksum; return the opened dataset or None. For ``--fix``: an unreadable
+        file is removed, a changed one makes its ``consumer`` files (made from the old content) removed."""
         path = self._resolve(recorded_path)
         if not path.exists():
             rep.problems.append(f"{recorded_path}: missing ({what})")
@@ -88,12 +117,15 @@ class _Auditor:
                 content = e
             self._files[path] = (sha256_file(path), content)
         actual, content = self._files[path]
+        if isinstance(content, DataFileError):
+            rep.problems.append(f"{content} ({what})")
+            rep.remove[str(path)] = "unreadable netCDF file"
+            return None
         if sha and actual != sha:
             rep.problems.append(f"{recorded_path}: changed since it was used ({what}; "
                                 f"sha256 {actual[:12]} != recorded {sha[:12]})")
-        if isinstance(content, DataFileError):
-            rep.problems.append(f"{content} ({what})")
-            return None
+            for c in consumer:
+                rep.remove.setdefault(str(self._resolve(c)), f"made from an earlier {recorded_path}")
         return content
 
     def _note_version(self, rep: Report, ds_attrs: dict, name: str):
@@ -104,13 +136,18 @@ class _Auditor:
         sidecar = figure if figure.name.endswith(".provenance.json") else \
             figure.with_name(figure.name.rsplit(".", 1)[0] + ".provenance.json")
         rep = Report(figure=str(figure))
+        fig_files = [str(sidecar.with_name(sidecar.name.replace(".provenance.json", "." + ext)).resolve())
+                     for ext in ("pdf", "png")] + [str(sidecar.resolve())]
         if not sidecar.exists():
             rep.problems.append(f"{sidecar}: provenance sidecar missing")
+            rep.remove.update({f: "figure without its provenance sidecar" for f in fig_files[:2]
+                               if Path(f).exists()})
             return rep
         try:
             rec = json.loads(sidecar.read_text())
         except (OSError, json.JSONDecodeError) as e:
             rep.problems.append(f"{sidecar}: unreadable provenance record ({e})")
+            rep.remove.update({f: "figure with an unreadable provenance sidecar" for f in fig_files})
             return rep
         for ext, out in rec.get("outputs", {}).items():
             p = self._resolve(out["path"])
@@ -118,12 +155,18 @@ class _Auditor:
                 rep.problems.append(f"{out['path']}: missing (figure output)")
             elif sha256_file(p) != out["sha256"]:
                 rep.problems.append(f"{out['path']}: changed since it was made (figure output)")
+                rep.remove.update({f: f"figure output {out['path']} changed" for f in fig_files})
         rep.code_versions.setdefault(rec.get("code_version", "unknown"), []).append(str(sidecar))
+        why = self._stale("figure", rec.get("code_fingerprint", ""))
+        if why:
+            rep.stale.append(str(sidecar))
+            rep.warnings.append(f"stale figure {figure}: {why}")
         fig_job = _snakemake_record(self.root, rec.get("outputs", {}).get("pdf", {}).get("path", ""))
         if fig_job:
             rep.products.append({"role": "figure", "path": str(figure), "snakemake": fig_job})
         for role, inp in sorted(rec.get("inputs", {}).items()):
-            ds = self._check_file(rep, inp["path"], inp.get("sha256", ""), f"input {role} of {sidecar.name}")
+            ds = self._check_file(rep, inp["path"], inp.get("sha256", ""), f"input {role} of {sidecar.name}",
+                                  consumer=fig_files)
             prod = {"role": role, "path": inp["path"], "kind": inp.get("kind", ""),
                     "config_hash": inp.get("config_hash", ""), "code_version": inp.get("code_version", "")}
             job = _snakemake_record(self.root, inp["path"])
@@ -133,8 +176,21 @@ class _Auditor:
             if ds is None:
                 continue
             self._note_version(rep, ds.attrs, inp["path"])
-            if ds.attrs.get("copyhead_kind") == "aggregate":
+            kind = str(ds.attrs.get("copyhead_kind", ""))
+            prod["code_fingerprint"] = str(ds.attrs.get("code_fingerprint", ""))
+            why = self._stale(kind, prod["code_fingerprint"])
+            if why:
+                prod["stale"] = why
+                rep.stale.append(inp["path"])
+                rep.warnings.append(f"stale {kind} {inp['path']}: {why}")
+            if kind == "aggregate":
                 self._audit_runs(rep, ds.attrs, inp["path"])
+        stale_runs = [r for r in rep.runs if r.get("stale")]
+        if stale_runs:
+            rep.stale += [r["path"] for r in stale_runs]
+            reasons = sorted({r["stale"] for r in stale_runs})
+            rep.warnings.append(f"{len(stale_runs)} of {len(rep.runs)} stale run(s), e.g. {stale_runs[0]['path']}: "
+                                + "; ".join(reasons))
         if len(rep.code_versions) > 1:
             rep.warnings.append("mixed code versions: " + "; ".join(
                 f"{v} ({len(f)} file(s))" for v, f in sorted(rep.code_versions.items())))
@@ -148,20 +204,51 @@ class _Auditor:
             inputs = json.loads(attrs.get("inputs_json", "{}"))
         except json.JSONDecodeError:
             rep.problems.append(f"{agg_path}: inputs_json attribute is not valid JSON")
+            rep.remove[str(self._resolve(agg_path))] = "aggregate without a readable list of its runs"
             return
         for path, sha in sorted(inputs.items()):
-            ds = self._check_file(rep, path, sha, f"run behind {agg_path}")
+            ds = self._check_file(rep, path, sha, f"run behind {agg_path}", consumer=[agg_path])
             run = {"path": path, "aggregate": agg_path}
             if ds is not None:
                 a = ds.attrs
                 run.update({k: (a[k].item() if hasattr(a.get(k), "item") else a.get(k)) for k in
                             ("attention", "optimizer", "P", "seed", "status", "config_hash", "code_version",
-                             "wall_time_s", "device", "host", "slurm_job_id") if k in a})
+                             "code_fingerprint", "wall_time_s", "device", "host", "slurm_job_id") if k in a})
+                why = self._stale("run", str(a.get("code_fingerprint", "")))
+                if why:
+                    run["stale"] = why
                 self._note_version(rep, a, path)
             job = _snakemake_record(self.root, path)
             if job:
                 run["snakemake"] = job
             rep.runs.append(run)
+
+
+def broken_results(results: Path) -> dict[str, str]:
+    """Files under ``results`` that no reader can use: unreadable netCDF files (runs, aggregates,
+    theory) or ones without copyhead's attributes, and temporary files of killed writes older than STALE_TEMP_S: path -> reason."""
+    out = {}
+    for nc in sorted(results.glob("**/*.nc")):
+        try:
+            if "copyhead_kind" not in read_dataset(nc).attrs:
+                out[str(nc)] = "not a copyhead product (no copyhead_kind attribute)"
+        except DataFileError:
+            out[str(nc)] = "unreadable netCDF file"
+    for tmp in stale_temps(results, STALE_TEMP_S):
+        out[str(tmp)] = "temporary file of a killed write"
+    return out
+
+
+def remove_broken(remove: dict[str, str], out=sys.stdout) -> int:
+    """Delete the files `--fix` chose (each named with the reason); return how many were removed."""
+    n = 0
+    for path, why in sorted(remove.items()):
+        p = Path(path)
+        if p.exists():
+            p.unlink()
+            n += 1
+            print(f"removed {os.path.relpath(p)} ({why})", file=out)
+    return n
 
 
 def audit_figures(figures, root: Path = Path(".")) -> list[Report]:
@@ -193,7 +280,8 @@ def _print(rep: Report, out=sys.stdout):
                 extra = f" SLURM job {job}"
             print(f"     {r.get('attention', '?')}/{r.get('optimizer', '?')} P={r.get('P', '?')} "
                   f"seed={r.get('seed', '?')} status={r.get('status', '?')} config={r.get('config_hash', '?')} "
-                  f"code={r.get('code_version', '?')}{extra}  {r['path']}", file=out)
+                  f"code={r.get('code_version', '?')}{extra}{' STALE' if r.get('stale') else ''}  {r['path']}",
+                  file=out)
     print(f"     code versions: {', '.join(sorted(rep.code_versions))}", file=out)
     for w in rep.warnings:
         print(f"  WARNING: {w}", file=out)
@@ -206,7 +294,8 @@ def main(args) -> int:
     figures = list(args.figures)
     if args.all:
         figures += sorted(str(p) for p in (results / "figures").glob("*.provenance.json"))
-    if not figures:
+    fix = getattr(args, "fix", False)
+    if not figures and not fix:
         print("copyhead audit: no figures given (name files or use --all)", file=sys.stderr)
         return 2
     root = results.resolve().parent
@@ -217,7 +306,16 @@ def main(args) -> int:
         for r in reports:
             _print(r)
         bad = sum(not r.ok for r in reports)
-        print(f"audited {len(reports)} figure(s): {len(reports) - bad} ok, {bad} with problems")
+        stale = len({p for r in reports for p in r.stale})
+        print(f"audited {len(reports)} figure(s): {len(reports) - bad} ok, {bad} with problems"
+              + (f"; {stale} stale product(s) (made by other code: `snakemake` remakes them)" if stale else ""))
+    if fix:
+        remove = {str(Path(p).resolve()): why for r in reports for p, why in r.remove.items()}
+        for p, why in broken_results(results).items():
+            remove.setdefault(str(Path(p).resolve()), why)
+        n = remove_broken(remove, out=sys.stderr if args.json else sys.stdout)
+        print(f"--fix: removed {n} broken file(s); the next `snakemake` makes them again",
+              file=sys.stderr if args.json else sys.stdout)
     if args.strict and any(r.warnings for r in reports):
         return 1
     return 0 if all(r.ok for r in reports) else 1

@@ -322,6 +322,30 @@ def read_dataset(path: str | Path):
                             f"{type(e).__name__}: {e}") from None
 
 
+def require_kind(path: str | Path, kind: str, attention: str | None = None) -> None:
+    """Raise DataFileError (one line naming the file) unless ``path`` is a readable copyhead product of
+    ``kind`` (run, aggregate, theory) and, where given and recorded, of that attention type."""
+    import xarray as xr
+    path = Path(path)
+    if not path.exists():
+        raise DataFileError(f"{path}: file is missing")
+    try:
+        with xr.open_dataset(path, engine="netcdf4") as ds:
+            attrs = dict(ds.attrs)
+    except Exception as e:
+        raise DataFileError(f"{path}: not a readable netCDF file (truncated or corrupted?): "
+                            f"{type(e).__name__}: {e}") from None
+    found = attrs.get("copyhead_kind")
+    article = "an" if kind[0] in "aeiou" else "a"
+    if found is None:
+        raise DataFileError(f"{path}: not a copyhead file (no copyhead_kind attribute); expected {article} "
+                            f"{kind} file")
+    if found != kind:
+        raise DataFileError(f"{path}: a copyhead {found} file, expected {article} {kind} file")
+    if attention and attrs.get("attention", attention) != attention:
+        raise DataFileError(f"{path}: a {attrs['attention']}-attention {kind} file, expected {attention}")
+
+
 def figure_record(name: str, inputs: dict, options: dict) -> dict:
     """The provenance sidecar of a figure (``<name>.provenance.json``): the code version, the figure's
     options and, per input role, the path, its sha256 and the attrs that identify it (kind, config hash,
