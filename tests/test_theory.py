@@ -13,7 +13,9 @@ from copyhead.theory import action as act
 from copyhead.theory import evidence as ev
 from copyhead.theory import prior as pr
 from copyhead.theory.data import copy_task_tokens, one_hot_targets
-from copyhead.theory.predict import FunctionModel, LinearModel, SoftmaxModel, analyse
+from copyhead.config import ActionParams
+from copyhead.theory.models import LinearModel, canon_even, hess_origin
+from copyhead.theory.scan import analyse
 
 
 def softmax_rows(s):
@@ -117,15 +119,15 @@ def test_closed_form_agrees_with_dataset_average_when_N_large():
     """Differences S(m) - S(m_ref) of the averaged exact action and of the closed form: their mismatch is
     O(D V) in absolute terms (finite-dataset overfitting), so the relative mismatch falls like 1/N and is
     < 1% at N = P L = 16000 ≫ (V+L)² = 64; the minimisers agree there."""
-    p = dict(V=4, L=4, d_k=8.0, g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=1.0, prior="large_deviation")
+    p = ActionParams(V=4, L=4, d_k=8, g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=1.0, prior="large_deviation")
     ex = act.ExactAverage(p, 3, 4000, seed=0)
     rng = np.random.default_rng(0)
     c = rng.uniform(-0.6, 0.6, size=(12, 2))
-    m1, mP = act.order_to_coeffs(c[:, 0], c[:, 1], p["L"])
+    m1, mP = act.order_to_coeffs(c[:, 0], c[:, 1], p.L)
     rel = {}
     for P in (250, 4000):
         exact = ex.nle_points(P, m1, mP).mean(0)
-        cf = act.closed_form_nle(m1, mP, P, p["V"], p["L"], p["g_O"], p["sigma2"])
+        cf = act.closed_form_nle(m1, mP, P, p.V, p.L, p.g_O, p.sigma2)
         d_ex, d_cf = exact - exact[0], cf - cf[0]
         rel[P] = np.max(np.abs(d_ex - d_cf)) / np.max(np.abs(d_cf))
     assert rel[4000] < 0.01
@@ -214,15 +216,15 @@ def test_gaussian_prior_is_leading_cumulant_of_large_deviation():
 
 # ----------------------------------------------------------------------------- symmetries
 def test_linear_action_is_even():
-    p = dict(V=5, L=6, d_k=8.0, g_Q=1.0, g_K=1.2, g_O=0.9, sigma2=0.3, prior="large_deviation")
+    p = ActionParams(V=5, L=6, d_k=8, g_Q=1.0, g_K=1.2, g_O=0.9, sigma2=0.3, prior="large_deviation")
     rng = np.random.default_rng(4)
     c = rng.normal(scale=0.3, size=(10, 2))
     for prior in pr.PRIORS:
-        q = dict(p, prior=prior)
+        q = p.replace(prior=prior)
         assert np.allclose(act.action_linear(c[:, 0], c[:, 1], 40, q),
                            act.action_linear(-c[:, 0], -c[:, 1], 40, q), rtol=1e-13)
     ex = act.ExactAverage(p, 2, 9, seed=1)
-    m1, mP = act.order_to_coeffs(c[:, 0], c[:, 1], p["L"])
+    m1, mP = act.order_to_coeffs(c[:, 0], c[:, 1], p.L)
     assert np.allclose(ex.nle_points(9, m1, mP), ex.nle_points(9, -m1, -mP), rtol=1e-12)
 
 
@@ -249,6 +251,37 @@ def test_softmax_gauge_and_family():
 
 
 # ----------------------------------------------------------------------------- classifier
+class FunctionModel:
+    """Any action S(x; P) on a grid (1-D, or 2-D with x -> -x symmetry), as a models.ActionModel for the
+    scan driver: ``f(P, x)`` takes points x of shape (..., dim); the order parameters c1 and cG are the
+    first and last coordinates of x."""
+
+    def __init__(self, f, axes, symmetric=False):
+        self.f, self.axes = f, tuple(np.asarray(a, float) for a in axes)
+        self.dim, self.symmetric = len(self.axes), symmetric
+        self.spacing = min(float(a[1] - a[0]) for a in self.axes)
+
+    def grid(self, P):
+        return self.f(P, np.stack(np.meshgrid(*self.axes, indexing="ij"), axis=-1))
+
+    def points(self, P, x):
+        return self.f(P, np.asarray(x, float))
+
+    def order_params(self, x):
+        x = np.asarray(x, float)
+        m1, mP = act.order_to_coeffs(x[..., 0], x[..., -1], 2)
+        return {"c1": x[..., 0], "cG": x[..., -1], "m1": m1, "mP": mP}
+
+    def canon(self, x):
+        return canon_even(x) if self.symmetric else np.asarray(x, float)
+
+    def weights_mask(self):
+        return np.ones(tuple(len(a) for a in self.axes))
+
+    def hess_origin(self, P, h=None):
+        return hess_origin(self, P, h)
+
+
 def test_classifier_double_well_is_first_order():
     """S = (x² - 1)² - (P - 5) x: first-order at P* = 5, spinodals 5 ∓ 8/(3√3)."""
     f = lambda P, x: (x[..., 0] ** 2 - 1) ** 2 - (P - 5.0) * x[..., 0]
@@ -304,12 +337,12 @@ def test_posterior_mean_of_a_gaussian_action():
 
 def test_scaling_with_sigma2_and_d_k():
     """Every P is proportional to σ² (N enters only as N/σ²); softmax P* grows with d_k."""
-    from copyhead.theory.predict import scaling
-    p = dict(V=8, L=8, d_k=16.0, g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=1.0, prior="gaussian")
+    from copyhead.theory.scaling import scaling
+    p = ActionParams(V=8, L=8, d_k=16, g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=1.0, prior="gaussian")
     a = scaling(p, "linear", L=[6, 8], grid_n=81, n_P=60)["L"]
-    b = scaling(dict(p, sigma2=0.25), "linear", L=[6, 8], grid_n=81, n_P=60)["L"]
+    b = scaling(p.replace(sigma2=0.25), "linear", L=[6, 8], grid_n=81, n_P=60)["L"]
     assert np.allclose(np.array(b["P_onset"]), 0.25 * np.array(a["P_onset"]), rtol=1e-6)
-    q = dict(p, V=16, L=32, sigma2=0.1, prior="large_deviation")
+    q = p.replace(V=16, L=32, sigma2=0.1, prior="large_deviation")
     s = scaling(q, "softmax", d_k=[32, 128], grid_n=121, n_P=80)["d_k"]
     assert np.all(np.isfinite(s["P_star"])) and s["P_star"][1] > 2.5 * s["P_star"][0]
 

@@ -57,7 +57,7 @@ def test_write_theory_contract(tmp_path, attention):
 
 def test_exact_P_grid_contains_every_configured_P():
     """Issue 13: past 200 integers the grid is log-spaced, and must still hold each configured P."""
-    from copyhead.theory.predict import exact_P_grid
+    from copyhead.theory.ranges import exact_P_grid
     assert np.array_equal(exact_P_grid([4, 8, 12]), np.arange(4, 13))
     P = [4, 16, 64, 100, 300]
     g = exact_P_grid(P)

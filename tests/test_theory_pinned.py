@@ -9,6 +9,7 @@ file checks that nothing moved.
 import numpy as np
 import pytest
 
+from copyhead.config import theory_params
 from copyhead.theory.output import compute_theory
 
 
@@ -41,7 +42,7 @@ PINNED = {
 
 @pytest.mark.parametrize("attention", ["linear", "softmax"])
 def test_theory_numbers_are_pinned(attention):
-    ds = compute_theory(pinned_cfg(), attention, log=lambda *a: None)
+    ds = compute_theory(theory_params(pinned_cfg()), attention, log=lambda *a: None)
     for name, want in PINNED[attention].items():
         got = np.atleast_1d(ds[name].values)
         assert np.allclose(got, np.atleast_1d(want), rtol=1e-8, atol=1e-12, equal_nan=True), (name, got, want)

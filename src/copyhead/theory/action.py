@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from copyhead.config import ActionParams
+
 from .data import copy_task_tokens
 from .evidence import LOG2PI, family_nle, family_nle_grid, family_statistics
 from .prior import neg_log_prior_family, neg_log_prior_softmax
@@ -66,27 +68,30 @@ def population_moments(A, V, centred=False):
     return Gb / L, Bb / L, yy
 
 
+def closed_form_invariants(m1, mP, V, L):
+    """The four invariants of A = (m1 J + mP I)/L on which the closed form depends, Eq. (12):
+    (a_t, f_t, a_p, μ²q) = ([(m1+mP)² + (L-1)m1²]/(V L²), (m1+mP)/(V L), mP²/L³, (m1 + mP/L)²(1/V + 1/L))."""
+    m1 = np.asarray(m1, float)
+    mP = np.asarray(mP, float)
+    s = m1 + mP
+    return ((s**2 + (L - 1) * m1**2) / (V * L**2), s / (V * L), mP**2 / L**3,
+            (m1 + mP / L) ** 2 * (1.0 / V + 1.0 / L))
+
+
 def closed_form_nle(m1, mP, P, V, L, g_O, sigma2, centred=False):
     """Equivalent-kernel -ln p(Y|m1, mP), Eq. (12) (uncentred) / Eq. (13) (centred); broadcasts.
 
-    With g = g_O/σ², N = P L, μ = m1 + mP/L, q = 1/V + 1/L, a_t = [(m1+mP)² + (L-1)m1²]/(V L²),
-    f_t = (m1+mP)/(V L), a_p = mP²/L³:
+    With g = g_O/σ², N = P L and the invariants a_t, f_t, a_p, μ²q of ``closed_form_invariants``:
     (NV/2) ln 2πσ² + (V/2)[(V-1) ln(1+gNa_t) + (L-1) ln(1+gNa_p) + ln(1+gNμ²q)]
     + [N - (V-1) g N² f_t²/(1+gNa_t) - g N² μ² q/V /(1+gNμ²q)]/(2σ²).
     """
-    m1 = np.asarray(m1, float)
-    mP = np.asarray(mP, float)
-    g = g_O / sigma2
-    N = P * L
-    s = m1 + mP
-    a_t = (s**2 + (L - 1) * m1**2) / (V * L**2)
-    f_t = s / (V * L)
-    a_p = mP**2 / L**3
-    mu2q = (m1 + mP / L) ** 2 * (1.0 / V + 1.0 / L)
-    return _cf_from_invariants(a_t, f_t, a_p, mu2q, N, V, L, g_O, sigma2, centred)
+    return closed_form_nle_of_invariants(closed_form_invariants(m1, mP, V, L), P * L, V, L, g_O, sigma2,
+                                         centred)
 
 
-def _cf_from_invariants(a_t, f_t, a_p, mu2q, N, V, L, g_O, sigma2, centred=False):
+def closed_form_nle_of_invariants(invariants, N, V, L, g_O, sigma2, centred=False):
+    """``closed_form_nle`` from precomputed ``closed_form_invariants`` (a grid evaluated at many N)."""
+    a_t, f_t, a_p, mu2q = invariants
     g = g_O / sigma2
     gN = g * N
     logdet = (V - 1) * np.log1p(gN * a_t) + (L - 1) * np.log1p(gN * a_p) + np.log1p(gN * mu2q)
@@ -99,20 +104,25 @@ def _cf_from_invariants(a_t, f_t, a_p, mu2q, N, V, L, g_O, sigma2, centred=False
     return 0.5 * N * V * (LOG2PI + np.log(sigma2)) + 0.5 * V * logdet + (yy - fit) / (2.0 * sigma2)
 
 
-def action_linear(c1, cG, P, p: dict, centred=False):
+def _action_params(p) -> ActionParams:
+    """ActionParams as they are, or built from a mapping of their fields (the dict of earlier versions)."""
+    return p if isinstance(p, ActionParams) else ActionParams(**p)
+
+
+def action_linear(c1, cG, P, p: ActionParams, centred=False):
     """Closed-form action S(c1, cG; P) for linear attention, Eq. (16) with Eqs. (12) and (9)."""
-    L = p["L"]
-    m1, mP = order_to_coeffs(c1, cG, L)
-    return (closed_form_nle(m1, mP, P, p["V"], L, p["g_O"], p["sigma2"], centred)
-            + neg_log_prior_family(m1, mP, L, p["d_k"], p["g_Q"], p["g_K"], p["prior"]))
+    p = _action_params(p)
+    m1, mP = order_to_coeffs(c1, cG, p.L)
+    return (closed_form_nle(m1, mP, P, p.V, p.L, p.g_O, p.sigma2, centred)
+            + neg_log_prior_family(m1, mP, p.L, p.d_k, p.g_Q, p.g_K, p.prior))
 
 
-def action_softmax(beta, P, p: dict, centred=False):
+def action_softmax(beta, P, p: ActionParams, centred=False):
     """Closed-form action S(β; P) for softmax attention, Eq. (16) with Eqs. (12), (14), (15)."""
-    L = p["L"]
-    m1, mP = softmax_coeffs(beta, L)
-    return (closed_form_nle(m1, mP, P, p["V"], L, p["g_O"], p["sigma2"], centred)
-            + neg_log_prior_softmax(beta, L, p["d_k"], p["g_Q"], p["g_K"], p["prior"]))
+    p = _action_params(p)
+    m1, mP = softmax_coeffs(beta, p.L)
+    return (closed_form_nle(m1, mP, P, p.V, p.L, p.g_O, p.sigma2, centred)
+            + neg_log_prior_softmax(beta, p.L, p.d_k, p.g_Q, p.g_K, p.prior))
 
 
 # ----------------------------------------------------------------------------- exact dataset average
@@ -123,9 +133,9 @@ class ExactAverage:
     ``nle_beta(P, beta)`` -> (n_datasets, n_beta). The action adds the prior (Eq. (16)).
     """
 
-    def __init__(self, p: dict, n_datasets: int, P_max: int, seed: int, centred=False):
+    def __init__(self, p: ActionParams, n_datasets: int, P_max: int, seed: int, centred=False):
         self.p = p
-        self.tokens = copy_task_tokens(seed, p["V"], p["L"], int(P_max), n_datasets)
+        self.tokens = copy_task_tokens(seed, p.V, p.L, int(P_max), n_datasets)
         self.centred = centred
         self._stats = {}
         self._grid_cache = {}
@@ -133,7 +143,7 @@ class ExactAverage:
     def stats(self, P: int):
         P = int(P)
         if P not in self._stats:
-            self._stats[P] = [family_statistics(t[:P], self.p["V"], self.centred) for t in self.tokens]
+            self._stats[P] = [family_statistics(t[:P], self.p.V, self.centred) for t in self.tokens]
         return self._stats[P]
 
     def nle_grid(self, P, c1_axis, cG_axis):
@@ -143,20 +153,20 @@ class ExactAverage:
         return self._grid_cache[key]
 
     def _nle_grid(self, P, c1_axis, cG_axis):
-        L = self.p["L"]
+        L = self.p.L
         C1, CG = np.meshgrid(c1_axis, cG_axis)
         m1, mP = order_to_coeffs(C1, CG, L)
-        return np.stack([family_nle_grid(s, m1, mP[:, 0], self.p["g_O"], self.p["sigma2"])
+        return np.stack([family_nle_grid(s, m1, mP[:, 0], self.p.g_O, self.p.sigma2)
                          for s in self.stats(P)])
 
     def nle_points(self, P, m1, mP, dataset=None):
         st = self.stats(P) if dataset is None else [self.stats(P)[dataset]]
         m1, mP = np.broadcast_arrays(np.asarray(m1, float), np.asarray(mP, float))
         # Eq. (22) with one point per "row": rank-(V+1) Woodbury instead of a D×D Cholesky per point
-        out = np.stack([family_nle_grid(s, m1.reshape(-1, 1), mP.ravel(), self.p["g_O"],
-                                        self.p["sigma2"]).reshape(m1.shape) for s in st])
+        out = np.stack([family_nle_grid(s, m1.reshape(-1, 1), mP.ravel(), self.p.g_O,
+                                        self.p.sigma2).reshape(m1.shape) for s in st])
         return out if dataset is None else out[0]
 
     def nle_beta(self, P, beta, dataset=None):
-        m1, mP = softmax_coeffs(beta, self.p["L"])
+        m1, mP = softmax_coeffs(beta, self.p.L)
         return self.nle_points(P, m1, mP, dataset)

@@ -14,13 +14,16 @@ import time
 import numpy as np
 import xarray as xr
 
+from copyhead.config import ATTENTIONS, TheoryParams, theory_params
+
 from .action import ExactAverage
-from .predict import (analyse, auto_landscape_P, beta_range, exact_P_grid, linear_range, make_model,
-                      params_from_config, scaling)
 from .prior import PRIORS
+from .ranges import auto_landscape_P, beta_range, exact_P_grid, linear_range, make_model
+from .scaling import scaling
+from .scan import analyse, landscape
+from .transitions import TRANSITION_KEYS
 
 SEQ = "sequences"
-TR_KEYS = ("P_onset", "P_crossover", "P_fastest_growth", "P_star", "P_spinodal_low", "P_spinodal_high")
 TR_LONG = {"P_onset": "second-order onset: Hessian of S at the origin loses positivity (Eq. 19)",
            "P_crossover": "crossover: cG of the global minimiser overtakes c1 (Eq. 20)",
            "P_fastest_growth": "P where dcG/dP of the global minimiser is largest (Eq. 20)",
@@ -68,7 +71,7 @@ def _curve_vars(ds, attention, dim, op, sc, suffix, label, sd=None):
 
 
 def _transition_vars(ds, tr, suffix, label):
-    for k in TR_KEYS:
+    for k in TRANSITION_KEYS:
         ds[k + suffix] = ((), float(tr[k]), {"long_name": f"{TR_LONG[k]} ({label}); NaN: not applicable",
                                              "units": SEQ})
     ds["onset_direction" + suffix] = ("component", np.asarray(tr["onset_direction"], float),
@@ -76,22 +79,21 @@ def _transition_vars(ds, tr, suffix, label):
                                                     f"c1 >= 0 ({label})", "units": "1"})
 
 
-def compute_theory(theory_cfg: dict, attention: str, log=print) -> xr.Dataset:
+def compute_theory(th: TheoryParams, attention: str, log=print) -> xr.Dataset:
     """All theory predictions for one attention type as an xarray Dataset (no provenance attrs)."""
-    if attention not in ("linear", "softmax"):
-        raise ValueError(f"attention {attention!r} is not allowed; allowed values: ['linear', 'softmax']")
+    if attention not in ATTENTIONS:
+        raise ValueError(f"attention {attention!r} is not allowed; allowed values: {list(ATTENTIONS)}")
     t0 = time.perf_counter()
-    th = theory_cfg["theory"]
-    prior = th.get("prior", "large_deviation")
+    p = th.action
+    prior = p.prior
     other = [q for q in PRIORS if q != prior][0]
-    p = params_from_config(theory_cfg)
-    po = dict(p, prior=other)
-    grid_n = int(th["grid_n"])
-    P = np.geomspace(float(th["P_min"]), float(th["P_max"]), int(th["n_P"]))
-    ex = th.get("exact", {}) or {}
-    P_exact = sorted({int(x) for x in ex.get("P", [])})
-    n_ds = int(ex.get("n_datasets", 0))
-    do_exact = n_ds > 0 and len(P_exact) > 0
+    po = p.replace(prior=other)
+    grid_n = th.grid_n
+    P = np.geomspace(th.P_min, th.P_max, th.n_P)
+    ex = th.exact
+    P_exact = list(ex.P)
+    n_ds = ex.n_datasets
+    do_exact = ex.enabled
     P_ref = max(P[-1], max(P_exact) if do_exact else 0)
 
     # one grid for both priors (so the exact statistics are shared)
@@ -105,9 +107,8 @@ def compute_theory(theory_cfg: dict, attention: str, log=print) -> xr.Dataset:
     if sc["boundary_hits"]:
         log(f"theory {attention}: warning: the global minimum is on the grid boundary at "
             f"{sc['boundary_hits']} P values (grid range {ranges})")
-    lP = [float(x) for x in (th.get("landscape_P", {}) or {}).get(attention, [])]
-    lP = sorted(set(lP)) if lP else auto_landscape_P(attention, tr, P)
-    land = np.array([model.grid(x) - model.grid(x).min() for x in lP])
+    lP = list(th.landscape_P.of(attention)) or auto_landscape_P(attention, tr, P)
+    land = landscape(model, lP)
     sc_o, op_o, tr_o = analyse(make_model(attention, po, grid_n, P_ref, ranges=ranges), P)
     log(f"theory {attention}: closed form done in {time.perf_counter() - t0:.1f} s")
 
@@ -142,7 +143,7 @@ def compute_theory(theory_cfg: dict, attention: str, log=print) -> xr.Dataset:
 
     if do_exact:
         t1 = time.perf_counter()
-        exact = ExactAverage(p, n_ds, max(P_exact), int(ex.get("seed", 0)))
+        exact = ExactAverage(p, n_ds, max(P_exact), ex.seed)
         Pg = exact_P_grid(P_exact)
         sel = np.searchsorted(Pg, np.asarray(P_exact, float))
         assert np.array_equal(Pg[sel], P_exact), "exact_P_grid must contain every configured P"
@@ -155,8 +156,8 @@ def compute_theory(theory_cfg: dict, attention: str, log=print) -> xr.Dataset:
             sce, ope, tre = analyse(m, Pg, continuous=False, per_dataset=True, keep=P_exact)
             sub = {"mean": {k: v[sel] for k, v in sce["mean"].items()}, "S_min": sce["S_min"][sel]}
             # sd of the per-dataset minimiser, mapped through the same order-parameter functions
-            sd = _sd_map(m, sce, sel)
-            lbl = f"exact action averaged over {n_ds} nested datasets, {pr['prior']} prior"
+            sd = m.order_params_sd(sce["x"][sel], sce["x_sd"][sel])
+            lbl = f"exact action averaged over {n_ds} nested datasets, {pr.prior} prior"
             _curve_vars(ds, attention, "P_exact", {k: v[sel] for k, v in ope.items()}, sub, suffix, lbl, sd)
             _transition_vars(ds, tre, suffix, lbl + f", transitions on {grid_words}integer P in "
                                                     f"[{int(Pg[0])}, {int(Pg[-1])}]")
@@ -166,15 +167,14 @@ def compute_theory(theory_cfg: dict, attention: str, log=print) -> xr.Dataset:
                                                  np.array([sce["landscapes"][float(x)] for x in P_exact]),
                                                  {"long_name": f"S - min S at each P_exact ({lbl})",
                                                   "units": "1"})
-        attrs.update({"exact_n_datasets": n_ds, "exact_seed": int(ex.get("seed", 0)),
+        attrs.update({"exact_n_datasets": n_ds, "exact_seed": ex.seed,
                       "exact_data": "uncentred one-hot copy-task data, numpy SeedSequence(seed).spawn(n), "
                                     "nested in P (copyhead.theory.data)"})
         log(f"theory {attention}: exact average done in {time.perf_counter() - t1:.1f} s")
 
     t2 = time.perf_counter()
-    sc_cfg = th.get("scaling", {}) or {}
     for name, unit in (("L", "1"), ("V", "1"), ("d_k", "1")):   # V, d_k: optional keys (docs Sec. 6)
-        vals = [float(x) for x in sc_cfg.get(name, [])]
+        vals = getattr(th.scaling, name)
         if not vals:
             continue
         sl = scaling(p, attention, grid_n=grid_n, **{name: vals})[name]
@@ -191,29 +191,11 @@ def compute_theory(theory_cfg: dict, attention: str, log=print) -> xr.Dataset:
     return ds
 
 
-def _sd_map(model, sce, sel):
-    # per-dataset minimiser positions are only kept as sd of the grid coordinates; propagate linearly
-    xsd = sce["x_sd"][sel]
-    L = model.p["L"]
-    if model.dim == 2:
-        c1s, cGs = xsd[:, 0], xsd[:, 1]
-        mPs = cGs * L / np.sqrt(L - 1.0)
-        return {"c1": c1s, "cG": cGs, "mP": mPs, "m1": np.sqrt(c1s**2 + (mPs / L) ** 2)}
-    from .action import softmax_coeffs
-    b = sce["x"][sel, 0]
-    bs = xsd[:, 0]
-    h = 1e-5
-    m1p, mPp = softmax_coeffs(b + h, L)
-    m1m, mPm = softmax_coeffs(b - h, L)
-    dm1, dmP = (m1p - m1m) / (2 * h), (mPp - mPm) / (2 * h)
-    return {"beta": bs, "m1": np.abs(dm1) * bs, "mP": np.abs(dmP) * bs, "c1": 0 * bs,
-            "cG": np.abs(dmP) * np.sqrt(L - 1.0) / L * bs}
-
-
 def write_theory(theory_cfg: dict, attention: str, out: pathlib.Path) -> xr.Dataset:
-    """Compute the theory for one attention type and write it atomically with provenance attributes."""
+    """Compute the theory for one attention type and write it atomically with provenance attributes
+    (``theory_cfg``: ``config.theory_config(cfg)``, recorded as the product's config)."""
     from copyhead.provenance import provenance_attrs, write_dataset
-    ds = compute_theory(theory_cfg, attention)
+    ds = compute_theory(theory_params(theory_cfg), attention)
     prov = provenance_attrs("theory", theory_cfg,
                             title=f"copyhead theory: {attention} attention, order-parameter predictions vs P")
     ds.attrs.update(prov)

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .action import ExactAverage
-from .predict import analyse, exact_P_grid, make_model
+from copyhead.config import ActionParams
 
-BASE = dict(V=16, L=32, d_k=32.0, g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=1.0)
+from .action import ExactAverage
+from .ranges import exact_P_grid, make_model
+from .scan import analyse
+
+BASE = ActionParams(V=16, L=32, d_k=32, g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=1.0, prior="large_deviation")
 
 
 def _run(attention, prior, P_lo, P_hi, grid_n=161, n_P=200, centred=False, **kw):
-    p = dict(BASE, prior=prior, **kw)
+    p = BASE.replace(prior=prior, **kw)
     P = np.geomspace(P_lo, P_hi, n_P)
     model = make_model(attention, p, grid_n, P_hi, centred=centred)
     return analyse(model, P)
@@ -57,11 +60,11 @@ def reference_table(include_exact=True):
     _, _, tr = _run("linear", "gaussian", 20, 600, centred=True)
     add("centred targets: onset direction |cG| (copy-first)", abs(tr["onset_direction"][1]), "> 1/sqrt(2)", None, "copy-first")
     if include_exact:
-        p = dict(BASE, sigma2=0.1)
+        p = BASE.replace(sigma2=0.1)
         ex = ExactAverage(p, 4, 32, seed=0)
         Pg = exact_P_grid([4, 32])
         for prior in ("large_deviation", "gaussian"):
-            m = make_model("softmax", dict(p, prior=prior), 161, 64, exact=ex, ranges=(-0.5, 5.0))
+            m = make_model("softmax", p.replace(prior=prior), 161, 64, exact=ex, ranges=(-0.5, 5.0))
             _, _, tr = analyse(m, Pg, continuous=False)
             if prior == "large_deviation":
                 add(f"exact-average softmax P*, sigma2=0.1 ({prior})", tr["P_star"], "in [12, 16]", None, "range")

@@ -15,6 +15,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import brentq
 
+# the scalar transition points of ``classify`` (NaN where not applicable)
+TRANSITION_KEYS = ("P_onset", "P_crossover", "P_fastest_growth", "P_star", "P_spinodal_low",
+                   "P_spinodal_high")
+
 
 def _nearest(minima, x):
     if not minima:
@@ -192,9 +196,7 @@ def classify(P, glob, minima, spacing, lam_min=None, hess_at=None, global_at=Non
 
     crossover_curves = (c1, cG) on the grid P enables the crossover detection (linear attention).
     """
-    res = {"P_onset": np.nan, "onset_direction": [np.nan, np.nan], "P_crossover": np.nan,
-           "P_fastest_growth": np.nan, "P_star": np.nan, "P_spinodal_low": np.nan,
-           "P_spinodal_high": np.nan, "transitions": []}
+    res = {**{k: np.nan for k in TRANSITION_KEYS}, "onset_direction": [np.nan, np.nan], "transitions": []}
     fo = first_order(P, glob, minima, spacing, global_at, minima_at)
     if lam_min is not None:
         Pc, v = onset(P, lam_min, hess_at)
