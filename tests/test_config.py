@@ -144,3 +144,76 @@ def test_cli_reports_config_error_without_traceback(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "'model.d_k'" in err and "Traceback" not in err
     assert not (tmp_path / "r.nc").exists()
+
+
+# ------------------------------------------------------------------------------ issue 12 (config)
+@pytest.mark.parametrize("path,text,needle", [
+    (("optimizers", "adam", "lr"), ".inf", "'optimizers.adam.lr' = inf is not a finite number"),
+    (("optimizers", "sgld", "eta"), ".nan", "'optimizers.sgld.eta' = nan is not a finite number"),
+    (("model", "g_Q"), "-.inf", "'model.g_Q' = -inf is not a finite number"),
+    (("theory", "P_max"), ".inf", "'theory.P_max' = inf is not a finite number"),
+])
+def test_non_finite_numbers_refused_naming_the_key(tmp_path, path, text, needle):
+    cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
+    d = cfg
+    for k in path[:-1]:
+        d = d[k]
+    d[path[-1]] = "__X__"
+    p = tmp_path / "c.yaml"
+    p.write_text(yaml.safe_dump(cfg).replace("__X__", text))
+    with pytest.raises(c.ConfigError) as e:
+        c.load(p)
+    assert needle in str(e.value)
+    assert str(e.value).count(f"'{'.'.join(path)}'") == 1, str(e.value)    # one message for the key
+
+
+def test_yaml_syntax_error_names_file_and_line(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("task: {V: 4, L: 6, n_test: 32}\nmodel: {scores: position\nnumerics: {}\n")
+    with pytest.raises(c.ConfigError, match=r"bad\.yaml, line \d+, column \d+: not valid YAML"):
+        c.load(p)
+
+
+def test_duplicate_yaml_key_is_an_error_naming_it(tmp_path):
+    text = (ROOT / "tests/configs/tiny.yaml").read_text()
+    p = tmp_path / "dup.yaml"
+    p.write_text(text.replace("    lr: 0.01\n", "    lr: 0.01\n    lr: 0.5\n"))
+    with pytest.raises(c.ConfigError, match=r"dup\.yaml, line 13, column 5: .*duplicate key 'lr' "
+                                            r"\(first given on line 12\)"):
+        c.load(p)
+    # YAML merge keys ('<<: *sgld' then 'init: copy') are overrides, not duplicates
+    assert c.load(ROOT / "tests/configs/tiny.yaml")["optimizers"]["sgld_copy"]["init"] == "copy"
+
+
+def test_same_value_written_as_int_or_float_gives_identical_params(default):
+    a, b = copy.deepcopy(default), copy.deepcopy(default)
+    a["model"]["g_Q"], b["model"]["g_Q"] = 1, 1.0
+    a["optimizers"]["adam"]["copy_beta"], b["optimizers"]["adam"]["copy_beta"] = 3, 3.0
+    a["task"]["V"], b["task"]["V"] = 16, 16.0            # an integral float is the integer
+    a, b = c.validate(a), c.validate(b)
+    assert c.canonical_json(c.run_config(a, "linear", "adam")) == c.canonical_json(c.run_config(b, "linear", "adam"))
+    assert c.canonical_json(c.theory_config(a)) == c.canonical_json(c.theory_config(b))
+    assert isinstance(a["model"]["g_Q"], float) and isinstance(b["task"]["V"], int)
+    assert all(isinstance(P, int) for P in a["theory"]["exact"]["P"])
+    assert all(isinstance(P, float) for P in a["theory"]["landscape_P"]["linear"])
+
+
+def test_config_override_mapping_is_read_as_yaml(default):
+    # what Snakemake hands over for --config 'model={d_k: 8, g_Q: 0.5}' (YAML BaseLoader: strings)
+    over = c.parse_overrides({"model": {"d_k": "40", "g_Q": "0.5"}, "numerics": "{device: cpu}"})
+    assert over == {"model": {"d_k": 40, "g_Q": 0.5}, "numerics": {"device": "cpu"}}
+    cfg = c.validate(c.merge_overrides(default, over))
+    assert cfg["model"]["d_k"] == 40 and cfg["model"]["g_Q"] == 0.5 and cfg["model"]["sigma2"] == 0.1
+    assert cfg["numerics"]["device"] == "cpu" and cfg["numerics"]["dtype"] == default["numerics"]["dtype"]
+    with pytest.raises(c.ConfigError, match=r"--config model=\{d_k: 8.*quoted, a space after each colon"):
+        c.parse_overrides({"model": "{d_k: 8"})
+
+
+def test_check_config_command(tmp_path, capsys):
+    from copyhead.cli import main
+    assert main(["check-config", str(ROOT / "tests/configs/tiny.yaml")]) == 0
+    p = tmp_path / "dup.yaml"
+    p.write_text("task: {V: 4}\ntask: {V: 5}\n")
+    assert main(["check-config", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert "dup.yaml, line 2" in err and "duplicate key 'task'" in err

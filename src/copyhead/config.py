@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 from importlib import resources
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -118,32 +119,167 @@ def _cross_problems(cfg: dict) -> list[str]:
     return msgs
 
 
+def _nonfinite(obj, path=()) -> list[tuple[str, float]]:
+    """(key, value) of every NaN or infinite number in a config (YAML's .inf / .nan)."""
+    if isinstance(obj, dict):
+        return [x for k, v in obj.items() for x in _nonfinite(v, (*path, k))]
+    if isinstance(obj, list):
+        return [x for i, v in enumerate(obj) for x in _nonfinite(v, (*path, i))]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return [(_key(path), obj)]
+    return []
+
+
+def _normalise(value, node: dict, root: dict):
+    """``value`` with every number typed as its schema says: ``number`` -> float, ``integer`` -> int (so
+    ``g_Q: 1`` and ``g_Q: 1.0`` give identical params and hashes). Run on a schema-valid config only."""
+    while isinstance(node, dict) and "$ref" in node:       # "#/$defs/name"
+        target = root
+        for part in node["$ref"].lstrip("#/").split("/"):
+            target = target[part]
+        node = target
+    if not isinstance(node, dict):
+        return value
+    for sub in node.get("allOf", []):                      # if/then per recipe method
+        cond = sub.get("if")
+        if cond is None:
+            value = _normalise(value, sub, root)
+        elif _matches(value, cond) and "then" in sub:
+            value = _normalise(value, sub["then"], root)
+    if isinstance(value, bool):
+        return value
+    t = node.get("type")
+    if t == "number" and isinstance(value, (int, float)):
+        return float(value)
+    if t == "integer" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        props, extra = node.get("properties", {}), node.get("additionalProperties")
+        return {k: _normalise(v, props.get(k, extra if isinstance(extra, dict) else {}), root)
+                for k, v in value.items()}
+    if isinstance(value, list) and isinstance(node.get("items"), dict):
+        return [_normalise(v, node["items"], root) for v in value]
+    return value
+
+
+def _matches(value, cond: dict) -> bool:
+    import jsonschema
+    return jsonschema.Draft202012Validator(cond).is_valid(value)
+
+
 def validate(cfg: Any) -> dict:
-    """Validate a config mapping; return it (plain dict) or raise ConfigError listing every problem."""
+    """Validate a config mapping; return it (plain dict, numbers typed as the schema says) or raise
+    ConfigError listing every problem. NaN and infinite numbers are refused, naming the key."""
     if not isinstance(cfg, dict):
         raise ConfigError(f"config must be a mapping of sections, got {type(cfg).__name__}")
     cfg = json.loads(json.dumps(cfg))  # plain dicts/lists (Snakemake passes its own mapping types)
-    msgs = _schema_problems(cfg)
+    bad = _nonfinite(cfg)
+    msgs = [f"'{k}' = {v} is not a finite number" for k, v in bad]
+    msgs += [m for m in _schema_problems(cfg) if not any(m.startswith(f"'{k}'") for k, _ in bad)]
     if not msgs:
         msgs = _cross_problems(cfg)
     if msgs:
         raise ConfigError("invalid config:\n  - " + "\n  - ".join(msgs))
-    return cfg
+    return _normalise(cfg, schema(), schema())
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses a key given twice in one mapping (``<<`` merge keys may be
+    overridden, as YAML intends)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            first = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    if key in first:
+                        raise yaml.constructor.ConstructorError(
+                            "while constructing a mapping", node.start_mark,
+                            f"duplicate key {key!r} (first given on line {first[key] + 1})", key_node.start_mark)
+                    first[key] = key_node.start_mark.line
+                except TypeError:   # unhashable key: SafeLoader reports it
+                    pass
+        return super().construct_mapping(node, deep)
+
+
+def _yaml_error(where: str, e: yaml.YAMLError) -> ConfigError:
+    """One line naming the file (or --config entry), line and column."""
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    problem = getattr(e, "problem", None) or str(e)
+    context = getattr(e, "context", None)
+    at = f", line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return ConfigError(f"{where}{at}: not valid YAML: {problem}" + (f" ({context})" if context else ""))
+
+
+def load_yaml(path: str | Path) -> Any:
+    """Parse a YAML file strictly (duplicate keys are errors); errors name the file and line."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    try:
+        return yaml.load(text, Loader=_StrictLoader)
+    except yaml.YAMLError as e:
+        raise _yaml_error(str(path), e) from None
 
 
 def load(path: str | Path) -> dict:
     """Read and validate a YAML config file."""
     path = Path(path)
-    try:
-        cfg = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"config file not found: {path}") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    cfg = load_yaml(path)
     try:
         return validate(cfg)
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None
+
+
+def _override_scalar(v):
+    """A leaf of a ``--config`` mapping: Snakemake parses it with YAML's BaseLoader (every leaf a string);
+    read it as YAML would (numbers and booleans typed)."""
+    if isinstance(v, dict):
+        return {k: _override_scalar(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_override_scalar(x) for x in v]
+    if isinstance(v, str):
+        try:
+            x = yaml.load(v, Loader=_StrictLoader)
+        except yaml.YAMLError:
+            return v
+        if isinstance(x, (bool, int, float)):
+            return x
+    return v
+
+
+def parse_overrides(overrides) -> dict:
+    """The values of Snakemake's ``--config key=value`` as YAML: ``--config 'model={d_k: 8}'`` overrides
+    one key of the model section (Snakemake alone passes ``{'d_k': '8'}``, a string, or the whole text
+    when it is not valid YAML). A value that looks like a mapping or list but does not parse is an error
+    that shows the right syntax."""
+    out = {}
+    for key, v in dict(overrides or {}).items():
+        if isinstance(v, str):
+            text = v.strip()
+            try:
+                v = yaml.load(text, Loader=_StrictLoader) if text else v
+            except yaml.YAMLError as e:
+                if text[:1] in "{[":
+                    err = _yaml_error(f"--config {key}={text}", e)
+                    raise ConfigError(f"{err}; write a section's keys as --config '{key}={{a: 1, b: 2}}' "
+                                      "(quoted, a space after each colon)") from None
+        out[key] = _override_scalar(v)
+    return out
+
+
+def merge_overrides(cfg: dict, overrides: dict) -> dict:
+    """``cfg`` with ``overrides`` merged in recursively (mappings merge, other values replace)."""
+    out = dict(cfg)
+    for k, v in overrides.items():
+        out[k] = merge_overrides(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
 
 
 def canonical_json(obj: Any) -> str:
