@@ -1,12 +1,21 @@
-"""Analysis of experiments against theory: pure functions, no file I/O.
+"""Analysis of experiments against theory: pure functions of arrays (and of aggregate datasets), no I/O.
 
-- :mod:`.experiments` — statistics of an aggregate dataset for the figures: seed mean ± sem (one
-  definition), L of a dataset, cosine of Ā to the theory's pattern, the grid-read experimental transition.
-- :mod:`.transitions` — transition points from curves y(P): crossover, grid jump.
+- :mod:`.stats` — mean ± standard error over seeds/chains (the one definition; NaN error with one seed).
+- :mod:`.transitions` — transition points from data: linear crossover and onset, softmax logistic jump,
+  hysteresis window; bootstrap confidence intervals over chains/seeds.
+- :mod:`.experiments` — statistics of an aggregate dataset for the figures (L, cosine of Ā to the
+  theory pattern, the grid-read experimental transition).
+Importing this package loads numpy only (scipy, xarray and torch when a function needs them).
 """
-from .experiments import (experimental_transition, mean_sem, ok_runs, seed_mean_sem, sequence_length,
-                          theory_pattern_cosine)
-from .transitions import crossover_point, largest_jump_midpoint, upward_crossings
+from .experiments import experimental_transition, ok_runs, sequence_length, theory_pattern_cosine
+from .stats import mean_sem, seed_mean_sem
+from .transitions import (BootstrapCI, HysteresisWindow, LogisticJump, bootstrap, chain_mean_sem,
+                          crossover_of_chains, crossover_point, fit_logistic_jump, hysteresis_of_chains,
+                          hysteresis_window, jump_of_chains, largest_jump_midpoint, logistic, onset_of_chains,
+                          onset_point, upward_crossings)
 
-__all__ = ["crossover_point", "experimental_transition", "largest_jump_midpoint", "mean_sem", "ok_runs",
-           "seed_mean_sem", "sequence_length", "theory_pattern_cosine", "upward_crossings"]
+__all__ = ["BootstrapCI", "HysteresisWindow", "LogisticJump", "bootstrap", "chain_mean_sem", "crossover_of_chains",
+           "crossover_point", "experimental_transition", "fit_logistic_jump", "hysteresis_of_chains",
+           "hysteresis_window", "jump_of_chains", "largest_jump_midpoint", "logistic", "mean_sem",
+           "ok_runs", "onset_of_chains", "onset_point", "seed_mean_sem", "sequence_length",
+           "theory_pattern_cosine", "upward_crossings"]

@@ -1,36 +1,16 @@
 """Statistics of an aggregate dataset (dims ``optimizer, P, seed``; copyhead.aggregate) for the figures.
 
-The seed mean and standard error are defined once, here (:func:`mean_sem`); the aggregate stores them as
-``<var>_mean`` / ``<var>_sem`` and the figures plot those, and use :func:`seed_mean_sem` only for
+The figures plot the aggregate's ``<var>_mean`` / ``<var>_sem`` (the definition of
+:func:`copyhead.analysis.stats.mean_sem`) and use :func:`~copyhead.analysis.stats.seed_mean_sem` only for
 quantities the aggregate does not store (e.g. :func:`theory_pattern_cosine`).
 """
 from __future__ import annotations
 
 import json
-import warnings
 
 import numpy as np
 
-from ..order_params import paper_order_parameters
 from .transitions import crossover_point, largest_jump_midpoint
-
-
-def mean_sem(x, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard error of the mean along ``axis``, ignoring NaN: sem = sd(ddof=1)/√n with n the
-    number of finite values; NaN where n < 2 (one seed has no error bar, not a zero one)."""
-    x = np.asarray(x, float)
-    n = (~np.isnan(x)).sum(axis=axis)
-    with warnings.catch_warnings():  # all-NaN slices (absent or diverged runs) give NaN, silently
-        warnings.simplefilter("ignore", RuntimeWarning)
-        mean = np.nanmean(x, axis=axis)
-        sem = np.where(n > 1, np.nanstd(x, axis=axis, ddof=1) / np.sqrt(n), np.nan)
-    return mean, sem
-
-
-def seed_mean_sem(x, dim: str = "seed"):
-    """:func:`mean_sem` of an xarray DataArray over ``dim`` (two DataArrays without that dim)."""
-    import xarray as xr
-    return xr.apply_ufunc(mean_sem, x, input_core_dims=[[dim]], output_core_dims=[[], []])
 
 
 def sequence_length(ds) -> int:
@@ -71,6 +51,7 @@ def experimental_transition(ag, attention: str, optimizer: str) -> float:
     first overtakes ĉ1 (:func:`crossover_point`). Softmax: the geometric midpoint of the two swept P
     between which âG rises most (:func:`largest_jump_midpoint`). NaN if there is no such point or the
     optimizer was not swept."""
+    from ..order_params import paper_order_parameters  # imports torch: only when needed
     if optimizer not in ag["optimizer"].values:
         return float("nan")
     a, b = paper_order_parameters(ag, attention, sequence_length(ag), "_mean")

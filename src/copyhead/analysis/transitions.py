@@ -1,11 +1,27 @@
-"""Transition points read off experimental curves y(P) on a grid of training-set sizes P.
+"""Transition points read off experimental curves y(P) on a grid of training-set sizes P, with bootstrap
+confidence intervals over chains/seeds.
 
-Pure numpy, array in / number out. Every estimator interpolates linearly in log P between the two grid
-points that bracket the event and returns NaN when the grid does not bracket it (no extrapolation).
+Pure numpy/scipy, arrays in / numbers out. Curve estimators take one value per grid point (a mean over
+chains) and interpolate linearly in log P between the two grid points that bracket the event; they return
+NaN when the grid does not bracket it (no extrapolation):
+
+- :func:`crossover_point` — linear attention: the first P where ĉG overtakes ĉ1.
+- :func:`onset_point` — linear attention: where ĉ1 leaves its baseline beyond k standard errors for good.
+- :func:`fit_logistic_jump` — softmax attention: logistic fit of âG against log P; the jump is its midpoint.
+- :func:`hysteresis_window` — the P range where prior- and copy-started chains disagree beyond k errors.
+- :func:`largest_jump_midpoint` — the grid reading of a jump (what fig8 marks).
+
+:func:`bootstrap` resamples the chains (seeds) at each P and reruns any of them on the chain means;
+the ``*_of_chains`` functions are those estimators on per-chain arrays of shape (n_P, n_chains).
 """
 from __future__ import annotations
 
+import warnings
+from dataclasses import dataclass
+
 import numpy as np
+
+from .stats import mean_sem
 
 
 def _finite(P, *ys):
@@ -17,16 +33,17 @@ def _finite(P, *ys):
     return (P[ok][order], *(y[ok][order] for y in ys))
 
 
+def _zero_between(P, d, i: int) -> float:
+    """The P between grid points i−1 and i where the linear interpolation of d in log P is zero."""
+    t = -d[i - 1] / (d[i] - d[i - 1])
+    return float(np.exp(np.log(P[i - 1]) + t * (np.log(P[i]) - np.log(P[i - 1]))))
+
+
 def upward_crossings(P, d) -> np.ndarray:
     """Every P where ``d`` changes from negative to non-negative between neighbouring grid points
     (``d[i-1] < 0 <= d[i]``), interpolated linearly in log P; in increasing order."""
     P, d = _finite(P, d)
-    out = []
-    for i in range(1, len(P)):
-        if d[i - 1] < 0 <= d[i]:
-            t = -d[i - 1] / (d[i] - d[i - 1])
-            out.append(float(np.exp(np.log(P[i - 1]) + t * (np.log(P[i]) - np.log(P[i - 1])))))
-    return np.asarray(out)
+    return np.asarray([_zero_between(P, d, i) for i in range(1, len(P)) if d[i - 1] < 0 <= d[i]])
 
 
 def crossover_point(P, c1, cG) -> float:
@@ -34,6 +51,119 @@ def crossover_point(P, c1, cG) -> float:
     log P. NaN if ĉG never overtakes ĉ1 on the grid."""
     x = upward_crossings(P, np.asarray(cG, float) - np.asarray(c1, float))
     return float(x[0]) if len(x) else float("nan")
+
+
+def onset_point(P, y, err, k: float = 2.0, baseline=0.0) -> float:
+    """Linear attention: the P where ``y`` (ĉ1) leaves ``baseline`` beyond ``k`` errors for good — the last
+    upward crossing of (y − baseline)/err through k, interpolated in log P, provided y stays beyond k errors
+    up to the largest P. NaN if it is already beyond at the smallest P (onset below the grid) or not beyond
+    at the largest (not reached); points with a non-finite or zero error are skipped. A detection point: it
+    is located only to within the grid step it falls in, and moves to larger P when the errors are larger.
+    Note: the sign-fixed ĉ1 of a run is |·| of a symmetric quantity before the onset, so its seed mean is
+    positive there too; pass the pre-onset level (e.g. the prior's) as ``baseline`` when it is not small."""
+    y, err = np.asarray(y, float), np.asarray(err, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.where(err > 0, (y - baseline) / err, np.nan) - k
+    Ps, s = _finite(P, s)
+    if len(s) < 2 or s[-1] < 0:
+        return float("nan")
+    x = upward_crossings(Ps, s)
+    return float(x[-1]) if len(x) else float("nan")
+
+
+def logistic(logP, lo, hi, x0, width):
+    """lo + (hi − lo)/(1 + exp(−(log P − x0)/width))."""
+    return lo + (hi - lo) / (1.0 + np.exp(-(np.asarray(logP, float) - x0) / width))
+
+
+@dataclass(frozen=True)
+class LogisticJump:
+    """Logistic fit of y against log P: the jump at P_jump = exp(x0) with its interval [P_lo, P_hi]
+    (exp(x0 ± z sd(x0)) from the fit covariance, widened to the two grid points around P_jump when the jump
+    is sharper than the grid resolves, ``resolved`` False); lo/hi are the levels on either side, width the
+    log-P width."""
+    P_jump: float
+    P_lo: float
+    P_hi: float
+    lo: float
+    hi: float
+    width: float
+    x0_sd: float
+    resolved: bool
+
+
+_NO_JUMP = LogisticJump(*(float("nan"),) * 7, resolved=False)
+
+
+def fit_logistic_jump(P, y, sigma=None, z: float = 1.959963984540054) -> LogisticJump:
+    """Softmax attention: fit âG(P) = lo + (hi − lo)/(1 + exp(−(log P − x0)/width)) by least squares
+    (scipy.optimize.curve_fit; weighted by ``sigma`` where given, with absolute_sigma) and return the midpoint
+    P_jump = exp(x0) with the interval exp(x0 ± z·sd(x0)). When the 12–88 % rise (4·width) is narrower than
+    the grid step around x0, the data only say that the jump lies between those two grid points: the interval
+    is widened to them and ``resolved`` is False (a bootstrap of P_jump alone would then be overconfident).
+    All NaN with fewer than 4 finite points or when the fit fails."""
+    from scipy.optimize import curve_fit
+    use_sigma = sigma is not None
+    sig = np.asarray(sigma, float) if use_sigma else np.ones_like(np.asarray(y, float))
+    if use_sigma:
+        sig = np.where(sig > 0, sig, np.nan)
+    P, y, sig = _finite(P, y, sig)
+    if len(P) < 4:
+        return _NO_JUMP
+    x = np.log(P)
+    span = max(x[-1] - x[0], 1e-12)
+    x0 = np.log(largest_jump_midpoint(P, y))
+    p0 = (y[: len(y) // 2].mean(), y[len(y) // 2:].mean(), x0, 0.05 * span)
+    bounds = ([-np.inf, -np.inf, x[0], 1e-4 * span], [np.inf, np.inf, x[-1], 10 * span])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # OptimizeWarning: covariance not estimable (a step on the grid)
+            popt, pcov = curve_fit(logistic, x, y, p0=p0, sigma=sig if use_sigma else None,
+                                   absolute_sigma=use_sigma, bounds=bounds, max_nfev=20000)
+    except (RuntimeError, ValueError):
+        return _NO_JUMP
+    lo, hi, x0, width = (float(v) for v in popt)
+    sd = float(np.sqrt(pcov[2, 2])) if np.isfinite(pcov[2, 2]) and pcov[2, 2] >= 0 else float("inf")
+    with np.errstate(over="ignore"):
+        P_lo, P_hi = float(np.exp(x0 - z * sd)), float(np.exp(x0 + z * sd))
+    i = int(np.clip(np.searchsorted(x, x0), 1, len(x) - 1))  # grid step [x[i-1], x[i]] around x0
+    resolved = bool(4 * width >= x[i] - x[i - 1])
+    if not resolved:
+        P_lo, P_hi = min(P_lo, float(P[i - 1])), max(P_hi, float(P[i]))
+    return LogisticJump(float(np.exp(x0)), P_lo, P_hi, lo, hi, width, sd, resolved)
+
+
+@dataclass(frozen=True)
+class HysteresisWindow:
+    """P range [lo, hi] where the two branches disagree beyond k errors (edges interpolated in log P; an
+    edge is NaN where the disagreement reaches the end of the grid), and the disagreement per grid point."""
+    lo: float
+    hi: float
+    disagree: np.ndarray
+
+
+def hysteresis_window(P, y_prior, err_prior, y_copy, err_copy, k: float = 2.0) -> HysteresisWindow:
+    """Where prior-started and copy-started chains disagree: |y_copy − y_prior| > k √(err_prior² +
+    err_copy²). The window is the run of neighbouring grid points that disagree around the largest
+    disagreement (an isolated chance disagreement elsewhere does not stretch it); each edge is where the
+    disagreement crosses k errors, interpolated in log P towards the neighbouring agreeing point, or NaN
+    where the window is open at the end of the grid. ``disagree`` is per input point (False where a value
+    is missing). (NaN, NaN) when they agree everywhere."""
+    yp, ep, yc, ec = (np.asarray(v, float) for v in (y_prior, err_prior, y_copy, err_copy))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s = np.abs(yc - yp) / np.sqrt(ep ** 2 + ec ** 2) - k
+    disagree = np.isfinite(s) & (s > 0)
+    Ps, ss = _finite(P, s)
+    if not (ss > 0).any():
+        return HysteresisWindow(float("nan"), float("nan"), disagree)
+    i0 = i1 = int(np.argmax(ss))
+    while i0 > 0 and ss[i0 - 1] > 0:
+        i0 -= 1
+    while i1 < len(ss) - 1 and ss[i1 + 1] > 0:
+        i1 += 1
+    lo = _zero_between(Ps, ss, i0) if i0 > 0 else float("nan")
+    hi = _zero_between(Ps, -ss, i1 + 1) if i1 < len(Ps) - 1 else float("nan")
+    return HysteresisWindow(lo, hi, disagree)
 
 
 def largest_jump_midpoint(P, y) -> float:
@@ -44,3 +174,78 @@ def largest_jump_midpoint(P, y) -> float:
         return float("nan")
     i = int(np.argmax(np.diff(y)))
     return float(np.sqrt(P[i] * P[i + 1]))
+
+
+# ----------------------------------------------------------------------- estimators on per-chain arrays
+def chain_mean_sem(x) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard error over chains (last axis) of an (n_P, n_chains) array (NaN = no chain)."""
+    return mean_sem(x, axis=-1)
+
+
+def crossover_of_chains(P, c1, cG) -> float:
+    """:func:`crossover_point` of the chain means."""
+    return crossover_point(P, chain_mean_sem(c1)[0], chain_mean_sem(cG)[0])
+
+
+def onset_of_chains(P, c1, k: float = 2.0, baseline=0.0) -> float:
+    """:func:`onset_point` of the chain means with their standard error over chains."""
+    return onset_point(P, *chain_mean_sem(c1), k=k, baseline=baseline)
+
+
+def jump_of_chains(P, aG) -> float:
+    """P_jump of :func:`fit_logistic_jump` on the chain means (weighted by their standard errors where
+    every point has one). Check ``fit_logistic_jump(...).resolved`` on the full data before quoting a
+    bootstrap interval of it: an unresolved jump is only known to lie between two grid points."""
+    mean, sem = chain_mean_sem(aG)
+    return fit_logistic_jump(P, mean, sem if np.isfinite(sem).all() else None).P_jump
+
+
+def hysteresis_of_chains(P, prior, copy, k: float = 2.0) -> HysteresisWindow:
+    """:func:`hysteresis_window` of prior- and copy-started chains (means ± standard errors over chains)."""
+    return hysteresis_window(P, *chain_mean_sem(prior), *chain_mean_sem(copy), k=k)
+
+
+@dataclass(frozen=True)
+class BootstrapCI:
+    """A point estimate with its percentile bootstrap interval; ``n_valid`` of ``n_boot`` replicates gave a
+    finite value (the others found no transition on the grid)."""
+    estimate: float
+    lo: float
+    hi: float
+    level: float
+    n_boot: int
+    n_valid: int
+
+    def contains(self, value) -> bool:
+        """Whether ``value`` lies inside the interval (False for a NaN interval or value)."""
+        return bool(self.lo <= float(value) <= self.hi)
+
+
+def bootstrap(estimator, P, *samples, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> BootstrapCI:
+    """Percentile bootstrap over chains of a scalar ``estimator(P, *samples)``. Each sample is an array
+    (n_P, n_chains) of per-chain values (NaN where a chain is missing); a replicate redraws, independently at
+    each P, as many chains as that P has (with replacement, among the chains finite in every sample; one
+    chain's values in the different samples stay together). A P with a single chain contributes no spread.
+    The interval covers the central ``level`` of the finite replicates (NaN if fewer than half are finite)."""
+    P = np.asarray(P, float)
+    xs = [np.asarray(s, float) for s in samples]
+    if any(x.shape != xs[0].shape or x.ndim != 2 or x.shape[0] != len(P) for x in xs):
+        raise ValueError("every sample must have shape (len(P), n_chains)")
+    valid = np.all([np.isfinite(x) for x in xs], axis=0)
+    rows = [np.flatnonzero(v) for v in valid]
+    rng = np.random.default_rng(seed)
+    estimate = float(estimator(P, *xs))
+    reps = np.full(n_boot, np.nan)
+    for b in range(n_boot):
+        idx = [rng.choice(r, size=len(r)) if len(r) else r for r in rows]
+        res = [np.full_like(x, np.nan) for x in xs]
+        for i, ii in enumerate(idx):
+            for r, x in zip(res, xs):
+                r[i, :len(ii)] = x[i, ii]
+        reps[b] = estimator(P, *res)
+    ok = reps[np.isfinite(reps)]
+    if len(ok) < max(n_boot / 2, 1):
+        lo = hi = float("nan")
+    else:
+        lo, hi = (float(v) for v in np.quantile(ok, [(1 - level) / 2, (1 + level) / 2]))
+    return BootstrapCI(estimate, lo, hi, level, n_boot, len(ok))

@@ -1,0 +1,158 @@
+"""copyhead.analysis: each statistic against a known answer (exact curves, a logistic with known midpoint)
+and the aggregate-level helpers the figures use."""
+import json
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from copyhead import analysis as an
+
+
+# ------------------------------------------------------------------------------------------ stats
+def test_mean_sem_ignores_nan_and_has_no_error_for_one_value():
+    x = np.array([[1.0, 2.0, 4.0], [3.0, np.nan, np.nan], [np.nan] * 3])
+    mean, sem = an.mean_sem(x)
+    np.testing.assert_allclose(mean, [7 / 3, 3.0, np.nan])
+    np.testing.assert_allclose(sem, [np.std([1, 2, 4], ddof=1) / np.sqrt(3), np.nan, np.nan])
+    m0, s0 = an.mean_sem(x.T, axis=0)
+    np.testing.assert_allclose(m0, mean) and np.testing.assert_allclose(s0, sem)
+    da = xr.DataArray(x, dims=("P", "seed"), coords={"P": [4, 8, 16]})
+    dm, ds = an.seed_mean_sem(da)
+    assert dm.dims == ("P",) and list(dm["P"].values) == [4, 8, 16]
+    np.testing.assert_allclose(ds.values, sem)
+
+
+# ------------------------------------------------------------------------------------ transitions
+P9 = np.geomspace(4, 64, 9)  # 4, 5.66, 8, ..., 64
+
+
+def test_crossover_point_is_exact_for_log_linear_curves():
+    c1 = np.full(9, 0.3)
+    cG = 0.4 * np.log(P9 / 4) / np.log(16)  # reaches 0.3 at P = 4·16^0.75 = 32, a grid point
+    assert an.crossover_point(P9, c1, cG) == pytest.approx(32.0)
+    assert an.crossover_point(P9, c1 + 1, cG) != an.crossover_point(P9, c1 + 1, cG)  # never: NaN
+    shuffled = np.random.default_rng(0).permutation(9)
+    assert an.crossover_point(P9[shuffled], c1[shuffled], cG[shuffled]) == pytest.approx(32.0)
+    np.testing.assert_allclose(an.upward_crossings([1, 2, 4, 8], [-1, 1, -1, 1]), [np.sqrt(2), np.sqrt(32)])
+
+
+def test_crossover_bootstrap_interval_contains_the_truth():
+    rng = np.random.default_rng(6)
+    c1 = 0.3 + 0.03 * rng.standard_normal((9, 6))
+    cG = (0.4 * np.log(P9 / 4) / np.log(16))[:, None] + 0.03 * rng.standard_normal((9, 6))
+    ci = an.bootstrap(an.crossover_of_chains, P9, c1, cG, n_boot=400, seed=1)
+    assert ci.n_valid == 400 and ci.lo < ci.estimate < ci.hi and ci.contains(32.0)
+    assert ci.hi / ci.lo < 1.5
+    assert an.bootstrap(an.crossover_of_chains, P9, c1, cG, n_boot=400, seed=1) == ci  # reproducible
+
+
+def test_onset_point():
+    err = np.full(9, 0.01)
+    y = np.where(P9 > 9, 0.04, 0.0)  # 0 up to P=8, 4 errors from P=11.3 on: s − k goes −2 -> +2
+    assert an.onset_point(P9, y, err) == pytest.approx(np.sqrt(8 * P9[3]))
+    assert np.isnan(an.onset_point(P9, y + 0.04, err))  # beyond errors everywhere: below the grid
+    assert np.isnan(an.onset_point(P9, np.where(P9 < 60, y, 0), err))  # falls back: not for good
+    blip = y.copy()
+    blip[1] = 0.04  # a chance excursion before the onset does not move it
+    assert an.onset_point(P9, blip, err) == pytest.approx(np.sqrt(8 * P9[3]))
+    assert an.onset_point(P9, y + 0.02, err, baseline=0.02) == pytest.approx(np.sqrt(8 * P9[3]))
+    rng = np.random.default_rng(7)
+    chains = np.where(P9 > 10, 0.5 * np.log(P9 / 10), 0.0)[:, None] + 0.02 * rng.standard_normal((9, 8))
+    ci = an.bootstrap(an.onset_of_chains, P9, chains, n_boot=300)
+    # a detection point: in the grid step that holds the true onset P=10 (not at 10: the grid cannot say
+    # where inside the step ĉ1 starts to grow); the interval also admits chance excursions one step below
+    assert 8.0 <= ci.estimate <= P9[3] and P9[1] <= ci.lo <= ci.estimate <= ci.hi <= P9[3]
+    faint = np.where(P9 > 10, 0.05 * np.log(P9 / 10), 0.0)[:, None] + 0.02 * rng.standard_normal((9, 8))
+    assert an.onset_of_chains(P9, faint) > P9[3]  # a faint rise is detected later (a detection point)
+
+
+def test_logistic_midpoint_recovered_within_its_interval():
+    rng = np.random.default_rng(8)
+    truth = an.logistic(np.log(P9), 0.05, 0.9, np.log(17.0), 0.2)
+    chains = truth[:, None] + 0.03 * rng.standard_normal((9, 16))
+    mean, sem = an.chain_mean_sem(chains)
+    fit = an.fit_logistic_jump(P9, mean, sem)
+    assert fit.resolved and fit.P_lo < 17.0 < fit.P_hi and fit.P_hi / fit.P_lo < 1.2
+    assert fit.lo == pytest.approx(0.05, abs=0.03) and fit.hi == pytest.approx(0.9, abs=0.03)
+    ci = an.bootstrap(an.jump_of_chains, P9, chains, n_boot=200)
+    assert ci.contains(17.0) and ci.estimate == pytest.approx(fit.P_jump)
+
+
+def test_a_jump_between_grid_points_is_located_only_to_the_grid():
+    y = np.where(P9 > 17, 0.9, 0.05) + 0.005 * np.random.default_rng(9).standard_normal(9)
+    fit = an.fit_logistic_jump(P9, y)
+    assert not fit.resolved and (fit.P_lo, fit.P_hi) == pytest.approx((16.0, P9[5]))
+    assert np.isnan(an.fit_logistic_jump(P9[:3], y[:3]).P_jump)
+    assert an.largest_jump_midpoint(P9, y) == pytest.approx(np.sqrt(16 * P9[5]))
+
+
+def test_hysteresis_window():
+    err = np.full(9, 0.01)
+    prior = np.where(P9 > 30, 0.9, 0.05)  # prior-started chains jump late,
+    copy = np.where(P9 > 10, 0.9, 0.05)   # copy-started ones fall back early
+    w = an.hysteresis_window(P9, prior, err, copy, err)
+    np.testing.assert_array_equal(w.disagree, (P9 > 10) & (P9 < 30))
+    assert 8.0 < w.lo < P9[3] and P9[5] < w.hi < 32.0
+    blip = copy.copy()
+    blip[0] = 0.2  # an isolated disagreement away from the window does not stretch it
+    assert an.hysteresis_window(P9, prior, err, blip, err).lo == pytest.approx(w.lo)
+    open_low = an.hysteresis_window(P9, prior, err, np.full(9, 0.9), err)
+    assert np.isnan(open_low.lo) and P9[5] < open_low.hi < 32.0
+    none = an.hysteresis_window(P9, prior, err, prior, err)
+    assert np.isnan(none.lo) and np.isnan(none.hi) and not none.disagree.any()
+    rng = np.random.default_rng(10)
+    pc = prior[:, None] + 0.02 * rng.standard_normal((9, 4))
+    cc = copy[:, None] + 0.02 * rng.standard_normal((9, 4))
+    wc = an.hysteresis_of_chains(P9, pc, cc)
+    assert 8.0 < wc.lo < P9[3] and P9[5] < wc.hi < 32.0
+
+
+def test_bootstrap_resamples_chains_within_each_P():
+    x = np.array([[1.0, 2.0, np.nan], [5.0, np.nan, np.nan]])  # P=1: two chains; P=2: one chain
+    seen = []
+    ci = an.bootstrap(lambda P, a: seen.append(a.copy()) or float(np.nanmean(a[0])), [1, 2], x, n_boot=200)
+    assert ci.estimate == 1.5 and ci.lo == 1.0 and ci.hi == 2.0 and ci.n_valid == 200
+    assert all(s[1, 0] == 5.0 and np.isnan(s[1, 1:]).all() and np.isnan(s[0, 2]) for s in seen[1:])
+    failed = an.bootstrap(lambda P, a: float("nan"), [1, 2], x, n_boot=10)
+    assert np.isnan(failed.lo) and failed.n_valid == 0 and not failed.contains(1.0)
+    with pytest.raises(ValueError, match="shape"):
+        an.bootstrap(lambda P, a: 0.0, [1, 2, 3], x)
+
+
+# ------------------------------------------------------------------------- aggregate-level helpers
+def _aggregate(c1, cG, m1, mP, L=4):
+    """A minimal aggregate: one optimizer, seed means per P (plus ok runs for the attention matrices)."""
+    P = [2, 4, 8, 16]
+    ds = xr.Dataset(coords={"optimizer": ["sgld"], "P": P, "seed": [0]})
+    for v, y in (("c1", c1), ("cG", cG), ("m1", m1), ("mP", mP)):
+        ds[f"{v}_mean"] = (("optimizer", "P"), np.asarray(y, float)[None, :])
+    ds.attrs["config_json"] = json.dumps({"task": {"L": L}})
+    return ds
+
+
+def test_experimental_transition_from_the_aggregates_means():
+    ag = _aggregate([0.3] * 4, [0.1, 0.2, 0.4, 0.5], [0.9, 0.9, 0.2, 0.1], [0.0, 0.4, 2.8, 3.2])
+    assert an.experimental_transition(ag, "linear", "sgld") == pytest.approx(np.sqrt(4 * 8))
+    # softmax: âG = mP/L rises most between P=4 and 8
+    assert an.experimental_transition(ag, "softmax", "sgld") == pytest.approx(np.sqrt(4 * 8))
+    assert np.isnan(an.experimental_transition(ag, "linear", "adam"))
+    assert an.sequence_length(ag) == 4
+
+
+def test_theory_pattern_cosine():
+    L = 4
+    ds = xr.Dataset(coords={"optimizer": ["adam"], "P": [2, 8], "seed": [0, 1], "query": range(L),
+                            "key": range(L)})
+    At = (0.5 * np.ones((L, L)) + 2.0 * np.eye(L)) / L
+    A = np.broadcast_to(At, (1, 2, 2, L, L)).copy()
+    A[0, 1, 1] = np.eye(L)
+    ds["attention"] = (("optimizer", "P", "seed", "query", "key"), A)
+    ds["c1"] = (("optimizer", "P", "seed"), np.zeros((1, 2, 2)))
+    ds["status"] = (("optimizer", "P", "seed"), np.array([[["ok", "ok"], ["ok", "diverged"]]]))
+    ds.attrs["config_json"] = json.dumps({"task": {"L": L}})
+    th = xr.Dataset({"m1_saddle": ("P", [0.0, 0.5]), "mP_saddle": ("P", [0.0, 2.0])}, coords={"P": [2.0, 8.0]})
+    cos = an.theory_pattern_cosine(ds, th)
+    assert cos.dims == ("optimizer", "P", "seed")
+    assert np.isnan(cos.values[0, 0]).all()  # the theory predicts A = 0 at P=2: undefined
+    assert cos.values[0, 1, 0] == pytest.approx(1.0) and np.isnan(cos.values[0, 1, 1])  # diverged run
