@@ -33,7 +33,7 @@ PROFILE = ROOT / "slurm" / "config.yaml"
 SCRIPT = ROOT / "workflow" / "scripts" / "local-slurm.sh"
 TINY = ROOT / "tests" / "configs" / "tiny.yaml"
 STATE = Path(os.environ.get("LOCAL_SLURM_DIR", "/var/tmp/copyhead-slurm"))
-PACK = 20  # training runs per submission the issue asks for
+PACK = 20  # training jobs per submission the issue asks for
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -72,6 +72,8 @@ def test_profile_contents_without_environment():
     assert p["executor"] == "slurm"
     assert "train=20" in p["group-components"]
     assert "gpu=1" in p["resources"] and "gpu=local" in p["set-resource-scopes"]
+    assert "mem_mb=local" in p["set-resource-scopes"]
+    assert any(r.startswith("mem_mb=") for r in p["resources"]) and int(p["cores"]) >= 1
     assert not any(r.startswith(("slurm_account", "slurm_partition")) for r in p["default-resources"])
     assert "set-resources" not in p  # an empty --set-resources is a command-line error
 
@@ -81,10 +83,25 @@ def test_profile_takes_account_and_partitions_from_environment():
                         "COPYHEAD_SLURM_GPU_PARTITION": "gpu"})
     assert "slurm_account=proj42" in p["default-resources"]
     assert "slurm_partition=cpu" in p["default-resources"]
-    assert p["set-resources"] == ["train:slurm_partition=gpu"]
-    # without a GPU partition, training jobs use the CPU partition variable
-    p = _parse_profile({"COPYHEAD_SLURM_PARTITION": "shared"})
-    assert p["set-resources"] == ["train:slurm_partition=shared"]
+    p = _parse_profile({"COPYHEAD_SLURM_CPUS_PER_SUBMISSION": "2", "COPYHEAD_SLURM_MEM_MB_PER_SUBMISSION": "5000"})
+    assert p["cores"] == "2" and "mem_mb=5000" in p["resources"]
+
+
+@pytest.mark.parametrize("env, partition", [({"COPYHEAD_SLURM_PARTITION": "cpu",
+                                               "COPYHEAD_SLURM_GPU_PARTITION": "gpu"}, "gpu"),
+                                              ({"COPYHEAD_SLURM_PARTITION": "shared"}, "shared")])
+def test_training_rules_take_their_partition_from_the_environment(tmp_path, env, partition):
+    """The training rules (one per swept recipe) set slurm_partition themselves: the GPU partition, else
+    the CPU partition; the other rules keep the profile's default."""
+    wd = _copy_repo(tmp_path / "repo", yaml.safe_load(TINY.read_text()))
+    full_env = {**{k: v for k, v in os.environ.items() if not k.startswith("COPYHEAD_SLURM_")}, **env}
+    r = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1"], cwd=wd, env=full_env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    blocks = re.findall(r"rule (\S+):\n(?:.*\n)*?\s*resources: (.*)", r.stdout)
+    train = [b for name, b in blocks if name.startswith("train_")]
+    assert train and all(f"slurm_partition={partition}" in b for b in train)
+    assert not any("slurm_partition" in b for name, b in blocks if not name.startswith("train_"))
 
 
 def test_profile_gpu_limit_packs_a_group_onto_one_gpu():
@@ -108,6 +125,24 @@ def test_profile_gpu_limit_packs_a_group_onto_one_gpu():
     assert unlimited["gpu"] == PACK
 
 
+def test_profile_caps_lay_a_cpu_only_group_out_to_fit_a_node():
+    """A CPU-only group (no GPU to serialise it) under the profile's per-submission caps: 12 members of
+    1 CPU and 1100 MB on a node of 2 CPUs and 4000 MB ask for at most 2 CPUs and 4000 MB (in layers), not
+    12 CPUs and 13.2 GB (what the packed submission asked for before the caps)."""
+    from types import SimpleNamespace
+
+    from snakemake.resources import GroupResources, Resources
+
+    p = _parse_profile({"COPYHEAD_SLURM_CPUS_PER_SUBMISSION": "2", "COPYHEAD_SLURM_MEM_MB_PER_SUBMISSION": "4000"})
+    constraints = Resources.parse(p["resources"], allow_expressions=False)
+    constraints["_cores"] = int(p["cores"])   # what Snakemake does with --cores (workflow.global_resources)
+    jobs = [SimpleNamespace(resources={"gpu": 0, "runtime": 4, "mem_mb": 1100, "_cores": 1, "_nodes": 1},
+                            pipe_group=None) for _ in range(12)]
+    packed = GroupResources.basic_layered([jobs], constraints=constraints, run_local=False)
+    assert packed["_cores"] <= 2 and packed["mem_mb"] <= 4000
+    assert packed["runtime"] == 4 * 6          # 6 layers of 2 members
+
+
 def test_every_profile_entry_is_commented():
     """Each setting has a comment on its line or on the line above (a mapping key whose first child
     line is a comment, or a YTE branch whose body is commented, counts too)."""
@@ -128,6 +163,9 @@ def test_no_account_or_partition_in_the_workflow():
     for f in files:
         if f.exists():
             text = f.read_text()
+            # the training rules read their partition from the profile's environment variables
+            # (common.smk: train_partition), never a literal name
+            text = re.sub(r'\{"slurm_partition": part\}', "", text)
             for word in ("slurm_account", "slurm_partition", "--account", "--partition"):
                 assert word not in text, f"{f.relative_to(ROOT)} names {word}: that belongs in the profile"
 
@@ -186,12 +224,17 @@ def _test_config() -> dict:
     cfg = yaml.safe_load(TINY.read_text())
     cfg["numerics"]["device"] = "auto"
     sw = cfg["sweep"]
-    sw["linear"]["adam"]["seeds"] = list(range(6))
-    sw["linear"]["sgld"]["seeds"] = list(range(4))
-    sw["softmax"]["adam"]["seeds"] = list(range(6))
-    sw["softmax"]["sgld"]["seeds"] = list(range(3))
+    Ps = list(range(4, 16))
+    sw["linear"]["adam"].update(P=Ps, seeds=[0, 1, 2])
+    sw["linear"]["sgld"].update(P=Ps[:8], seeds=[0, 1])
+    sw["softmax"]["adam"].update(P=Ps[:10], seeds=[0, 1])
+    sw["softmax"]["sgld"].update(P=Ps[:8], seeds=[0, 1])
     sw["softmax"]["sgld_copy"]["seeds"] = [0, 1]
     return cfg
+
+
+def _train_job_count(cfg: dict) -> int:
+    return sum(len(spec["P"]) for recipes in cfg["sweep"].values() for spec in recipes.values())
 
 
 def _copy_repo(dest: Path, cfg: dict) -> Path:
@@ -274,15 +317,17 @@ def test_snakemake_profile_slurm_end_to_end(cluster, tmp_path):
     said = set(re.findall(r"has been submitted with SLURM jobid (\d+)", log))
     assert said == set(comp), (sorted(said), sorted(comp))
 
-    # training was packed: per training submission, >= PACK runs (from the kept SLURM logs), one GPU
+    # training was packed: per training submission, >= PACK jobs (from the kept SLURM logs), one GPU;
+    # each job trains all seeds of one (attention, recipe, P) as one batch of chains
+    n_jobs = _train_job_count(cfg)
     logdir = wd / ".snakemake/slurm_logs"
     train_logs = sorted(logdir.glob("group_train*/**/*.log"))
     train_ids = {p.stem for p in train_logs}
     assert train_ids and train_ids <= set(comp), (train_ids, sorted(comp))
-    # the job inside a submission runs each member as a `localrule train:` (one after the other)
-    members = {p.stem: len(re.findall(r"^localrule train:", p.read_text(), re.M)) for p in train_logs}
-    assert sum(members.values()) == len(runs), members
-    assert len(train_ids) == -(-len(runs) // PACK), members
+    # the job inside a submission runs each member as a `localrule train_<attention>_<recipe>:`
+    members = {p.stem: len(re.findall(r"^localrule train_\w+:", p.read_text(), re.M)) for p in train_logs}
+    assert sum(members.values()) == n_jobs, members
+    assert len(train_ids) == -(-n_jobs // PACK), members
     assert max(members.values()) >= PACK, members
     # GPUs: the node has exactly one, so a packed job asking for 20 would have been rejected by sbatch;
     # Slurm allocated exactly one to every training submission and none to the CPU jobs
@@ -301,8 +346,35 @@ def test_snakemake_profile_slurm_end_to_end(cluster, tmp_path):
     run_jobs = {str(run["slurm_job_id"]) for rep in audited for run in rep["runs"]}
     assert run_jobs and run_jobs <= train_ids, (sorted(run_jobs), sorted(train_ids))
 
-    report = (f"{len(runs)} training runs -> {len(train_ids)} training submissions "
+    report = (f"{len(runs)} training runs in {n_jobs} training jobs -> {len(train_ids)} training submissions "
               f"(members {sorted(members.values(), reverse=True)}); whole DAG: {len(comp)} sbatch "
               f"submissions ({len(cpu_ids)} CPU jobs); wall {wall:.0f}s")
     print(report)
     (tmp_path / "submissions.txt").write_text(report + "\n")
+
+
+@pytest.mark.slurm
+def test_cpu_only_sweep_submissions_fit_the_node(cluster, tmp_path):
+    """numerics.device: cpu (no GPU request serialises a packed group): the profile's per-submission caps,
+    read from sinfo (the test node: this machine's CPUs), lay each group out in layers that fit the node,
+    so every submission is scheduled and completes (before the caps, 12 runs asked for 12 CPUs)."""
+    cfg = yaml.safe_load(TINY.read_text())
+    cfg["numerics"]["device"] = "cpu"
+    cfg["sweep"]["linear"]["adam"]["P"] = list(range(4, 16))       # 20 training jobs: one packed group
+    wd = _copy_repo(tmp_path / "repo", cfg)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COPYHEAD_SLURM_")}
+    cmd = [sys.executable, "-m", "snakemake", "--profile", "slurm", "--slurm-status-command", "squeue",
+           "--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "3"]
+    r = subprocess.run(cmd, cwd=wd, env=env, capture_output=True, text=True, timeout=900)
+    log = r.stdout + r.stderr
+    assert r.returncode == 0, f"snakemake --profile slurm failed ({r.returncode}):\n{log[-8000:]}"
+    jobname = re.search(r"SLURM run ID: (\S+)", log).group(1)
+    comp = {j: f for j, f in _jobcomp(cluster["state"]).items() if f.get("Name") == jobname}
+    said = set(re.findall(r"has been submitted with SLURM jobid (\d+)", log))
+    assert comp and said == set(comp)
+    assert all(f["JobState"] == "COMPLETED" for f in comp.values())
+    ncpu = os.cpu_count()
+    for j, f in comp.items():
+        assert int(f.get("ProcCnt", 1)) <= ncpu, f"submission {j} asked for {f.get('ProcCnt')} CPUs > {ncpu}"
+    gpus = _job_gpus(cluster["state"])
+    assert all(gpus.get(j) == [] for j in comp), "a CPU-only sweep asked for a GPU"

@@ -55,6 +55,11 @@ def planned_jobs(wd: Path) -> dict[str, int]:
     return jobs
 
 
+def train_jobs(jobs: dict[str, int]) -> dict[str, int]:
+    """The training rules (one per swept attention and recipe: train_<attention>_<recipe>) of a plan."""
+    return {k: v for k, v in jobs.items() if k.startswith("train_")}
+
+
 @pytest.fixture(scope="session")
 def pipeline(tmp_path_factory):
     wd = _copy_workflow(tmp_path_factory.mktemp("pipeline"))
@@ -130,7 +135,7 @@ def test_adding_one_P_schedules_only_its_runs(pipeline, tmp_path):
     def edit(cfg):
         cfg["sweep"]["linear"]["adam"]["P"].append(12)
     jobs = planned_jobs(_edit(pipeline, tmp_path, edit))
-    assert jobs.get("train") == 2            # P=12, seeds 0 and 1
+    assert train_jobs(jobs) == {"train_linear_adam": 1}     # P=12: one job trains seeds 0 and 1
     assert jobs.get("aggregate") == 1        # linear only
     assert "theory" not in jobs
     assert "fig7_softmax_loss_curves" not in jobs and "fig2_landscapes" not in jobs
@@ -141,8 +146,29 @@ def test_sgld_setting_reruns_only_sgld(pipeline, tmp_path):
     def edit(cfg):
         cfg["optimizers"]["sgld"]["eta"] = 5e-4
     jobs = planned_jobs(_edit(pipeline, tmp_path, edit))
-    assert jobs.get("train") == 4            # linear sgld P4,P8 + softmax sgld P4,P8 (not sgld_copy, not adam)
+    # linear sgld P4,P8 + softmax sgld P4,P8 (not sgld_copy, not adam)
+    assert train_jobs(jobs) == {"train_linear_sgld": 2, "train_softmax_sgld": 2}
     assert "theory" not in jobs
+
+
+def test_adding_a_seed_reruns_its_jobs_and_keeps_the_other_seeds(pipeline, tmp_path):
+    """A new seed reruns the (attention, recipe, P) jobs it belongs to; the seeds already there come out
+    of the new batch with identical numbers."""
+    from copyhead.provenance import read_dataset
+
+    def edit(cfg):
+        cfg["sweep"]["linear"]["sgld"]["seeds"] = [0, 1]
+    wd = _edit(pipeline, tmp_path, edit)
+    jobs = planned_jobs(wd)
+    assert train_jobs(jobs) == {"train_linear_sgld": 2}      # P4 and P8, each now a batch of 2 chains
+    smk(wd, "--forcerun", "train_linear_sgld", "--until", "train_linear_sgld")
+    for P in (4, 8):
+        old = read_dataset(pipeline / f"results/runs/linear/sgld/P{P}/seed0.nc")
+        new = read_dataset(wd / f"results/runs/linear/sgld/P{P}/seed0.nc")
+        assert new.attrs["batch_seeds"] == "0 1" and old.attrs["batch_seeds"] == "0"
+        old.attrs, new.attrs = {}, {}
+        assert old.identical(new), P
+        assert (wd / f"results/runs/linear/sgld/P{P}/seed1.nc").exists()
 
 
 def test_theory_setting_reruns_only_theory_and_figures(pipeline, tmp_path):
@@ -150,7 +176,7 @@ def test_theory_setting_reruns_only_theory_and_figures(pipeline, tmp_path):
         cfg["theory"]["grid_n"] = 41
     jobs = planned_jobs(_edit(pipeline, tmp_path, edit))
     assert jobs.get("theory") == 2
-    assert "train" not in jobs and "aggregate" not in jobs
+    assert not train_jobs(jobs) and "aggregate" not in jobs
     assert set(jobs) - {"theory", "all"} <= set(FIGS)
 
 
@@ -181,7 +207,7 @@ def test_clean_pipeline_audits_ok(pipeline):
     j = json.loads(_audit(pipeline, "--json", "results/figures/fig3_linear_order_params.pdf").stdout)
     assert j[0]["ok"] and len(j[0]["runs"]) == 7
     assert sorted(r["status"] for r in j[0]["runs"]).count("diverged") == 1
-    assert j[0]["runs"][0]["snakemake"]["rule"] == "train"   # job record from .snakemake when present
+    assert j[0]["runs"][0]["snakemake"]["rule"].startswith("train_")   # job record from .snakemake when present
 
 
 def test_audit_detects_changed_and_missing_run(pipeline, tmp_path):
@@ -242,3 +268,109 @@ def test_audit_flags_mixed_code_versions(pipeline, tmp_path):
     assert "mixed code versions" in r.stdout and "0123456789ab" in r.stdout
     r = _audit(wd, "--strict", "results/figures/fig7_softmax_loss_curves.pdf")
     assert r.returncode == 1
+
+
+# ----------------------------------------------------------------------- issue 12: reliability
+def _fresh_workflow(dest: Path, cfg: dict | None = None) -> Path:
+    """A copy of the workflow with its profile (profiles/default: rerun-incomplete, keep-going)."""
+    wd = _copy_workflow(dest, cfg)
+    shutil.copytree(ROOT / "profiles", wd / "profiles", dirs_exist_ok=True)
+    return wd
+
+
+def test_yaml_errors_through_snakemake_name_file_and_line(tmp_path):
+    wd = _fresh_workflow(tmp_path / "wd")
+    good = (wd / "config.yaml").read_text()
+    (wd / "config.yaml").write_text("task: {V: 4, L: 6\nmodel: {}\n")
+    r = smk(wd, "-n", check=False)
+    assert r.returncode != 0 and "config.yaml, line 2, column" in r.stdout + r.stderr, r.stdout + r.stderr
+    (wd / "config.yaml").write_text(good.replace("  adam:\n", "  adam:\n    lr: 0.5\n", 1))
+    r = smk(wd, "-n", check=False)
+    assert r.returncode != 0 and "duplicate key 'lr'" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_config_override_of_a_section_key(tmp_path):
+    wd = _fresh_workflow(tmp_path / "wd")
+    r = smk(wd, "-n", "-p", "--config", "model={d_k: 8, g_Q: 0.5}", check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout + r.stderr                     # the shell commands carry the merged, typed model
+    assert '"d_k":8,' in out and '"g_Q":0.5,' in out and '"sigma2":0.1' in out, out[-3000:]
+    r = smk(wd, "-n", "--config", "model={d_k: 8", check=False)
+    assert r.returncode != 0 and "a space after each colon" in r.stdout + r.stderr
+
+
+def test_leading_zero_targets_do_not_alias(tmp_path):
+    wd = _fresh_workflow(tmp_path / "wd")
+    for target in ("results/runs/linear/adam/P4/seed007.nc", "results/runs/linear/adam/P04/seed0.nc"):
+        r = smk(wd, "-n", target, check=False)
+        assert r.returncode != 0 and "No rule to produce" in r.stdout + r.stderr, target
+    assert smk(wd, "-n", "results/runs/linear/adam/P4/seed0.nc").returncode == 0
+
+
+def test_killed_snakemake_is_recovered_by_the_next_run(tmp_path):
+    """kill -9 of snakemake (and its jobs) leaves its directory locks and, in a killed write, a temporary
+    file; the next `snakemake` must run (no LockException) and remove the temporary file."""
+    import os
+    import signal
+    import time
+    wd = _fresh_workflow(tmp_path / "wd")
+    target = "results/theory/linear.nc"
+    p = subprocess.Popen([*SNAKEMAKE, "--cores", "1", target], cwd=wd, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        for _ in range(600):
+            if list((wd / ".snakemake/locks").glob("*.lock")) and \
+                    list((wd / ".snakemake/copyhead-owners").glob("*")):
+                break
+            assert p.poll() is None, "snakemake ended before it could be killed"
+            time.sleep(0.1)
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)      # snakemake and the job it started
+        p.wait()
+    assert list((wd / ".snakemake/locks").glob("*.lock"))
+    tmp = wd / "results/theory/.linear.nc.k1ll3d00.tmp"
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    tmp.write_text("half a netCDF")
+    os.utime(tmp, (time.time() - 7200, time.time() - 7200))
+    r = smk(wd, target)
+    assert "removed the directory locks of a snakemake that was killed" in r.stdout + r.stderr
+    assert (wd / target).exists() and not tmp.exists()
+    assert not list((wd / ".snakemake/copyhead-owners").glob("*"))
+
+
+def test_same_number_written_differently_reruns_nothing(pipeline, tmp_path):
+    def edit(cfg):
+        cfg["model"]["g_Q"] = 1                           # tiny.yaml says 1.0
+        cfg["optimizers"]["adam"]["copy_beta"] = 3        # 3.0
+        cfg["theory"]["P_min"] = 1                        # 1.0
+    assert planned_jobs(_edit(pipeline, tmp_path, edit)) == {}
+
+
+def test_code_edits_rerun_exactly_their_products(pipeline, tmp_path, monkeypatch):
+    """The package is copied beside the workflow and put first on PYTHONPATH; comment and docstring edits
+    rerun nothing, a real edit of a module reruns the products that module makes (and what follows)."""
+    pkg = tmp_path / "src/copyhead"
+    shutil.copytree(ROOT / "src/copyhead", pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "src"))
+    wd = _edit(pipeline, tmp_path, lambda cfg: None)
+
+    def edit(module, old, new):
+        f = pkg / module
+        text = f.read_text()
+        assert old in text, (module, old)
+        f.write_text(text.replace(old, new, 1))
+
+    assert planned_jobs(wd) == {}                          # the copy is the same code
+    edit("aggregate.py", '"""Aggregation', '"""A reworded docstring. Aggregation')
+    edit("aggregate.py", "\nimport json\n", "\n# a comment\nimport json\n")
+    edit("theory/output.py", "\nimport json\n", "\nimport json  # comment\n")
+    assert planned_jobs(wd) == {}
+    edit("aggregate.py", 'GRID = ("optimizer", "P", "seed")', 'GRID = ("optimizer", "P", "seed")\nX = 1')
+    jobs = planned_jobs(wd)
+    assert jobs.get("aggregate") == 2 and "theory" not in jobs and not any(k.startswith("train") for k in jobs)
+    assert set(jobs) - {"aggregate", "all"} <= set(FIGS)
+    edit("aggregate.py", 'GRID = ("optimizer", "P", "seed")\nX = 1', 'GRID = ("optimizer", "P", "seed")')
+    edit("theory/output.py", "\nimport json\n", "\nimport json\nY = 2\n")
+    jobs = planned_jobs(wd)
+    assert jobs.get("theory") == 2 and "aggregate" not in jobs
+    assert not any(k.startswith("train") for k in jobs)

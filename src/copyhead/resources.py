@@ -104,3 +104,27 @@ def train_resources(cfg: Mapping[str, Any], attention: str, optimizer: str, P: i
     if n_chains is None:
         n_chains = len(cfg["sweep"][attention][optimizer]["seeds"])
     return estimate(_sizes(run_config(cfg, attention, optimizer), P, n_chains), attempt=attempt)
+
+
+SUBMISSION_CAPS = {  # resource -> (environment variable, sinfo field of the node size, fallback)
+    "cpus": ("COPYHEAD_SLURM_CPUS_PER_SUBMISSION", "%c", 8),
+    "mem_mb": ("COPYHEAD_SLURM_MEM_MB_PER_SUBMISSION", "%m", 32000),
+}
+
+
+def submission_cap(resource: str) -> int:
+    """Cap of one packed SLURM submission (slurm/config.yaml): the environment variable if set, else the
+    smallest node's CPUs or memory (MB) as ``sinfo`` reports them, else a fallback (8 CPUs, 32000 MB), so
+    that a packed group laid out under it always fits a node."""
+    import os
+    import subprocess
+
+    var, field, fallback = SUBMISSION_CAPS[resource]
+    if os.environ.get(var):
+        return int(os.environ[var])
+    try:
+        out = subprocess.run(["sinfo", "-h", "-o", field], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return fallback
+    vals = [int(v.rstrip("+")) for v in out.stdout.split() if v.rstrip("+").isdigit()]
+    return min(vals) if out.returncode == 0 and vals else fallback

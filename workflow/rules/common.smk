@@ -1,5 +1,6 @@
 # Config validation (before the DAG is built) and the helpers the rules share.
 import json
+import os
 from functools import lru_cache
 
 from copyhead import config as chcfg
@@ -8,9 +9,13 @@ from copyhead.provenance import CODE_MODULES, code_fingerprint
 from copyhead.resources import train_resources
 
 # Validate against workflow/schemas/config.schema.yaml (the package's schema) plus the cross-field rules:
-# a typo stops here, naming the key and the allowed values, before any job starts.
+# a typo stops here, naming the key and the allowed values, before any job starts. `--config` values are
+# read as YAML first (Snakemake leaves `--config 'model={d_k: 8}'` as strings); numbers come out typed by
+# the schema, so `g_Q: 1` and `g_Q: 1.0` give the same params.
 try:
-    CONFIG = chcfg.validate(config)
+    CONFIG = chcfg.validate(
+        chcfg.merge_overrides(config, chcfg.parse_overrides(workflow.config_settings.config))
+    )
 except chcfg.ConfigError as err:
     raise WorkflowError(str(err)) from None
 
@@ -21,11 +26,12 @@ RUNS = chcfg.runs(CONFIG)
 CODE = {concern: code_fingerprint(concern) for concern in CODE_MODULES}
 
 
+# Numbers without leading zeros: `seed007` or `P04` must not name (and rebuild) seed 7 or P 4.
 wildcard_constraints:
     attention="linear|softmax",
     optimizer="[a-z][a-z0-9_]*",
     P="[1-9][0-9]*",
-    seed="[0-9]+",
+    seed="0|[1-9][0-9]*",
 
 
 def run_path(attention, optimizer, P, seed):
@@ -67,6 +73,12 @@ def figure_path(name, ext):
 def all_figures():
     return [figure_path(f.name, ext) for f in FIGURES.values() if f.available(ATTENTIONS)
             for ext in ("pdf", "png")]
+
+
+def train_partition():
+    """sbatch -p of the training jobs from the environment (docs/slurm.md), or {} (the default)."""
+    part = os.environ.get("COPYHEAD_SLURM_GPU_PARTITION") or os.environ.get("COPYHEAD_SLURM_PARTITION")
+    return {"slurm_partition": part} if part else {}
 
 
 # Software environment of every rule for `--software-deployment-method conda` (ignored otherwise).

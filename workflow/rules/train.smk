@@ -26,6 +26,7 @@ for _att, _opt, _seeds in train_jobs():
             runtime=lambda w, attempt, a=_att, o=_opt: run_resources(a, o, w.P, attempt)["runtime"],
             mem_mb=lambda w, a=_att, o=_opt: run_resources(a, o, w.P)["mem_mb"],
             gpu=lambda w, a=_att, o=_opt: run_resources(a, o, w.P)["gpu"],
+            **train_partition(),
         shell:
             "OMP_NUM_THREADS={threads} copyhead train --run-config {params.run_config:q}"
             " --P {wildcards.P} --seeds {params.seeds} --out {output} > {log} 2>&1"
