@@ -9,20 +9,24 @@ from copyhead import config as c
 from copyhead.config import ActionParams, TheoryParams, theory_params
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
 def cfg():
-    return {"task": {"V": 4, "L": 6},
-            "model": {"d_k": 8, "g_Q": 1.0, "g_K": 1.0, "g_O": 1.0, "sigma2": 0.5},
-            "theory": {"prior": "large_deviation", "P_min": 1.0, "P_max": 200.0, "n_P": 40, "grid_n": 41,
-                       "landscape_P": {"linear": [], "softmax": [50.0, 10.0]},
-                       "exact": {"n_datasets": 2, "P": [16, 4, 8], "seed": 0},
-                       "scaling": {"L": [6, 4]}}}
+    """The default config's theory subset, with unsorted P lists and a small d_k."""
+    tc = c.theory_config(c.load(ROOT / "config.yaml"))
+    tc["model"]["d_k"] = 8
+    tc["theory"]["landscape_P"]["softmax"] = [50.0, 10.0]
+    tc["theory"]["exact"]["P"] = [16, 4, 8]
+    tc["theory"]["scaling"] = {"L": [6, 4]}
+    return tc
 
 
 def test_numbers_are_normalised():
     a = theory_params(cfg())
     b = cfg()
-    b["model"].update(d_k=8.0, g_Q=1, sigma2=0.5)
-    b["theory"].update(P_min=1, P_max=200)
+    b["model"].update(d_k=8.0, g_Q=int(b["model"]["g_Q"]))
+    b["theory"].update(P_min=int(b["theory"]["P_min"]))
     b["theory"]["exact"]["P"] = [4, 8, 16.0]
     b = theory_params(b)
     assert a == b and hash(a) == hash(b)
@@ -37,11 +41,10 @@ def test_numbers_are_normalised():
 def test_replace_normalises_and_default_config_builds():
     p = theory_params(cfg()).action
     q = p.replace(L=7.0, g_O=2)
-    assert (q.L, q.g_O) == (7, 2.0) and type(q.L) is int and p.L == 6
+    assert (q.L, q.g_O) == (7, 2.0) and type(q.L) is int and p.L == c.load(ROOT / "config.yaml")["task"]["L"]
     with pytest.raises(c.ConfigError, match="d_k"):
         p.replace(d_k=8.5)
-    full = theory_params(c.theory_config(c.load(Path(__file__).resolve().parents[1] / "config.yaml")))
-    assert isinstance(full, TheoryParams) and full.action.prior in ("large_deviation", "gaussian")
+    assert isinstance(theory_params(cfg()), TheoryParams) and p.prior in ("large_deviation", "gaussian")
 
 
 def test_invalid_theory_config_names_the_keys():

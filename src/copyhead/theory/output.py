@@ -148,7 +148,7 @@ def compute_theory(th: TheoryParams, attention: str, log=print) -> xr.Dataset:
         sel = np.searchsorted(Pg, np.asarray(P_exact, float))
         assert np.array_equal(Pg[sel], P_exact), "exact_P_grid must contain every configured P"
         all_integers = len(Pg) == Pg[-1] - Pg[0] + 1
-        grid_words = "" if all_integers else f"{len(Pg)} log-spaced (and the configured) "
+        grid_words = "" if all_integers else f"{len(Pg)} log-spaced (configured P included) "
         ds = ds.assign_coords(P_exact=("P_exact", np.asarray(P_exact, float),
                                        {"long_name": "P of the exact dataset-averaged action", "units": SEQ}))
         for pr, suffix in ((p, "_exact"), (po, f"_exact_{other}")):
