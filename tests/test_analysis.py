@@ -1,12 +1,21 @@
-"""copyhead.analysis: each statistic against a known answer (exact curves, a logistic with known midpoint)
-and the aggregate-level helpers the figures use."""
+"""copyhead.analysis: each statistic against a known answer (AR(1) chains, iid and shifted chains, exact
+curves, a logistic with known midpoint) and the aggregate-level helpers the figures use."""
 import json
 
 import numpy as np
 import pytest
 import xarray as xr
+from scipy.signal import lfilter
 
 from copyhead import analysis as an
+
+
+def ar1(rho, m, n, seed=0):
+    """m stationary AR(1) chains x_t = ρ x_{t−1} + √(1−ρ²) ε_t with unit variance: ESS = n(1−ρ)/(1+ρ)."""
+    rng = np.random.default_rng(seed)
+    e = rng.standard_normal((m, n)) * np.sqrt(1 - rho ** 2)
+    e[:, 0] = rng.standard_normal(m)
+    return lfilter([1.0], [1.0, -rho], e, axis=1)
 
 
 # ------------------------------------------------------------------------------------------ stats
@@ -21,6 +30,91 @@ def test_mean_sem_ignores_nan_and_has_no_error_for_one_value():
     dm, ds = an.seed_mean_sem(da)
     assert dm.dims == ("P",) and list(dm["P"].values) == [4, 8, 16]
     np.testing.assert_allclose(ds.values, sem)
+
+
+# ------------------------------------------------------------------------------------ convergence
+@pytest.mark.parametrize("rho, tol", [(0.0, 0.1), (0.5, 0.1), (0.9, 0.2), (-0.3, 0.1)])
+def test_ess_of_ar1_chains(rho, tol):
+    x = ar1(rho, 4, 10000, seed=1)
+    assert an.ess(x) == pytest.approx(4 * 10000 * (1 - rho) / (1 + rho), rel=tol)
+    assert an.ess_bulk(x) == pytest.approx(4 * 10000 * (1 - rho) / (1 + rho), rel=tol)
+
+
+def test_standard_error_of_a_chain_mean():
+    rho = 0.5
+    x = ar1(rho, 4, 10000, seed=2)
+    se = np.sqrt((1 + rho) / (1 - rho) / x.size)  # exact for the mean of unit-variance AR(1) draws
+    assert an.mcse_ess(x) == pytest.approx(se, rel=0.1)
+    assert an.mcse_batch_means(x) == pytest.approx(se, rel=0.2)
+    assert an.mcse_batch_means(x, batch_size=500) == pytest.approx(se, rel=0.25)
+    naive = x.std(ddof=1) / np.sqrt(x.size)
+    assert an.mcse_batch_means(x) > 1.4 * naive  # the naive sd underestimates by √3
+    assert an.mcse_ess(x[0]) == pytest.approx(np.sqrt(3 / 10000), rel=0.2)  # one chain (1-D input)
+
+
+def test_split_rhat():
+    rng = np.random.default_rng(3)
+    iid = rng.standard_normal((4, 1000))
+    assert an.split_rhat(iid) < 1.01 and an.split_rhat(iid, "classic") < 1.01
+    shifted = iid.copy()
+    shifted[0] += 2.0
+    assert an.split_rhat(shifted) > 1.1 and an.split_rhat(shifted, "classic") > 1.1
+    scaled = iid.copy()
+    scaled[0] *= 3.0  # same mean, different spread: only the rank-normalised (folded) R̂ sees it
+    assert an.split_rhat(scaled) > 1.1 and an.split_rhat(scaled, "classic") < 1.01
+    drift = np.concatenate([rng.standard_normal(500), 1.0 + rng.standard_normal(500)])
+    assert an.split_rhat(drift) > 1.1  # one chain: the split halves disagree
+    assert an.split_rhat(ar1(0.9, 4, 10000, seed=4)) < 1.01
+
+
+def test_convergence_edge_cases():
+    assert np.isnan(an.split_rhat(np.ones((4, 100)), "classic"))
+    assert np.isnan(an.split_rhat(np.zeros((4, 3))))
+    assert np.isnan(an.ess(np.ones((2, 100))))
+    assert np.isnan(an.ess([[1.0, np.nan, 2.0, 3.0, 4.0]]))
+    assert np.isnan(an.mcse_batch_means([1.0, 2.0, 3.0], batch_size=3))
+    with pytest.raises(ValueError, match="allowed values"):
+        an.split_rhat(np.zeros((4, 10)), "bulk")
+    with pytest.raises(ValueError, match="n_chains"):
+        an.ess(np.zeros((2, 2, 10)))
+    s = an.split_chains(np.arange(14.0).reshape(2, 7))
+    np.testing.assert_array_equal(s, [[0, 1, 2], [7, 8, 9], [4, 5, 6], [11, 12, 13]])
+    z = an.rank_normalize([[3.0, 1.0], [2.0, 2.0]])
+    assert z[0, 0] > 0 > z[0, 1] and z[1, 0] == z[1, 1] == pytest.approx(0.0)
+
+
+# -------------------------------------------------------------------------------------- agreement
+def test_z_scores_and_summary():
+    rng = np.random.default_rng(5)
+    theory = np.linspace(0, 1, 400)
+    err = np.full(400, 0.1)
+    exp = theory + err * rng.standard_normal(400)
+    z = an.z_scores(exp, theory, err)
+    s = an.agreement_summary(z)
+    assert s.n == s.dof == 400 and s.chi2_per_dof == pytest.approx(1.0, abs=0.2) and s.p_value > 0.01
+    assert s.rms_z == pytest.approx(np.sqrt(s.chi2_per_dof)) and abs(s.worst_z) == np.abs(z).max()
+    off = an.agreement_summary(an.z_scores(exp + 0.1, theory, err))  # a one-sigma offset: χ²/dof ≈ 2
+    assert off.chi2_per_dof > 1.5 and off.p_value < 1e-6
+    np.testing.assert_allclose(an.z_scores([1.0, 1.0, 1.0], 0.0, [0.5, 0.0, np.nan], theory_error=[1.5, 0, 0]),
+                               [1 / np.sqrt(2.5), np.nan, np.nan])
+
+
+def test_summary_mask_worst_point_and_empty():
+    z = np.array([[0.5, -3.0], [1.0, 9.0]])
+    s = an.agreement_summary(z, mask=[[True, True], [True, False]])
+    assert s.n == 3 and s.worst_index == (0, 1) and s.worst_z == -3.0
+    assert s.chi2 == pytest.approx(0.25 + 9 + 1)
+    assert an.agreement_summary(z, n_params=1).dof == 3
+    empty = an.agreement_summary([np.nan])
+    assert empty.n == 0 and empty.worst_index is None and np.isnan(empty.rms_z)
+
+
+def test_theory_at_experimental_P_and_away_from_transitions():
+    Pg = np.geomspace(1, 100, 21)
+    y = an.interp_log_P([2.0, 10.0, 0.5, 200.0], Pg, 3 * np.log(Pg))
+    np.testing.assert_allclose(y, [3 * np.log(2), 3 * np.log(10), np.nan, np.nan])
+    np.testing.assert_array_equal(an.away_from([4, 8, 16, 32, 64], [10.0, np.nan], factor=1.5),
+                                  [True, False, True, True, True])
 
 
 # ------------------------------------------------------------------------------------ transitions
