@@ -135,3 +135,14 @@ def test_make_figure_writes_pdf_png_and_provenance(files, tmp_path):
         assert side["outputs"][ext]["sha256"] == sha256_file(out.with_suffix("." + ext))
     with pytest.raises(ValueError, match="unknown figure 'fig9'"):
         make_figure("fig9", {}, tmp_path / "x.pdf")
+
+
+def test_transition_outside_the_swept_range_leaves_no_stray_label(files):
+    import matplotlib.pyplot as plt
+    fig = FIGURES["fig3_linear_order_params"].draw(files, {})  # theory onset at P=2, sweep P=4, 8
+    ax = fig.axes[0]
+    labels = {t.get_text(): t for t in ax.texts}
+    assert {"onset 2", "crossover 18"} <= set(labels)
+    lo, hi = ax.get_xlim()
+    assert all(t.get_clip_on() for t in labels.values()) and not lo <= 2.0 <= hi
+    plt.close(fig)

@@ -87,13 +87,14 @@ def errorbar_points(ax, P, mean, sem, **kw):
 
 
 def mark_transitions(ax, th, kinds):
-    """Vertical lines at theory transition points, labelled along the line (name and value)."""
+    """Vertical lines at theory transition points, labelled along the line (name and value); both are
+    clipped to the axes, so a point outside the swept P range leaves no stray label."""
     for k in kinds:
         if k not in th or not np.isfinite(float(th[k])):
             continue
         label, color, ls = TRANSITION_STYLES[k]
         P = float(th[k])
         ax.axvline(P, color=color, ls=ls, lw=0.8, zorder=0)
-        if label:
+        if label:  # clipped like the line: a transition outside the swept P range is not labelled
             ax.text(P, 0.5, f"{label} {P:.3g}", transform=ax.get_xaxis_transform(), fontsize=5.5,
-                    rotation=90, va="center", ha="right", color=color)
+                    rotation=90, va="center", ha="right", color=color, clip_on=True)
