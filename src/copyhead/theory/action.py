@@ -134,8 +134,21 @@ class ExactAverage:
     """
 
     def __init__(self, p: ActionParams, n_datasets: int, P_max: int, seed: int, centred=False):
+        self._setup(p, copy_task_tokens(seed, p.V, p.L, int(P_max), n_datasets), centred)
+
+    @classmethod
+    def of_tokens(cls, p: ActionParams, tokens, centred=False) -> "ExactAverage":
+        """The average over given nested datasets, tokens of shape (n_datasets, P_max, L) (e.g. the
+        training sets of runs, ``theory.same_dataset``); dataset d at P is ``tokens[d, :P]``."""
+        self = cls.__new__(cls)
+        self._setup(p, np.asarray(tokens, np.int64), centred)
+        return self
+
+    def _setup(self, p, tokens, centred):
+        if tokens.ndim != 3 or tokens.shape[2] != p.L:
+            raise ValueError(f"tokens must have shape (n_datasets, P_max, L={p.L}), got {tokens.shape}")
         self.p = p
-        self.tokens = copy_task_tokens(seed, p.V, p.L, int(P_max), n_datasets)
+        self.tokens = tokens
         self.centred = centred
         self._stats = {}
         self._grid_cache = {}

@@ -18,7 +18,7 @@ from copyhead.config import ATTENTIONS, TheoryParams, theory_params
 
 from .action import ExactAverage
 from .prior import PRIORS
-from .ranges import auto_landscape_P, beta_range, exact_P_grid, linear_range, make_model
+from .ranges import auto_landscape_P, exact_P_grid, make_model, theory_grid
 from .scaling import scaling
 from .scan import analyse, landscape
 from .transitions import TRANSITION_KEYS
@@ -94,14 +94,7 @@ def compute_theory(th: TheoryParams, attention: str, log=print) -> xr.Dataset:
     P_exact = list(ex.P)
     n_ds = ex.n_datasets
     do_exact = ex.enabled
-    P_ref = max(P[-1], max(P_exact) if do_exact else 0)
-
-    # one grid for both priors (so the exact statistics are shared)
-    if attention == "linear":
-        ranges = max(linear_range(p, P_ref), linear_range(po, P_ref))
-    else:
-        (lo, hi), (lo2, hi2) = beta_range(p, P_ref), beta_range(po, P_ref)
-        ranges = (min(lo, lo2), max(hi, hi2))
+    P_ref, ranges = theory_grid(th, attention)    # one grid for both priors (exact statistics shared)
     model = make_model(attention, p, grid_n, P_ref, ranges=ranges)
     sc, op, tr = analyse(model, P)
     if sc["boundary_hits"]:

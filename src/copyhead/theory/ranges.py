@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from copyhead.config import ActionParams
+from copyhead.config import ActionParams, TheoryParams
 
 from .action import ExactAverage
 from .models import LinearModel, SoftmaxModel
+from .prior import PRIORS
 from .scan import argmin_refined
 
 
@@ -40,6 +41,19 @@ def beta_range(p: ActionParams, P_ref, grid_n=201):
             break
         hi *= 2
     return -0.5, max(3.0, 1.4 * b)
+
+
+def theory_grid(th: TheoryParams, attention):
+    """(P_ref, ranges) of the grid of results/theory/{attention}.nc: sized at the largest P of the dense
+    and the exact grids, wide enough for both priors (one grid, so the exact statistics are shared; the
+    same-dataset theory uses it too)."""
+    P_ref = max(th.P_max, max(th.exact.P) if th.exact.enabled else 0)
+    p = th.action
+    po = p.replace(prior=[q for q in PRIORS if q != p.prior][0])
+    if attention == "linear":
+        return P_ref, max(linear_range(p, P_ref), linear_range(po, P_ref))
+    (lo, hi), (lo2, hi2) = beta_range(p, P_ref), beta_range(po, P_ref)
+    return P_ref, (min(lo, lo2), max(hi, hi2))
 
 
 def make_model(attention, p: ActionParams, grid_n, P_ref, exact: ExactAverage | None = None, centred=False,

@@ -15,10 +15,11 @@ from . import transitions as tr
 from .models import ActionModel
 
 
-def argmin_refined(model: ActionModel, P, S, iters=4, dataset=None):
+def argmin_refined(model: ActionModel, P, S, iters=4, dataset=None, start=None):
     """Global minimiser of S (the grid values ``S`` at P) refined by a shrinking pattern search: returns
-    (x, S(x)); ``dataset`` = d uses the evidence of dataset d alone."""
-    idx = np.unravel_index(int(np.argmin(S)), S.shape)
+    (x, S(x)); ``dataset`` = d uses the evidence of dataset d alone; ``start`` (a grid index, e.g. of a
+    local minimum) refines the minimum there instead of the grid argmin."""
+    idx = np.unravel_index(int(np.argmin(S)), S.shape) if start is None else tuple(start)
     x = np.array([ax[i] for ax, i in zip(model.axes, idx)], float)
     step = model.spacing
     offs = np.array(np.meshgrid(*[np.arange(-2, 3)] * model.dim, indexing="ij")).reshape(model.dim, -1).T
@@ -45,6 +46,12 @@ def _local_minima(model, S, axes=None, spacing=None):
         if all(np.linalg.norm(x - y) > 1.5 * spacing for y, _ in out):
             out.append((x, float(S[idx])))
     return out
+
+
+def drop_origin(model, minima):
+    """The local minima (list of (x, S)) without the origin: for a symmetric model whose Hessian at the
+    origin is indefinite (a coarse grid stencil can miss a weakly unstable direction)."""
+    return [mm for mm in minima if np.linalg.norm(mm[0]) > 0.5 * model.spacing]
 
 
 def local_minima_near(model, P, x, half=10, n=81):
@@ -115,7 +122,7 @@ def analyse(model: ActionModel, P_grid, continuous=True, per_dataset=False, keep
         # positive definite (a coarse grid stencil can miss a weakly unstable direction)
         for i, lam in enumerate(kw["lam_min"]):
             if lam < 0:
-                sc["minima"][i] = [mm for mm in sc["minima"][i] if np.linalg.norm(mm[0]) > 0.5 * model.spacing]
+                sc["minima"][i] = drop_origin(model, sc["minima"][i])
         kw["hess_at"] = model.hess_origin if continuous else None
         kw["action_at"] = model.points if continuous else None
         kw["crossover_curves"] = (op["c1"], op["cG"])
