@@ -2,9 +2,22 @@
 # The rules are thin: each names inputs, outputs, params, resources, log and benchmark and calls the
 # package (src/copyhead). See docs/workflow.md.
 
+from snakemake.logging import logger
 from snakemake.utils import min_version
 
+from copyhead import config as chcfg
+from copyhead import recovery
+
 min_version("9.0")
+
+
+# The config files are read strictly first: a YAML syntax error or a key given twice stops here naming
+# the file, line and column (Snakemake's own reader names neither and lets the last duplicate win).
+for _cfgfile in workflow.overwrite_configfiles or ["config.yaml"]:
+    try:
+        chcfg.load_yaml(_cfgfile)
+    except chcfg.ConfigError as err:
+        raise WorkflowError(str(err)) from None
 
 
 # config.yaml is the default experiment; `--configfile other.yaml` replaces it (instead of Snakemake's
@@ -14,6 +27,26 @@ if not workflow.overwrite_configfiles:
 
     configfile: "config.yaml"
 
+
+# After a `kill -9` of snakemake: its directory locks are removed here when the killed run was on this
+# machine (copyhead.recovery); temporary files of killed writes are removed when the next run starts.
+_stale = recovery.clear_stale_locks(".snakemake")
+if _stale:
+    logger.warning(_stale)
+
+
+onstart:
+    recovery.record_owner(".snakemake")
+    for _tmp in recovery.remove_stale_temps("results"):
+        logger.info(f"removed {_tmp} (temporary file of a killed write)")
+
+
+onsuccess:
+    recovery.release_owner(".snakemake")
+
+
+onerror:
+    recovery.release_owner(".snakemake")
 
 
 include: "workflow/rules/common.smk"

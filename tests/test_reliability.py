@@ -270,3 +270,54 @@ def test_wrong_kind_of_netcdf_is_one_line(mini, tmp_path, capsys, argv, needle):
     assert rc == 2 and needle in err and "Traceback" not in err, err
     assert len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "a.nc").exists() and not (tmp_path / "f.pdf").exists()
+
+
+# ------------------------------------------------------------------ stale Snakemake locks
+def _locked(smk, recs):
+    import json
+    (smk / "locks").mkdir(parents=True)
+    (smk / "locks/0.output.lock").write_text("results/x.nc\n")
+    (smk / "copyhead-owners").mkdir()
+    for i, r in enumerate(recs):
+        (smk / f"copyhead-owners/rec{i}").write_text(json.dumps(r))
+
+
+def _dead_pid():
+    import subprocess
+    import sys
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_locks_of_a_killed_local_snakemake_are_removed(tmp_path):
+    import socket
+    from copyhead import recovery
+    smk = tmp_path / ".snakemake"
+    _locked(smk, [{"host": socket.gethostname(), "pid": _dead_pid(), "start": "1", "boot_id": recovery._boot_id()}])
+    assert "killed" in recovery.clear_stale_locks(smk)
+    assert not (smk / "locks").exists() and not list((smk / "copyhead-owners").iterdir())
+
+
+@pytest.mark.parametrize("who", ["alive", "other_host", "one_alive_one_dead", "no_record"])
+def test_locks_that_may_be_held_are_kept(tmp_path, who):
+    import socket
+    from copyhead import recovery
+    me = {"host": socket.gethostname(), "pid": os.getpid(), "start": recovery._start_ticks(os.getpid()),
+          "boot_id": recovery._boot_id()}
+    dead = dict(me, pid=_dead_pid(), start="1")
+    recs = {"alive": [me], "other_host": [dict(dead, host="elsewhere")], "one_alive_one_dead": [me, dead],
+            "no_record": []}[who]
+    smk = tmp_path / ".snakemake"
+    _locked(smk, recs)
+    assert recovery.clear_stale_locks(smk) == ""
+    assert (smk / "locks/0.output.lock").exists()
+
+
+def test_owner_record_round_trip(tmp_path):
+    from copyhead import recovery
+    rec = recovery.record_owner(tmp_path)
+    import json
+    assert recovery._alive(json.loads(rec.read_text()))
+    recovery.release_owner(tmp_path)
+    assert not rec.exists()

@@ -26,9 +26,7 @@ from pathlib import Path
 
 from .provenance import (CODE_MODULES, KIND_CONCERN, DataFileError, code_fingerprint, read_dataset,
                          sha256_file, stale_temps)
-
-# a temporary file of an atomic write older than this was left by a killed process (writes take seconds)
-STALE_TEMP_S = 3600
+from .recovery import STALE_TEMP_S
 
 
 @dataclass

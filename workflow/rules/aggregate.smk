@@ -1,4 +1,5 @@
-# All runs of one attention type -> one xarray Dataset (optimizer, P, seed, step, ...).
+# All runs of one attention type -> one xarray Dataset (optimizer, P, seed, step, ...). The code
+# fingerprint in params reruns it when copyhead.aggregate changes (not on comments/docstrings).
 
 
 rule aggregate:
@@ -6,6 +7,8 @@ rule aggregate:
         run_files,
     output:
         "results/aggregate/{attention}.nc",
+    params:
+        code=CODE["aggregate"],
     conda:
         ENV
     log:

@@ -29,6 +29,7 @@ for _fig in FIGURES.values():
             name=_fig.name,
             inputs=lambda w, input: json.dumps(dict(input.items()), sort_keys=True),
             options=chcfg.canonical_json(_fig.options(CONFIG)),
+            code=CODE["figures"],
         conda:
             ENV
         log:

@@ -1,4 +1,5 @@
-# Theory predictions for one attention type; depends only on the theory part of the config.
+# Theory predictions for one attention type; depends only on the theory part of the config and the
+# theory code (fingerprint of copyhead.theory and copyhead.config).
 
 
 rule theory:
@@ -6,6 +7,7 @@ rule theory:
         "results/theory/{attention}.nc",
     params:
         theory_config=chcfg.canonical_json(chcfg.theory_config(CONFIG)),
+        code=CODE["theory"],
     conda:
         ENV
     log:
