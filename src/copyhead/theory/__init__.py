@@ -4,9 +4,10 @@ Owns everything in docs/theory.md: the exact evidence of the copy-task data give
 (``evidence``), the prior over the score matrix M = QᵀK/d_k (``prior``), the order-parameter action in
 closed form (equivalent kernel) and exactly averaged over sampled datasets (``action``), the action on its
 order-parameter grid (``models``), the scan over P with its transitions (``scan``, classified by
-``transitions``), the grid ranges and P grids (``ranges``), transition points vs L, V, d_k (``scaling``)
-and the netCDF writer used by ``copyhead theory`` (``output``). Parameters arrive typed, as
-``copyhead.config.TheoryParams`` / ``ActionParams``. Every formula names its equation in docs/theory.md as
+``transitions``), the grid ranges and P grids (``ranges``), transition points vs L, V, d_k (``scaling``),
+the netCDF writer used by ``copyhead theory`` (``output``) and the exact action on each run's own
+training set (``same_dataset``; it takes the runs' datasets from ``copyhead.task``, pure numpy).
+Parameters arrive typed, as ``copyhead.config.TheoryParams`` / ``ActionParams``. Every formula names its equation in docs/theory.md as
 "Eq. (n)". No dependence on the training engine: datasets for the exact average are generated here
 (``data``) with numpy.
 """
