@@ -180,7 +180,8 @@ def validate(cfg: Any) -> dict:
         msgs = _cross_problems(cfg)
     if msgs:
         raise ConfigError("invalid config:\n  - " + "\n  - ".join(msgs))
-    return _normalise(cfg, schema(), schema())
+    root = schema()
+    return _normalise(cfg, root, root)
 
 
 class _StrictLoader(yaml.SafeLoader):
