@@ -187,3 +187,19 @@ def test_write_contract(tmp_path, attention):
     rec = json.loads(ds.attrs["config_json"])
     assert rec["same_dataset"] == {"attention": attention, "pairs": [[4, 0], [4, 1], [12, 1]]}
     assert rec["task"] == cfg["task"]
+
+
+def test_grid_is_the_theory_files_and_grows_past_its_P():
+    """The default grid is results/theory's (so the curves are evaluated alike); a pair past the theory's
+    P range sizes it at that P instead, keeping the minimiser inside."""
+    from copyhead.theory.ranges import theory_grid
+    cfg = tiny_cfg()
+    th = theory_params(cfg)
+    ds = same_dataset_theory(th, "softmax", [(8, 0)], **QUIET)
+    assert json.loads(ds.attrs["grid_range"]) == list(theory_grid(th, "softmax")[1])
+    small = theory_params(dict(cfg, theory=dict(cfg["theory"], P_max=4.0, exact=dict(cfg["theory"]["exact"], P=[4]))))
+    narrow = same_dataset_theory(small, "softmax", [(1000, 0)], ranges=theory_grid(small, "softmax")[1], **QUIET)
+    assert narrow.attrs["grid_boundary_hits"] == 1                    # beta* = 3.53 > beta_hi = 3
+    ds = same_dataset_theory(small, "softmax", [(1000, 0)], **QUIET)
+    assert ds.attrs["grid_boundary_hits"] == 0
+    assert float(ds["beta_saddle_same"].sel(P=1000, seed=0)) == pytest.approx(3.53, abs=0.01)

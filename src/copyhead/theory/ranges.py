@@ -43,11 +43,11 @@ def beta_range(p: ActionParams, P_ref, grid_n=201):
     return -0.5, max(3.0, 1.4 * b)
 
 
-def theory_grid(th: TheoryParams, attention):
+def theory_grid(th: TheoryParams, attention, P_more=()):
     """(P_ref, ranges) of the grid of results/theory/{attention}.nc: sized at the largest P of the dense
     and the exact grids, wide enough for both priors (one grid, so the exact statistics are shared; the
-    same-dataset theory uses it too)."""
-    P_ref = max(th.P_max, max(th.exact.P) if th.exact.enabled else 0)
+    same-dataset theory uses it too, with its P in ``P_more``: larger P widen the grid)."""
+    P_ref = max(th.P_max, max(th.exact.P) if th.exact.enabled else 0, *P_more)
     p = th.action
     po = p.replace(prior=[q for q in PRIORS if q != p.prior][0])
     if attention == "linear":

@@ -123,7 +123,8 @@ def same_dataset_theory(th: TheoryParams, attention: str, pairs: Iterable[tuple[
 
     ``tokens(p, seed, P)`` gives dataset ``seed`` at P, nested in P (default: the runs' training sets);
     ``ranges``: the grid range (R, or (beta_lo, beta_hi)), by default that of results/theory/{attention}.nc
-    (``ranges.theory_grid``), so the same-dataset and dataset-averaged predictions share one grid.
+    (``ranges.theory_grid``), so the same-dataset and dataset-averaged predictions share one grid (sized
+    at a larger P where a pair's P exceeds the theory's P_max and exact P).
     """
     if attention not in ATTENTIONS:
         raise ValueError(f"attention {attention!r} is not allowed; allowed values: {list(ATTENTIONS)}")
@@ -134,7 +135,7 @@ def same_dataset_theory(th: TheoryParams, attention: str, pairs: Iterable[tuple[
     p = th.action
     Ps = sorted({P for P, _ in pairs})
     seeds = sorted({s for _, s in pairs})
-    P_ref, grid = theory_grid(th, attention)
+    P_ref, grid = theory_grid(th, attention, Ps)
     ranges = grid if ranges is None else ranges
     recs, hits = {}, 0
     for seed in seeds:
