@@ -52,6 +52,21 @@ def _cmd_theory(a) -> int:
     return 0
 
 
+def _cmd_theory_datasets(a) -> int:
+    from .theory.same_dataset import sweep_pairs, write_same_dataset_theory
+    if a.theory_config:
+        th_cfg = json.loads(a.theory_config)
+        pairs = json.loads(a.pairs) if a.pairs else None
+    else:
+        cfg = _load_config(a.config)
+        th_cfg = cfgmod.theory_config(cfg)
+        pairs = json.loads(a.pairs) if a.pairs else sweep_pairs(cfg, a.attention)
+    if not pairs:
+        raise cfgmod.ConfigError("no (P, seed) pairs: give --pairs '[[P, seed], ...]' or a config with a sweep")
+    write_same_dataset_theory(th_cfg, a.attention, [(int(P), int(s)) for P, s in pairs], Path(a.out))
+    return 0
+
+
 def _cmd_aggregate(a) -> int:
     from .aggregate import aggregate_runs
     aggregate_runs([Path(p) for p in a.runs], Path(a.out), attention=a.attention, strict=a.strict)
@@ -116,6 +131,15 @@ def build_parser() -> argparse.ArgumentParser:
     th.add_argument("--theory-config", help="theory config subset as JSON (what the workflow passes)")
     th.add_argument("--out", required=True)
     th.set_defaults(func=_cmd_theory)
+
+    td = sub.add_parser("theory-datasets", help="same-dataset theory: the exact action's minima on each run's "
+                                                 "own training set, per (P, seed) -> netCDF")
+    td.add_argument("--attention", choices=cfgmod.ATTENTIONS, required=True)
+    td.add_argument("--config", default="config.yaml")
+    td.add_argument("--theory-config", help="theory config subset as JSON (what the workflow passes)")
+    td.add_argument("--pairs", help="JSON list of [P, seed] (default: every run of the config's sweep)")
+    td.add_argument("--out", required=True)
+    td.set_defaults(func=_cmd_theory_datasets)
 
     ag = sub.add_parser("aggregate", help="combine run files of one attention type into one Dataset")
     ag.add_argument("--attention", choices=cfgmod.ATTENTIONS, required=True)

@@ -34,6 +34,11 @@ wildcard_constraints:
     seed="0|[1-9][0-9]*",
 
 
+def same_dataset_pairs(attention):
+    """(P, seed) of every run of one attention type: the training sets of the same-dataset theory."""
+    return sorted({(P, seed) for att, _, P, seed in RUNS if att == attention})
+
+
 def run_path(attention, optimizer, P, seed):
     return f"results/runs/{attention}/{optimizer}/P{P}/seed{seed}.nc"
 

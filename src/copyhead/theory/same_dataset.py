@@ -219,3 +219,11 @@ def write_same_dataset_theory(th_cfg: dict, attention: str, pairs: list[tuple[in
         title=f"copyhead same-dataset theory: {attention} attention, exact action of each run's training set"))
     write_dataset(ds, pathlib.Path(out))
     return ds
+
+
+def sweep_pairs(cfg: dict, attention: str) -> list[tuple[int, int]]:
+    """Every (P, seed) a validated config trains for one attention type (union over its recipes), sorted:
+    the training sets the workflow evaluates the same-dataset theory on."""
+    from ..config import runs
+
+    return sorted({(P, seed) for att, _, P, seed in runs(cfg) if att == attention})
