@@ -51,7 +51,7 @@ CODE_MODULES = {
               "copyhead.schedules", "copyhead.engine", "copyhead.config"),
     "theory": ("copyhead.theory", "copyhead.config"),
     "aggregate": ("copyhead.aggregate",),
-    "figures": ("copyhead.figures", "copyhead.analysis", "copyhead.order_params"),
+    "figures": ("copyhead.figures", "copyhead.analysis", "copyhead.results", "copyhead.order_params"),
 }
 # product kind (the ``copyhead_kind`` attribute) -> the concern of CODE_MODULES that makes it
 KIND_CONCERN = {"run": "train", "theory": "theory", "aggregate": "aggregate", "figure": "figures"}
