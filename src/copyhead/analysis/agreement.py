@@ -69,11 +69,16 @@ def agreement_summary(z, mask=None, n_params: int = 0) -> Agreement:
                      float(chi2_dist.sf(chi2, dof)) if dof > 0 else float("nan"), worst, float(z[worst]))
 
 
-def away_from(P, transitions, factor: float = 1.5) -> np.ndarray:
-    """True for the P outside [T/factor, T·factor] of every finite transition point T."""
+def away_from(P, transitions, factor: float = 1.5, windows=()) -> np.ndarray:
+    """True for the P outside [T/factor, T·factor] of every finite transition point T and outside
+    [lo/factor, hi·factor] of every window (lo, hi) with finite edges (e.g. the spinodal window of a
+    first-order transition, where two minima coexist)."""
     P = np.asarray(P, float)
     out = np.ones(P.shape, bool)
     for T in np.atleast_1d(np.asarray(transitions, float)):
         if np.isfinite(T):
             out &= (P < T / factor) | (P > T * factor)
+    for lo, hi in windows:
+        if np.isfinite(lo) and np.isfinite(hi):
+            out &= (P < min(lo, hi) / factor) | (P > max(lo, hi) * factor)
     return out

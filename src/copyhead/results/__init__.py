@@ -1,0 +1,148 @@
+"""docs/results.md and its tables, from the aggregates, the theory files and (optionally) the same-dataset
+theory files (issue 11).
+
+- :mod:`.inputs` — recipes (method, start, copy twin), per-run and per-chain values of the plotted order
+  parameters, theory curves at the runs' P and the theory's transition points.
+- :mod:`.tables` — convergence (split-R̂, ESS, MCSE), agreement (z per point, summaries), transitions with
+  bootstrap intervals, Adam against the MAP landscape; the definitions are in its docstring.
+- :mod:`.render` — ``render_results_md(tables) -> str``: the Markdown page, every number taken from the
+  tables, interpretive sentences generated from them.
+
+``build_tables(datasets, config=None, ...)`` makes every table from open datasets (pure);
+``write_results(inputs, out_md, ...)`` reads the files, writes docs/results.md and the same numbers as
+JSON (``out_md`` with suffix .json unless ``out_json`` is given). Input roles: ``aggregate_<attention>``,
+``theory_<attention>`` (required for each attention type present) and ``datasets_<attention>`` (optional:
+results/theory/<attention>_datasets.nc of copyhead.theory.same_dataset).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from .inputs import CURVES, KEYS, NAMES, Recipe, config_of, recipes
+from .tables import (RHAT_MAX, adam_table, agreement_summaries, agreement_table, convergence_table,
+                     figure_statistics, flagged_points, point_estimate, reference_curve, softmax_landscape_minima,
+                     transition_table)
+
+ATTENTIONS = ("linear", "softmax")
+
+__all__ = ["ATTENTIONS", "CURVES", "KEYS", "NAMES", "RHAT_MAX", "Recipe", "adam_table", "agreement_summaries",
+           "agreement_table", "build_tables", "convergence_table", "figure_statistics", "flagged_points",
+           "jsonable", "point_estimate", "recipes", "reference_curve", "render_results_md", "softmax_landscape_minima", "transition_table",
+           "write_results"]
+
+
+def _sweep(ag, recs) -> dict:
+    from .inputs import swept_P
+    out = {}
+    for name in recs:
+        st = ag["status"].sel(optimizer=name)
+        seeds = [int(s) for s in ag["seed"].values if (st.sel(seed=s) != "absent").any()]
+        out[name] = {"P": [float(p) for p in swept_P(ag, name)], "seeds": seeds,
+                     "n_ok": int((st == "ok").sum()), "n_diverged": int((st == "diverged").sum())}
+    return out
+
+
+def _scaling(th) -> dict:
+    """P* (and the linear transitions) against L from the theory file, with P*/ln²L and P*/(L ln²L)."""
+    if "scaling_L" not in th.coords:
+        return {}
+    Ls = [float(v) for v in th["scaling_L"].values]
+    out = {"L": Ls}
+    for k in ("P_star_vs_L", "P_onset_vs_L", "P_crossover_vs_L"):
+        if k in th:
+            out[k] = [float(v) for v in th[k].values]
+    if "P_star_vs_L" in out:
+        out["P_star_over_ln2L"] = [p / math.log(L) ** 2 for p, L in zip(out["P_star_vs_L"], Ls)]
+        out["P_star_over_L_ln2L"] = [p / (L * math.log(L) ** 2) for p, L in zip(out["P_star_vs_L"], Ls)]
+    return out
+
+
+def build_tables(datasets: dict, config: dict | None = None, *, n_boot: int = 1000, away_factor: float = 1.5,
+                 rhat_max: float = RHAT_MAX, seed: int = 0) -> dict:
+    """Every table of docs/results.md from open datasets (roles as in the module docstring): per attention
+    type ``recipes``, ``sweep``, ``convergence``, ``agreement``, ``agreement_summary``, ``transitions``,
+    ``adam``, ``theory`` (its transition points and config), ``scaling``, ``aggregate`` (its provenance);
+    and ``settings`` (n_boot, away_factor, rhat_max, the bootstrap seed)."""
+    out = {"settings": {"n_boot": n_boot, "away_factor": away_factor, "rhat_max": rhat_max,
+                        "bootstrap_seed": seed, "level": 0.95}, "attentions": {}}
+    for att in ATTENTIONS:
+        ag, th = datasets.get(f"aggregate_{att}"), datasets.get(f"theory_{att}")
+        if ag is None:
+            continue
+        if th is None:
+            raise ValueError(f"aggregate_{att} given without theory_{att}")
+        same = datasets.get(f"datasets_{att}")
+        recs = recipes(ag, config)
+        conv = convergence_table(ag, att, recs, rhat_max)
+        agr = agreement_table(ag, th, same, att, recs, away_factor)
+        trans = transition_table(ag, th, same, att, recs, n_boot=n_boot, seed=seed)
+        theory = {k: float(th[k]) for k in th.data_vars if th[k].ndim == 0}
+        theory.update(config=config_of(th), prior=str(th.attrs.get("prior", "")),
+                      exact_n_datasets=int(th.attrs.get("exact_n_datasets", 0) or 0),
+                      config_hash=str(th.attrs.get("config_hash", "")),
+                      code_version=str(th.attrs.get("code_version", "")))
+        agg = {k: ag.attrs.get(k) for k in ("n_runs", "n_diverged", "n_absent", "code_version", "config_hash",
+                                            "run_code_fingerprints", "mixed_code")}
+        agg["run_config_hashes"] = sorted({str(h) for h in ag["run_config_hash"].values.ravel() if str(h)}) \
+            if "run_config_hash" in ag else []
+        out["attentions"][att] = {
+            "recipes": {n: {"method": r.method, "init": r.init, "twin": r.twin} for n, r in recs.items()},
+            "sweep": _sweep(ag, recs), "convergence": conv, "agreement": agr,
+            "agreement_summary": agreement_summaries(agr), "transitions": trans,
+            "adam": adam_table(ag, th, att, recs, trans), "theory": theory, "scaling": _scaling(th),
+            "aggregate": agg, "same_dataset": same is not None,
+            "same_dataset_config_hash": str(same.attrs.get("config_hash", "")) if same is not None else ""}
+    return out
+
+
+def jsonable(obj):
+    """``obj`` with NaN/inf as None and numpy scalars as Python numbers (strict JSON)."""
+    import numpy as np
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, (np.bool_, bool)):
+        return bool(obj)
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    return obj
+
+
+def render_results_md(tables: dict, **kw) -> str:
+    """The whole docs/results.md (Markdown) from :func:`build_tables`' output (or its JSON); see
+    :func:`copyhead.results.render.render_results_md` for the keyword arguments."""
+    from .render import render_results_md as render
+    return render(tables, **kw)
+
+
+def write_results(inputs: dict, out_md: Path, out_json: Path | None = None, config: dict | None = None, *,
+                  config_name: str = "", figure_dir: str = "../results/figures", n_boot: int = 1000,
+                  away_factor: float = 1.5, rhat_max: float = RHAT_MAX, seed: int = 0) -> dict:
+    """Read the input files (role -> path; roles in the module docstring; missing optional roles are
+    skipped), build the tables, write ``out_md`` (Markdown) and ``out_json`` (default: ``out_md`` with
+    suffix .json; the same numbers, NaN as null, plus the inputs' sha256) atomically. ``config``: the
+    validated config the sweep ran with (recipes' method and start; its name ``config_name`` is quoted in
+    the page). Returns the JSON-ready tables."""
+    from ..provenance import atomic_write, code_version, code_version_string, read_dataset, sha256_file, write_json
+    inputs = {k: Path(v) for k, v in inputs.items() if v}
+    datasets = {k: read_dataset(p) for k, p in inputs.items()}
+    tables = build_tables(datasets, config, n_boot=n_boot, away_factor=away_factor, rhat_max=rhat_max, seed=seed)
+    tables["inputs"] = {k: {"path": str(p), "sha256": sha256_file(p),
+                            "config_hash": str(datasets[k].attrs.get("config_hash", "")),
+                            "kind": str(datasets[k].attrs.get("copyhead_kind", ""))} for k, p in sorted(inputs.items())}
+    tables["config_name"] = config_name
+    if config is not None:
+        from ..config import canonical_json, config_hash
+        tables["config"] = {"hash": config_hash(config), "json": canonical_json(config)}
+    tables["code_version"] = code_version_string(code_version())
+    tables = jsonable(tables)
+    out_md = Path(out_md)
+    out_json = Path(out_json) if out_json else out_md.with_suffix(".json")
+    text = render_results_md(tables, figure_dir=figure_dir, json_name=out_json.name)
+    atomic_write(out_md, lambda t: Path(t).write_text(text))
+    write_json(tables, out_json)
+    return tables

@@ -1,0 +1,374 @@
+"""copyhead.results: the tables of docs/results.md on synthetic aggregates with known answers (chains drawn
+from known distributions, planted transitions), and the rendered page. The fake aggregates have the variable
+layout of copyhead.aggregate (dims optimizer, P, seed, sample; <var>_sample series, run results, status)."""
+import json
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from copyhead.results import (agreement_summaries, agreement_table, build_tables, convergence_table,
+                              flagged_points, jsonable, point_estimate, recipes, render_results_md,
+                              transition_table, write_results)
+
+L = 8
+
+
+def ar1(rng, n, rho=0.5):
+    """A stationary AR(1) series with unit marginal variance."""
+    x = np.empty(n)
+    x[0] = rng.standard_normal()
+    for t in range(1, n):
+        x[t] = rho * x[t - 1] + np.sqrt(1 - rho ** 2) * rng.standard_normal()
+    return x
+
+
+def stored_params(attention, a, b, L=L) -> dict:
+    """c1, cG, m1, mP (the stored variables) from the plotted pair: linear (ĉ1, ĉG), softmax (â1, âG)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if attention == "linear":
+        mP = b * L / np.sqrt(L - 1)
+        return {"c1": a, "cG": b, "m1": a - mP / L, "mP": mP}
+    return {"c1": a + b, "cG": b * np.sqrt(L - 1), "m1": a, "mP": b * L}
+
+
+def fake_aggregate(attention, series: dict, Ps, seeds, L=L):
+    """An aggregate-shaped dataset from per-recipe sample series: ``series[recipe]`` = (c1, cG) arrays of
+    shape (n_P, n_seeds, n_samples) (linear: c1, cG; softmax: â1, âG, stored as m1 = â1, mP = L âG); an
+    Adam recipe has n_samples = 1. NaN series: that run is absent."""
+    opts = list(series)
+    n_s = max(v[0].shape[-1] for v in series.values())
+    shape = (len(opts), len(Ps), len(seeds))
+    dims = ("optimizer", "P", "seed")
+    ds = xr.Dataset(coords={"optimizer": opts, "P": np.asarray(Ps, np.int64), "seed": np.asarray(seeds, np.int64),
+                            "sample": np.arange(n_s), "query": np.arange(L), "key": np.arange(L)})
+    a = np.full(shape + (n_s,), np.nan)
+    b = np.full(shape + (n_s,), np.nan)
+    for i, o in enumerate(opts):
+        x, y = series[o]
+        a[i, ..., :x.shape[-1]] = x
+        b[i, ..., :y.shape[-1]] = y
+    status = np.where(np.isfinite(a[..., 0]), "ok", "absent")
+    ds["status"] = (dims, status.astype(str))
+    for v, arr in stored_params(attention, a, b, L).items():
+        ds[f"{v}_sample"] = (dims + ("sample",), arr)
+        with np.errstate(invalid="ignore"):
+            ds[v] = (dims, np.nanmean(arr, axis=-1) if n_s > 1 else arr[..., 0])
+        x = ds[v].where(ds["status"] == "ok")
+        ds[f"{v}_mean"] = x.mean("seed")
+        ds[f"{v}_sem"] = (x.std("seed", ddof=1) / np.sqrt(x.notnull().sum("seed"))).where(x.notnull().sum("seed") > 1)
+    ds["test_loss_final"] = (dims, np.ones(shape))
+    ds["test_loss_final_mean"] = ds["test_loss_final"].mean("seed")
+    ds["test_loss_final_sem"] = ds["test_loss_final"].std("seed")
+    ds["run_config_hash"] = (dims, np.full(shape, "h").astype(str))
+    ds.attrs.update(copyhead_kind="aggregate", attention=attention, config_hash="agg",
+                    config_json=json.dumps({"attention": attention}), n_runs=int((status == "ok").sum()),
+                    n_diverged=0)
+    # the aggregate's own config does not give L: the attention dims do
+    ds["attention"] = (dims + ("query", "key"), np.zeros(shape + (L, L)))
+    return ds
+
+
+def fake_theory(attention, P_dense, curves: dict, scalars: dict | None = None, exact=None, L=L):
+    """A theory-shaped dataset: ``curves`` key -> (a, b) functions of P for the closed-form saddle and mean
+    (key "saddle"/"mean"); ``exact``: (P_exact, {kind: (a, b) arrays}, sd_b, n_datasets) or None."""
+    ds = xr.Dataset(coords={"P": np.asarray(P_dense, float)})
+
+    def put(suffix, a, b, dim):
+        for v, arr in stored_params(attention, a, b, L).items():
+            ds[f"{v}{suffix}"] = (dim, arr)
+
+    for kind, (fa, fb) in curves.items():
+        put(f"_{kind}", fa(ds["P"].values), fb(ds["P"].values), "P")
+    for k in ("P_onset", "P_crossover", "P_star", "P_spinodal_low", "P_spinodal_high"):
+        ds[k] = float((scalars or {}).get(k, np.nan))
+        ds[k + "_exact"] = float((scalars or {}).get(k + "_exact", np.nan))
+    n = 0
+    if exact is not None:
+        Pe, kinds, sd_b, n = exact
+        ds = ds.assign_coords(P_exact=np.asarray(Pe, float))
+        for kind, (a, b) in kinds.items():
+            put(f"_{kind}_exact", a, b, "P_exact")
+        sd = np.asarray(sd_b, float)
+        if attention == "linear":
+            ds["c1_saddle_exact_sd"] = ("P_exact", np.zeros_like(sd))
+            ds["cG_saddle_exact_sd"] = ("P_exact", sd)
+        else:
+            ds["m1_saddle_exact_sd"] = ("P_exact", sd * L)  # a1 = m1 moves against aG
+            ds["mP_saddle_exact_sd"] = ("P_exact", sd * L)
+    ds.attrs.update(copyhead_kind="theory", attention=attention, prior="large_deviation", exact_n_datasets=n,
+                    config_hash="th", config_json=json.dumps({"task": {"L": L, "V": 4},
+                                                              "model": {"d_k": 8, "sigma2": 0.1}}))
+    return ds
+
+
+def fake_same(attention, Ps, seeds, a, b, L=L):
+    """Same-dataset theory file (copyhead.theory.same_dataset layout): a, b of shape (n_P, n_seeds)."""
+    ds = xr.Dataset(coords={"P": np.asarray(Ps, float), "seed": np.asarray(seeds, np.int64)})
+    for kind in ("saddle", "mean"):
+        for v, arr in stored_params(attention, a, b, L).items():
+            ds[f"{v}_{kind}_same"] = (("P", "seed"), arr)
+    ds["action_gap_same"] = (("P", "seed"), np.zeros((len(Ps), len(seeds))))
+    ds.attrs.update(copyhead_kind="theory_datasets", config_hash="same",
+                    config_json=json.dumps({"task": {"L": L, "V": 4}}))
+    return ds
+
+
+# ------------------------------------------------------------------------------- a known posterior
+PS = [4, 6, 8, 12, 16, 24, 32, 48, 64, 96]
+MU1 = lambda P: 0.05 + 0.0 * np.asarray(P, float)           # noqa: E731
+MUG = lambda P: 0.3 * np.asarray(P, float) / (np.asarray(P, float) + 20)  # noqa: E731
+
+
+def known_posterior(seed=0, n_seeds=8, n_draws=200, tau=0.02, sd=0.05, rho=0.5):
+    """SGLD chains of a linear sweep: chain (P, seed) samples AR(1) noise (sd, rho) around the posterior
+    mean of its own dataset, μ(P) + δ(P, seed), δ ~ N(0, τ²); the dataset average is μ(P)."""
+    rng = np.random.default_rng(seed)
+    delta = tau * rng.standard_normal((2, len(PS), n_seeds))
+    x = np.empty((2, len(PS), n_seeds, n_draws))
+    for k, mu in enumerate((MU1, MUG)):
+        for i, P in enumerate(PS):
+            for j in range(n_seeds):
+                x[k, i, j] = mu(P) + delta[k, i, j] + sd * ar1(rng, n_draws, rho)
+    ag = fake_aggregate("linear", {"sgld": (x[0], x[1])}, PS, range(n_seeds))
+    th = fake_theory("linear", np.geomspace(2, 200, 200), {"saddle": (MU1, MUG), "mean": (MU1, MUG)})
+    means = np.stack([MU1(PS)[:, None] + delta[0], MUG(PS)[:, None] + delta[1]])
+    same = fake_same("linear", PS, range(n_seeds), means[0], means[1])
+    return ag, th, same
+
+
+def test_point_estimate_takes_the_larger_error():
+    e = point_estimate([1.0, 2.0, 3.0], [0.01, 0.01, 0.01])
+    assert e["n"] == 3 and e["mean"] == 2.0 and e["error_basis"] == "spread"
+    assert e["error"] == pytest.approx(1 / np.sqrt(3))
+    e = point_estimate([1.0, 1.0], [3.0, 4.0])
+    assert e["error_basis"] == "mcse" and e["error"] == pytest.approx(2.5)
+    e = point_estimate([1.0])
+    assert np.isnan(e["error"]) and e["error_basis"] == ""
+
+
+def test_z_scores_of_a_known_posterior_are_standard_normal():
+    """Dataset-averaged curve: z = (mean over chains − μ)/error ~ t_{m−1}, RMS ≈ 1 (pooled over repetitions);
+    same-dataset curve: the dataset offsets cancel, z ~ N(0, 1), per-chain z too."""
+    rms = {"closed_mean": [], "same_mean": []}
+    zc = []
+    for rep in range(4):
+        ag, th, same = known_posterior(seed=rep)
+        recs = recipes(ag)
+        assert recs["sgld"].method == "sgld"
+        rows = agreement_table(ag, th, same, "linear", recs)
+        for curve in rms:
+            z = np.array([r["z"] for r in rows if r["curve"] == curve])
+            assert len(z) == 2 * len(PS) and all(r["away"] for r in rows)  # no transitions: all away
+            rms[curve].append(np.sqrt(np.mean(z ** 2)))
+        zc += [r["z_chains_rms"] for r in rows if r["curve"] == "same_mean"]
+        same_rows = [r for r in rows if r["curve"] == "same_mean"]
+        assert {r["error_basis"] for r in same_rows} <= {"spread", "mcse"}
+    # 80 z values per curve: RMS of t_7 (sd 1.18) or N(0,1) within ±0.3
+    assert 0.75 < np.mean(rms["closed_mean"]) < 1.45
+    assert 0.7 < np.mean(rms["same_mean"]) < 1.3
+    assert 0.7 < np.mean(zc) < 1.3
+
+
+def test_a_wrong_theory_is_found_and_summarised():
+    ag, th, same = known_posterior()
+    shifted = th.copy()
+    shifted["cG_mean"] = shifted["cG_mean"] + 0.05     # ~ 7 errors off
+    rows = agreement_table(ag, shifted, None, "linear", recipes(ag))
+    summ = {(s["recipe"], s["curve"]): s for s in agreement_summaries(rows)}
+    good, bad = summ[("sgld", "closed_saddle")], summ[("sgld", "closed_mean")]
+    assert good["rms_z"] < 2 and good["n_within_2"] >= 0.75 * good["n_away"]  # t_7: RMS ≈ 1.2
+    assert bad["rms_z"] > 3 and bad["worst_param"] == "ĉG" and abs(bad["worst_z"]) > 4
+    assert bad["dof"] == bad["n_away"] == 2 * len(PS) and bad["p_value"] < 1e-6
+
+
+def test_points_near_transitions_are_left_out_of_the_summary():
+    ag, th, _ = known_posterior()
+    th["P_onset"] = 8.0          # excludes P in [8/1.5, 8*1.5] = 6, 8, 12
+    th["P_crossover"] = 48.0     # excludes 32, 48, 64
+    rows = agreement_table(ag, th, None, "linear", recipes(ag))
+    away = sorted({r["P"] for r in rows if r["away"] and r["curve"] == "closed_mean"})
+    assert away == [4.0, 16.0, 24.0, 96.0]
+    s = [x for x in agreement_summaries(rows) if x["curve"] == "closed_mean"][0]
+    assert s["n_away"] == 8 and s["n_all"] == 2 * len(PS)
+
+
+def test_softmax_spinodal_window_is_excluded():
+    from copyhead.results.tables import away_mask
+    tr = {"P_onset": np.nan, "P_crossover": np.nan, "P_star": 20.0, "P_spinodal_low": 16.0,
+          "P_spinodal_high": 30.0}
+    P = np.array([4, 8, 12, 14, 20, 34, 40, 64])  # window [16/1.2, 30·1.2] = [13.3, 36]
+    np.testing.assert_array_equal(away_mask(P, "softmax", tr, 1.2), [1, 1, 1, 0, 0, 0, 1, 1])
+
+
+def test_exact_average_only_at_its_own_P_with_its_dataset_error():
+    ag, th, _ = known_posterior()
+    Pe = [8, 16, 32]
+    th = fake_theory("linear", np.geomspace(2, 200, 200), {"saddle": (MU1, MUG), "mean": (MU1, MUG)},
+                     exact=(Pe, {"saddle": (MU1(Pe), MUG(Pe)), "mean": (MU1(Pe), MUG(Pe))}, [0.04, 0.04, 0.04], 4))
+    rows = [r for r in agreement_table(ag, th, None, "linear", recipes(ag)) if r["curve"] == "exact_mean"]
+    assert sorted({r["P"] for r in rows}) == [8.0, 16.0, 32.0]
+    cg = [r for r in rows if r["param"] == "cG"]
+    assert all(r["theory_error"] == pytest.approx(0.02) for r in cg)   # sd/√n = 0.04/2
+    r = cg[0]
+    assert r["z"] == pytest.approx((r["experiment"] - r["theory"]) / np.hypot(r["error"], 0.02))
+
+
+def test_adam_has_the_seed_sem_and_no_z_with_one_seed():
+    rng = np.random.default_rng(1)
+    x = 0.05 + 0.01 * rng.standard_normal((len(PS), 3, 1))
+    y = MUG(PS)[:, None, None] + 0.01 * rng.standard_normal((len(PS), 3, 1))
+    one = np.full_like(x, np.nan)
+    one[:, 0] = x[:, 0]
+    ag = fake_aggregate("linear", {"adam": (x, y), "adam_map": (one, np.where(np.isnan(one), np.nan, y))},
+                        PS, [0, 1, 2])
+    th = fake_theory("linear", np.geomspace(2, 200, 200), {"saddle": (MU1, MUG)})
+    recs = recipes(ag)
+    assert recs["adam"].method == "adam" and recs["adam_map"].method == "adam"
+    rows = agreement_table(ag, th, None, "linear", recs)
+    a = [r for r in rows if r["recipe"] == "adam"]
+    assert all(r["error_basis"] == "spread" and r["natural"] for r in a)
+    sem = float(ag["cG"].sel(optimizer="adam", P=4).std(ddof=1) / np.sqrt(3))
+    assert [r["error"] for r in a if r["param"] == "cG" and r["P"] == 4.0][0] == pytest.approx(sem)
+    assert all(np.isnan(r["z"]) for r in rows if r["recipe"] == "adam_map")
+    s = [x for x in agreement_summaries(rows) if x["recipe"] == "adam_map"][0]
+    assert s["n_away"] == 0 and s["n_no_error"] == 2 * len(PS)
+
+
+# ------------------------------------------------------------------------------------- convergence
+def hysteresis_sweep(n_seeds=4, n_draws=120, seed=0):
+    """Softmax: prior-started chains copy (âG ≈ 0.6) from P = 24 on, copy-started ones from P = 12 on;
+    both agree elsewhere. Chains are white noise around their level (sd 0.03)."""
+    rng = np.random.default_rng(seed)
+    Ps = [8, 12, 16, 20, 24, 32, 48]
+    lev_p = np.where(np.array(Ps) >= 24, 0.6, 0.02)
+    lev_c = np.where(np.array(Ps) >= 12, 0.6, 0.02)
+    out = {}
+    for name, lev in (("sgld", lev_p), ("sgld_copy", lev_c)):
+        aG = lev[:, None, None] + 0.03 * rng.standard_normal((len(Ps), n_seeds, n_draws))
+        out[name] = (1 - aG, aG)
+    return fake_aggregate("softmax", out, Ps, range(n_seeds)), Ps
+
+
+def test_convergence_table_flags_disagreeing_starts():
+    ag, Ps = hysteresis_sweep()
+    recs = recipes(ag)
+    assert recs["sgld_copy"].init == "copy" and recs["sgld_copy"].twin == "sgld"
+    rows = convergence_table(ag, "softmax", recs)
+    own = {(r["recipe"], r["P"], r["param"]): r for r in rows}
+    for P in Ps:  # each recipe alone: i.i.d. chains around one level
+        r = own[("sgld", float(P), "aG")]
+        assert r["n_chains"] == 4 and r["n_draws"] == 120 and r["rhat"] < 1.05 and not r["rhat_flag"]
+        assert r["ess_sum"] > 300 and r["err_mcse"] == pytest.approx(0.03 / np.sqrt(480), rel=0.3)
+    for P in (12, 16, 20):  # inside the window the starts disagree: pooled and paired R̂ large
+        r = own[("sgld+sgld_copy", float(P), "aG")]
+        assert r["starts"] == "prior+copy" and r["n_pairs"] == 4
+        assert r["rhat"] > 1.3 and r["rhat_paired_max"] > 1.3 and r["rhat_flag"]  # rank R̂ saturates
+    assert not own[("sgld+sgld_copy", 24.0, "aG")]["rhat_flag"]
+    flags = flagged_points(rows)
+    assert flags[("sgld", 16.0, "aG")] and flags[("sgld_copy", 16.0, "aG")]
+    assert not flags[("sgld", 48.0, "aG")] and not flags[("sgld", 8.0, "aG")]
+
+
+def test_a_stuck_chain_is_flagged():
+    rng = np.random.default_rng(3)
+    x = 0.1 + 0.02 * rng.standard_normal((3, 4, 200))
+    x[1, 2] += 0.2  # one chain at P index 1 sits elsewhere
+    ag = fake_aggregate("linear", {"sgld": (x, x.copy())}, [4, 8, 16], range(4))
+    rows = convergence_table(ag, "linear", recipes(ag))
+    flagged = {(r["P"], r["param"]) for r in rows if r["rhat_flag"]}
+    assert flagged == {(8.0, "c1"), (8.0, "cG")}
+
+
+# ------------------------------------------------------------------------------------- transitions
+def test_logistic_jump_interval_contains_the_truth():
+    rng = np.random.default_rng(5)
+    Ps = np.array([8, 10, 12, 14, 16, 18, 20, 22, 25, 28, 32, 40, 48])
+    P_true = 17.0
+    level = 0.05 + 0.5 / (1 + np.exp(-(np.log(Ps) - np.log(P_true)) / 0.08))
+    aG = level[:, None, None] + 0.02 * rng.standard_normal((len(Ps), 6, 1))
+    ag = fake_aggregate("softmax", {"adam": (1 - aG, aG)}, Ps, range(6))
+    th = fake_theory("softmax", np.geomspace(2, 200, 100), {"saddle": (lambda P: 1 - P / 300, lambda P: P / 300)},
+                     scalars={"P_star": P_true, "P_star_exact": 30.0, "P_spinodal_low": 15.0,
+                              "P_spinodal_high": 19.0})
+    rows = transition_table(ag, th, None, "softmax", recipes(ag), n_boot=200)
+    (row,) = rows
+    assert row["transition"].startswith("jump") and row["resolved"]
+    assert row["ci_lo"] < P_true < row["ci_hi"] and row["ci_hi"] / row["ci_lo"] < 1.3
+    th_vals = {t["curve"]: t["contains"] for t in row["theory"]}
+    assert th_vals["closed form, P*"] is True and th_vals["exact avg., P*"] is False
+    assert row["windows"][0]["overlaps"] is True
+
+
+def test_linear_crossover_interval_contains_the_truth():
+    rng = np.random.default_rng(7)
+    Ps = np.array([4, 6, 8, 10, 12, 14, 16, 20, 24, 32])
+    c1 = 0.1 + 0.005 * rng.standard_normal((len(Ps), 5, 1))
+    # linear in log P, like the estimator's interpolation
+    cG = (0.1 + 0.1 * np.log(Ps / 13.0))[:, None, None] + 0.005 * rng.standard_normal((len(Ps), 5, 1))
+    ag = fake_aggregate("linear", {"adam": (c1, cG)}, Ps, range(5))
+    th = fake_theory("linear", np.geomspace(2, 200, 100), {"saddle": (MU1, MUG)},
+                     scalars={"P_crossover": 13.0, "P_onset": 3.0})
+    rows = {r["transition"]: r for r in transition_table(ag, th, None, "linear", recipes(ag), n_boot=200)}
+    row = rows["crossover ĉG = ĉ1"]
+    assert row["ci_lo"] < 13.0 < row["ci_hi"]
+    assert {t["curve"]: t["contains"] for t in row["theory"]}["closed form, minimiser"] is True
+
+
+def test_hysteresis_window_edges_bracket_the_planted_window():
+    ag, _ = hysteresis_sweep()
+    th = fake_theory("softmax", np.geomspace(2, 200, 100), {"saddle": (lambda P: 1 - P / 300, lambda P: P / 300)},
+                     scalars={"P_spinodal_low": 11.0, "P_spinodal_high": 22.0})
+    rows = [r for r in transition_table(ag, th, None, "softmax", recipes(ag), n_boot=100)
+            if r["transition"].startswith("hysteresis")]
+    lo, hi = rows
+    assert lo["recipe"] == "sgld+sgld_copy" and lo["disagree_P"] == [12.0, 16.0, 20.0]
+    assert 8 < lo["estimate"] < 12 and 20 < hi["estimate"] < 24
+    assert lo["theory"][0]["value"] == 11.0 and hi["theory"][0]["value"] == 22.0
+
+
+# -------------------------------------------------------------------------------------- the page
+@pytest.fixture(scope="module")
+def page_inputs(tmp_path_factory):
+    from copyhead.provenance import write_dataset
+    d = tmp_path_factory.mktemp("results")
+    ag, th, same = known_posterior(n_seeds=4, n_draws=100)
+    ag_s, _ = hysteresis_sweep(n_draws=60)
+    th_s = fake_theory("softmax", np.geomspace(2, 200, 100), {"saddle": (lambda P: 1 - P / 300, lambda P: P / 300),
+                                                              "mean": (lambda P: 1 - P / 300, lambda P: P / 300)},
+                       scalars={"P_star": 18.0, "P_spinodal_low": 11.0, "P_spinodal_high": 22.0})
+    files = {"aggregate_linear": ag, "theory_linear": th, "datasets_linear": same, "aggregate_softmax": ag_s,
+             "theory_softmax": th_s}
+    return {k: write_dataset(v, d / f"{k}.nc") for k, v in files.items()}
+
+
+def test_write_results_markdown_and_json_carry_the_same_numbers(page_inputs, tmp_path):
+    out = tmp_path / "docs" / "results.md"
+    tables = write_results(page_inputs, out, n_boot=50, config_name="fake.yaml")
+    md = out.read_text()
+    data = json.loads(out.with_suffix(".json").read_text(),
+                      parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
+    assert data == json.loads(json.dumps(tables))
+    for section in ("## Configuration", "## Headline", "## Figures", "## Agreement", "## Transition points",
+                    "## Convergence", "## Adam", "## Against the paper's own numbers", "## Definitions", "## Inputs"):
+        assert section in md
+    assert "../results/figures/fig3_linear_order_params.png" in md and "`fake.yaml`" in md
+    assert "P ≈ 300 (paper)" in md and "P ≈ 322–400 (paper)" in md
+    # a summary number of the JSON is the one on the page, and the headline's count is generated from it
+    from copyhead.results.render import g
+    s = [x for x in data["attentions"]["linear"]["agreement_summary"]
+         if x["recipe"] == "sgld" and x["curve"] == "same_mean"][0]
+    assert f"RMS z = {g(s['rms_z'])}" in md
+    assert f"within 2σ at {s['n_within_2']} of {s['n_away']} points" in md
+    for role, v in data["inputs"].items():
+        assert v["sha256"][:12] in md
+    assert render_results_md(data, json_name="results.json") == md  # the page is a function of the JSON
+
+
+def test_build_tables_needs_a_theory_for_each_aggregate():
+    ag, th, _ = known_posterior(n_seeds=2, n_draws=20)
+    with pytest.raises(ValueError, match="theory_linear"):
+        build_tables({"aggregate_linear": ag})
+    t = jsonable(build_tables({"aggregate_linear": ag, "theory_linear": th}, n_boot=10))
+    assert set(t["attentions"]) == {"linear"} and not t["attentions"]["linear"]["same_dataset"]
+    json.dumps(t, allow_nan=False)
