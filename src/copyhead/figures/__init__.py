@@ -25,6 +25,9 @@ class Figure:
     needs: tuple = ()                     # (kind, attention) pairs: kind in {aggregate, theory}
     options: Callable[[dict], dict] = field(default=lambda cfg: {})
     attention: str = ""                   # passed to the drawing function when set (one function, two figures)
+    # (kind, attention) pairs the drawing uses when given, e.g. ("datasets", "linear"): the same-dataset
+    # theory results/theory/linear_datasets.nc (copyhead.theory.same_dataset), role "datasets_linear"
+    optional: tuple = ()
 
     @property
     def draw(self) -> Callable:
@@ -38,6 +41,15 @@ class Figure:
         return all(att in attentions for kind, att in self.needs if kind == "aggregate")
 
 
+def _recipes(attention: str) -> Callable[[dict], dict]:
+    """Options of a figure that tells recipes apart: method and start of each recipe swept for ``attention``."""
+    def options(cfg: dict) -> dict:
+        return {"recipes": {name: {"method": cfg["optimizers"][name]["method"],
+                                   "init": cfg["optimizers"][name].get("init", "prior")}
+                            for name in sorted(cfg["sweep"].get(attention, {})) if name in cfg["optimizers"]}}
+    return options
+
+
 _BOTH = (("aggregate", "linear"), ("aggregate", "softmax"))
 _THEORY = (("theory", "linear"), ("theory", "softmax"))
 FIGURES = {f.name: f for f in [
@@ -45,15 +57,18 @@ FIGURES = {f.name: f for f in [
            lambda cfg: {"stage_optimizer": cfg["figures"]["stage_optimizer"],
                         "stages": {a: [[k, v] for k, v in st.items()] for a, st in cfg["figures"]["stages"].items()}}),
     Figure("fig2_landscapes", "fig_landscapes", _THEORY),
-    # fig3/fig4: ĉ1, ĉG (linear) or â1, âG (softmax) vs P: Adam circles, SGLD diamonds, theory lines, test loss
+    # fig3/fig4: ĉ1, ĉG (linear) or â1, âG (softmax) vs P: Adam circles, SGLD diamonds, theory lines, test loss;
+    # residuals z against theory and split-R̂ vs P below (hollow markers: R̂ above the threshold)
     Figure("fig3_linear_order_params", "fig_order_params", (("aggregate", "linear"), ("theory", "linear")),
-           attention="linear"),
+           _recipes("linear"), attention="linear", optional=(("datasets", "linear"),)),
     Figure("fig4_softmax_order_params", "fig_order_params", (("aggregate", "softmax"), ("theory", "softmax")),
-           attention="softmax"),
+           _recipes("softmax"), attention="softmax", optional=(("datasets", "softmax"),)),
     Figure("fig5_coverage", "fig_coverage", _BOTH + _THEORY),
-    # fig6/fig7: test loss vs training step for every P (Adam), log axes
-    Figure("fig6_linear_loss_curves", "fig_loss_curves", (("aggregate", "linear"),), attention="linear"),
-    Figure("fig7_softmax_loss_curves", "fig_loss_curves", (("aggregate", "softmax"),), attention="softmax"),
+    # fig6/fig7: test loss vs training step for every P and every Adam run (adam and adam_map), log axes
+    Figure("fig6_linear_loss_curves", "fig_loss_curves", (("aggregate", "linear"),), _recipes("linear"),
+           attention="linear"),
+    Figure("fig7_softmax_loss_curves", "fig_loss_curves", (("aggregate", "softmax"),), _recipes("softmax"),
+           attention="softmax"),
     Figure("fig8_scaling", "fig_scaling", _THEORY + _BOTH,
            lambda cfg: {"experiment_optimizer": cfg["figures"]["stage_optimizer"]}),
 ]}

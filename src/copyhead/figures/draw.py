@@ -12,8 +12,9 @@ import numpy as np
 from ..analysis import experimental_transition, ok_runs, seed_mean_sem, sequence_length, theory_pattern_cosine
 from ..order_params import paper_order_parameters
 from ..provenance import read_dataset
-from .style import (C1_COLOR, CG_COLOR, COL, OPT_COLORS, WIDE, annotate_status, errorbar_points, fixed_ticks,
-                    log_P_axis, mark_transitions, op_names, opt_label, opt_marker, pyplot)
+from .style import (C1_COLOR, CG_COLOR, COL, EXACT_MEAN_LS, OPT_COLORS, WIDE, annotate_status, errorbar_points,
+                    fixed_ticks, hollow_points, LOSS_LINESTYLES, log_P_axis, mark_transitions, op_names, opt_label, opt_marker, pyplot,
+                    residual_axis, rhat_panel)
 
 
 def fig_stages(inputs, options):
@@ -108,17 +109,38 @@ def fig_landscapes(inputs, options):
     return fig
 
 
+def _recipes(ag, options):
+    """Recipes of the aggregate with method and start (options["recipes"] from the config, else inferred)."""
+    from ..results import recipes
+    spec = options.get("recipes")
+    return recipes(ag, {"optimizers": spec} if spec else None)
+
+
+def _optional(inputs, role):
+    return read_dataset(inputs[role]) if inputs.get(role) else None
+
+
 def fig_order_params(inputs, options, attention):
     """fig3 (linear: ĉ1, ĉG) / fig4 (softmax: â1, âG, incl. copy-initialised SGLD for the hysteresis) vs P:
-    experiments as markers (the aggregate's mean ± sem over seeds; no bar with one seed), theory as lines,
-    transitions marked; test loss vs P."""
+    experiments as markers (the aggregate's mean ± sem over seeds; no bar with one seed; hollow where the
+    chains' split-R̂ exceeds the threshold, copyhead.results.flagged_points), theory as lines, transitions
+    marked; below, the residuals z = (experiment − theory)/error against the theory curve named on the panel
+    (copyhead.results: SGLD against the posterior mean, Adam against the minimiser, of the same-dataset theory
+    if given, else the exact dataset average, else the closed form); right: test loss and R̂ vs P."""
+    from ..results import RHAT_MAX, figure_statistics
+    from ..results.inputs import CURVES, KEYS
     plt = pyplot()
     ag = read_dataset(inputs[f"aggregate_{attention}"])
     th = read_dataset(inputs[f"theory_{attention}"])
+    same = _optional(inputs, f"datasets_{attention}")
     L = sequence_length(ag)
     n1, nG = op_names(attention)
-    fig, (ax, axl) = plt.subplots(1, 2, figsize=(WIDE, 2.6), gridspec_kw={"width_ratios": [1.5, 1],
-                                                                          "wspace": 0.3})
+    recs = _recipes(ag, options)
+    stats = figure_statistics(ag, th, same, attention, recs, options.get("rhat_max", RHAT_MAX))
+    fig, axs = plt.subplots(2, 2, figsize=(WIDE, 3.9), sharex="col",
+                            gridspec_kw={"width_ratios": [1.5, 1], "height_ratios": [2.2, 1], "wspace": 0.3,
+                                         "hspace": 0.25})
+    (ax, axl), (axz, axr) = axs
     # theory: saddle (dashed), posterior mean (dotted), dataset-averaged exact action (dash-dot)
     t1, tG = paper_order_parameters(th, attention, L, "_saddle")
     ax.plot(th["P"], t1, "--", color=C1_COLOR, lw=1, label=f"{n1} theory (saddle)")
@@ -127,37 +149,74 @@ def fig_order_params(inputs, options, attention):
         m1_, mG_ = paper_order_parameters(th, attention, L, "_mean")
         ax.plot(th["P"], m1_, ":", color=C1_COLOR, lw=1, label=f"{n1} theory (posterior mean)")
         ax.plot(th["P"], mG_, ":", color=CG_COLOR, lw=1, label=f"{nG} theory (posterior mean)")
-    if "P_exact" in th.coords and f"c1_saddle_exact" in th:
-        e1, eG = paper_order_parameters(th.rename({"P_exact": "Pe"}), attention, L, "_saddle_exact")
+    if "P_exact" in th.coords and "c1_saddle_exact" in th:
+        e1, eG = paper_order_parameters(th, attention, L, "_saddle_exact")
         ax.plot(th["P_exact"], e1, "-.", color=C1_COLOR, lw=0.9, alpha=0.8, label=f"{n1} exact avg. action")
         ax.plot(th["P_exact"], eG, "-.", color=CG_COLOR, lw=0.9, alpha=0.8, label=f"{nG} exact avg. action")
+        if "c1_mean_exact" in th and stats["reference"].get("sgld") == "exact_mean":
+            f1, fG = paper_order_parameters(th, attention, L, "_mean_exact")
+            ax.plot(th["P_exact"], f1, ls=EXACT_MEAN_LS, color=C1_COLOR, lw=0.8, alpha=0.7,
+                    label=f"{n1} exact avg. posterior mean")
+            ax.plot(th["P_exact"], fG, ls=EXACT_MEAN_LS, color=CG_COLOR, lw=0.8, alpha=0.7,
+                    label=f"{nG} exact avg. posterior mean")
+    if same is not None:  # same-dataset theory: mean over the seeds at the runs' P (x minimiser, + mean)
+        for kind, mk, what in (("saddle", "x", "minimiser"), ("mean", "+", "posterior mean")):
+            a, b = paper_order_parameters(same, attention, L, f"_{kind}_same")
+            ax.plot(same["P"], a.mean("seed"), mk, color=C1_COLOR, ms=4, mew=0.8, ls="none",
+                    label=f"same-dataset theory ({what})")
+            ax.plot(same["P"], b.mean("seed"), mk, color=CG_COLOR, ms=4, mew=0.8, ls="none")
     # experiments: the aggregate's mean ± sem over seeds (SGLD: each seed is one chain's posterior mean)
     P = ag["P"].values
     means, sems = (paper_order_parameters(ag, attention, L, s) for s in ("_mean", "_sem"))
+    flags = stats["flags"]
+    n_hollow = 0
     for opt in ag["optimizer"].values:
         opt = str(opt)
-        hollow = opt.endswith("copy") or opt.endswith("map")
-        for mean, sem, color, name in zip(means, sems, (C1_COLOR, CG_COLOR), (n1, nG)):
-            errorbar_points(ax, P, mean.sel(optimizer=opt), sem.sel(optimizer=opt), fmt=opt_marker(opt),
-                            color=color, mfc="white" if hollow else color, ms=4, capsize=2, lw=0.8,
-                            label=f"{name} {opt_label(opt)}")
+        for key, mean, sem, color, name in zip(KEYS[attention], means, sems, (C1_COLOR, CG_COLOR), (n1, nG)):
+            y = mean.sel(optimizer=opt)
+            errorbar_points(ax, P, y, sem.sel(optimizer=opt), fmt=opt_marker(opt), color=color, ms=4,
+                            capsize=2, lw=0.8, label=f"{name} {opt_label(opt)}")
+            bad = np.array([flags.get((opt, float(p), key), False) for p in P]) & np.isfinite(y.values)
+            n_hollow += int(bad.sum())
+            hollow_points(ax, P[bad], y.values[bad], opt_marker(opt), color)
+            rz = [(r["P"], r["z"]) for r in stats["residuals"].get(opt, []) if r["param"] == key]
+            rz = [(p, z) for p, z in rz if np.isfinite(z)]
+            if rz:
+                zp, zv = (np.array(v, float) for v in zip(*rz))
+                axz.plot(zp, zv, opt_marker(opt), color=color, ms=3.5, ls="none")
+                badz = np.array([flags.get((opt, float(p), key), False) for p in zp])
+                hollow_points(axz, zp[badz], zv[badz], opt_marker(opt), color, ms=3.5)
         errorbar_points(axl, P, ag["test_loss_final_mean"].sel(optimizer=opt),
                         ag["test_loss_final_sem"].sel(optimizer=opt), fmt=opt_marker(opt) + "-",
                         color=OPT_COLORS.get(opt, "k"), ms=4, capsize=2, lw=0.8, label=opt_label(opt))
+    if n_hollow:
+        ax.plot([], [], "o", mfc="white", mec="0.3", ms=4, label=f"open: split-$\\hat R$ > {stats_rhat(options)}")
     kinds = ("P_onset", "P_crossover") if attention == "linear" else ("P_star", "P_spinodal_low",
                                                                       "P_spinodal_high", "P_star_exact")
     mark_transitions(ax, th, kinds)
-    for a in (ax, axl):
+    # residual panel
+    residual_axis(axz, {m: CURVES[c][0] for m, c in stats["reference"].items() if c})
+    rhat_panel(axr, stats["convergence"], KEYS[attention], (C1_COLOR, CG_COLOR), options.get("rhat_max", RHAT_MAX))
+    for a in (axz, axr):
         log_P_axis(a, P)
+    for a in (ax, axl):
+        a.set_xlabel("")
+        a.tick_params(labelbottom=False)
     ax.set_ylabel("order parameter")
     ax.set_title(f"{attention} attention: order parameters")
-    ax.legend(fontsize=5.5, ncol=3, loc="upper center", bbox_to_anchor=(0.8, -0.22))
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=5.5, ncol=4, loc="upper center", bbox_to_anchor=(0.5, 0.02))
     axl.set_ylabel("test loss per token")
     axl.set_yscale("log")
     axl.set_title("test loss")
     axl.legend()
     annotate_status(axl, ag)
     return fig
+
+
+def stats_rhat(options) -> str:
+    from ..results import RHAT_MAX
+    return f"{options.get('rhat_max', RHAT_MAX):g}"
 
 
 def fig_coverage(inputs, options):
@@ -195,32 +254,47 @@ def fig_coverage(inputs, options):
 
 
 def fig_loss_curves(inputs, options, attention):
-    """fig6 (linear) / fig7 (softmax): test loss vs training step for every P (Adam), log axes."""
+    """fig6 (linear) / fig7 (softmax): test loss vs training step for every P and every Adam run (one thin
+    line per seed, so clusters of runs stay visible), log axes; every Adam recipe of the sweep (``adam``
+    solid, plain-MAP ``adam_map`` dashed), or only ``options["loss_optimizer"]`` when given."""
     plt = pyplot()
     ag = read_dataset(inputs[f"aggregate_{attention}"])
-    opt = options.get("loss_optimizer", "adam")
+    recs = _recipes(ag, options)
+    opts = [n for n, r in recs.items() if r.method == "adam"]
+    if options.get("loss_optimizer") in recs:
+        opts = [options["loss_optimizer"]]
+    if not opts:
+        opts = [str(ag["optimizer"].values[0])]
     fig, ax = plt.subplots(figsize=(COL, 2.4))
-    if opt not in ag["optimizer"].values:
-        opt = str(ag["optimizer"].values[0])
     Ps = ag["P"].values
     cmap = plt.get_cmap("viridis")
     norm = plt.matplotlib.colors.LogNorm(vmin=Ps.min(), vmax=max(Ps.max(), Ps.min() + 1))
-    loss = ok_runs(ag, "test_loss").sel(optimizer=opt)
     steps = ag["step"].values
-    for P in Ps:
-        y = loss.sel(P=P).mean("seed").values
-        ok = np.isfinite(y) & (steps > 0)
-        if ok.any():
-            ax.plot(steps[ok], y[ok], color=cmap(norm(P)), lw=1)
+    styles = {}
+    for k, opt in enumerate(opts):
+        ls = LOSS_LINESTYLES.get(opt, ("-", "--", ":", "-.")[k % 4])
+        loss = ok_runs(ag, "test_loss").sel(optimizer=opt)
+        for P in Ps:
+            for seed in ag["seed"].values:
+                y = loss.sel(P=P, seed=seed).values
+                ok = np.isfinite(y) & (steps > 0)
+                if ok.any():
+                    ax.plot(steps[ok], y[ok], ls=ls, color=cmap(norm(P)), lw=0.7, alpha=0.8)
+                    styles[opt] = ls
+    for opt, ls in styles.items():
+        n = int((ag["status"].sel(optimizer=opt) == "ok").sum())
+        ax.plot([], [], ls=ls, color="0.3", lw=0.8, label=f"{opt_label(opt)} ({n} runs)")
     sm = plt.cm.ScalarMappable(norm=norm, cmap=cmap)
     cb = fig.colorbar(sm, ax=ax, label="$P$ (sequences)")
     fixed_ticks(cb.ax.yaxis, Ps)
     cb.ax.tick_params(labelsize=6)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel(f"training step ({opt_label(opt)}, full batch)")
+    ax.set_xlabel("training step (full batch)")
     ax.set_ylabel("test loss per token")
     ax.set_title(f"{attention} attention: test loss during training")
+    if styles:
+        ax.legend(fontsize=5.5, loc="best")
     annotate_status(ax, ag)
     return fig
 

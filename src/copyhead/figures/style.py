@@ -9,6 +9,8 @@ WIDE = 7.0  # two-column width
 MARKERS = {"adam": "o", "sgld": "D", "adam_map": "s", "sgld_copy": "^"}
 LABELS = {"adam": "Adam", "sgld": "SGLD", "adam_map": "Adam (plain MAP)", "sgld_copy": "SGLD, copy init"}
 C1_COLOR, CG_COLOR = "tab:blue", "tab:orange"
+EXACT_MEAN_LS = (0, (3, 1, 1, 1, 1, 1))   # dataset-averaged exact action, posterior mean
+LOSS_LINESTYLES = {"adam": "-", "adam_map": "--"}
 OPT_COLORS = {"adam": "tab:blue", "sgld": "tab:red", "adam_map": "tab:gray", "sgld_copy": "tab:purple"}
 
 # theory transition points: label (None: unlabelled), colour, line style
@@ -98,3 +100,48 @@ def mark_transitions(ax, th, kinds):
         if label:  # clipped like the line: a transition outside the swept P range is not labelled
             ax.text(P, 0.5, f"{label} {P:.3g}", transform=ax.get_xaxis_transform(), fontsize=5.5,
                     rotation=90, va="center", ha="right", color=color, clip_on=True)
+
+
+def hollow_points(ax, P, y, marker, color, ms=4):
+    """White-filled markers over the points (P, y): points whose chains are not shown converged (R̂ above
+    the threshold). Drawn over the labelled error-bar points, so legends and error bars stay as they are."""
+    P, y = np.asarray(P, float), np.asarray(y, float)
+    if len(P):
+        ax.plot(P, y, marker, mfc="white", mec=color, ms=ms, ls="none", zorder=5)
+
+
+def residual_axis(ax, reference: dict):
+    """Residual panel: z = 0 line, ±2 band, symmetric-log y (linear within ±3), title naming the reference
+    curve of each method (``reference``: method -> curve label)."""
+    ax.axhline(0, color="0.3", lw=0.6, zorder=0)
+    ax.axhspan(-2, 2, color="0.9", zorder=-1)
+    ax.set_yscale("symlog", linthresh=3)
+    lo, hi = ax.get_ylim()
+    top = max(abs(lo), abs(hi), 3.0)
+    ticks = [t for t in (3, 10, 30, 100, 300, 1000, 3000, 10000) if t <= 1.2 * top]
+    fixed_ticks(ax.yaxis, sorted({0.0, *ticks, *(-t for t in ticks)}))
+    ax.set_ylim(-1.2 * top, 1.2 * top)
+    ax.set_ylabel("$z$")
+    names = {"sgld": "SGLD", "adam": "Adam"}
+    what = "; ".join(f"{names.get(m, m)} vs {c}" for m, c in reference.items())
+    ax.set_title(f"residuals: {what}" if what else "residuals: no theory curve with errors", fontsize=6)
+
+
+def rhat_panel(ax, rows, keys, colors, rhat_max):
+    """Split-R̂ vs P per SGLD recipe (marker) and order parameter (colour); rows ``a+b`` (prior and copy
+    start pooled) as black-edged markers of the copy recipe; the threshold as a dashed line."""
+    for key, color in zip(keys, colors):
+        by = {}
+        for r in rows:
+            if r["param"] == key and np.isfinite(r["rhat"]):
+                by.setdefault(r["recipe"], []).append((r["P"], r["rhat"]))
+        for recipe, pts in by.items():
+            P, R = zip(*sorted(pts))
+            pooled = "+" in recipe
+            ax.plot(P, R, opt_marker(recipe.split("+")[-1]) + ("" if pooled else ":"), color=color, ms=3.5, lw=0.6,
+                    mec="k" if pooled else color, label=f"{recipe}" if key == keys[-1] else None)
+    ax.axhline(rhat_max, color="r", ls="--", lw=0.7)
+    ax.set_ylabel("split-$\\hat R$")
+    ax.set_title(f"convergence (dashed: {rhat_max:g})", fontsize=6)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=5, loc="upper left")
