@@ -360,3 +360,22 @@ def test_code_modules_cover_what_their_code_imports(concern):
                 if not covered(top) and top != "copyhead.provenance":
                     missing.add(f"{name} imports {top}")
     assert not missing, sorted(missing)
+
+
+def test_figure_role_datasets_expects_a_same_dataset_theory_file(mini, tmp_path, capsys):
+    """Role 'datasets_<attention>' names a results/theory/<attention>_datasets.nc (kind theory_datasets)."""
+    import json
+    import xarray as xr
+    from copyhead.cli import main
+    ds = xr.Dataset({"x": ("i", [1.0])})
+    ds.attrs = prov.provenance_attrs("theory_datasets", {"x": 1}, title="t", extra={"attention": "linear"})
+    assert ds.attrs["code_fingerprint"] == prov.code_fingerprint("theory")
+    ds.to_netcdf(tmp_path / "linear_datasets.nc")
+    # roles are checked in order: aggregate_ and datasets_ pass, theory_ (given a run file) fails
+    inputs = {"aggregate_linear": str(mini / "results/aggregate/linear.nc"),
+              "datasets_linear": str(tmp_path / "linear_datasets.nc"),
+              "theory_linear": str(mini / "results/runs/linear/adam/P4/seed0.nc")}
+    rc = main(["figure", "fig3_linear_order_params", "--inputs", json.dumps(inputs), "--out",
+               str(tmp_path / "f.pdf")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "seed0.nc: a copyhead run file, expected a theory file" in err, err

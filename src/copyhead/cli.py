@@ -84,12 +84,16 @@ def _cmd_summary(a) -> int:
     return 0
 
 
+# figure input role prefix -> the copyhead_kind of its file (where they differ)
+_ROLE_KINDS = {"datasets": "theory_datasets"}
+
+
 def _cmd_figure(a) -> int:
     from .provenance import require_kind
     inputs = json.loads(a.inputs)
     for role, path in sorted(inputs.items()):   # roles are <kind>_<attention>, e.g. aggregate_linear
         kind, _, attention = role.partition("_")
-        require_kind(path, kind, attention or None)
+        require_kind(path, _ROLE_KINDS.get(kind, kind), attention or None)
     from .figures import make_figure
     make_figure(a.name, inputs, Path(a.out), json.loads(a.options or "{}"))
     return 0

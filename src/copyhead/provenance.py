@@ -57,7 +57,8 @@ CODE_MODULES = {
                 "copyhead.config"),
 }
 # product kind (the ``copyhead_kind`` attribute) -> the concern of CODE_MODULES that makes it
-KIND_CONCERN = {"run": "train", "theory": "theory", "aggregate": "aggregate", "figure": "figures"}
+KIND_CONCERN = {"run": "train", "theory": "theory", "theory_datasets": "theory", "aggregate": "aggregate",
+                "figure": "figures"}
 
 
 def _module_files(name: str, package_dir: Path) -> list[Path]:
