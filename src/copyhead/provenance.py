@@ -52,7 +52,7 @@ CODE_MODULES = {
     "train": ("copyhead.task", "copyhead.model", "copyhead.train", "copyhead.run", "copyhead.order_params",
               "copyhead.schedules", "copyhead.engine", "copyhead.config"),
     "theory": ("copyhead.theory", "copyhead.task", "copyhead.config"),
-    "aggregate": ("copyhead.aggregate", "copyhead.order_params"),
+    "aggregate": ("copyhead.aggregate", "copyhead.order_params", "copyhead.analysis"),
     "figures": ("copyhead.figures", "copyhead.analysis", "copyhead.results", "copyhead.order_params",
                 "copyhead.config"),
 }
