@@ -200,6 +200,13 @@ def test_hysteresis_window():
     cc = copy[:, None] + 0.02 * rng.standard_normal((9, 4))
     wc = an.hysteresis_of_chains(P9, pc, cc)
     assert 8.0 < wc.lo < P9[3] and P9[5] < wc.hi < 32.0
+    # a small offset measured with tiny errors is not a second branch when min_diff asks for more
+    tiny = np.full(9, 1e-4)
+    offset = an.hysteresis_window(P9, prior, tiny, prior + 0.003, tiny)
+    assert offset.disagree.all()
+    assert not an.hysteresis_window(P9, prior, tiny, prior + 0.003, tiny, min_diff=0.01).disagree.any()
+    np.testing.assert_array_equal(an.hysteresis_window(P9, prior, err, copy, err, min_diff=0.01).disagree,
+                                  w.disagree)
 
 
 def test_bootstrap_resamples_chains_within_each_P():

@@ -372,3 +372,42 @@ def test_build_tables_needs_a_theory_for_each_aggregate():
     t = jsonable(build_tables({"aggregate_linear": ag, "theory_linear": th}, n_boot=10))
     assert set(t["attentions"]) == {"linear"} and not t["attentions"]["linear"]["same_dataset"]
     json.dumps(t, allow_nan=False)
+
+
+def test_runs_at_the_origin_are_no_crossover_and_a_flat_curve_no_jump():
+    """Adam collapsed onto A = 0 (ĉ1 = ĉG = 1e-100) at small P is not a crossing; a flat âG (plain MAP
+    staying uniform) has no jump; one seed per P gives no interval."""
+    rng = np.random.default_rng(2)
+    Ps = np.array([4, 6, 8, 10, 12, 14, 16, 20, 24, 32])
+    c1 = 0.1 + 0.005 * rng.standard_normal((len(Ps), 3, 1))
+    cG = (0.1 + 0.1 * np.log(Ps / 13.0))[:, None, None] + 0.005 * rng.standard_normal((len(Ps), 3, 1))
+    c1[:3], cG[:3] = 1e-100, 2e-100
+    ag = fake_aggregate("linear", {"adam": (c1, cG)}, Ps, range(3))
+    th = fake_theory("linear", np.geomspace(2, 200, 100), {"saddle": (MU1, MUG)}, scalars={"P_crossover": 13.0})
+    row = {r["transition"]: r for r in transition_table(ag, th, None, "linear", recipes(ag), n_boot=100)}[
+        "crossover ĉG = ĉ1"]
+    assert 12 < row["estimate"] < 14
+    flat = np.zeros((6, 1, 1))
+    flat[3:] = 1e-9
+    ag = fake_aggregate("softmax", {"adam_map": (1 - flat, flat)}, [8, 12, 16, 24, 32, 48], [0])
+    th = fake_theory("softmax", np.geomspace(2, 200, 100), {"saddle": (lambda P: 1 - P / 300, lambda P: P / 300)},
+                     scalars={"P_star": 18.0})
+    (row,) = transition_table(ag, th, None, "softmax", recipes(ag), n_boot=50)
+    assert np.isnan(row["estimate"]) and "no jump" in row["note"] and "one seed per P" in row["note"]
+
+
+def test_a_run_exactly_on_the_theory_value_has_a_finite_z():
+    """Theory values carry their numerical resolution (grid spacing / 128) as an error: Adam sitting at
+    A = 0 with the theory at 1e-16 gives z ≈ 0, not ±inf."""
+    from copyhead.results.inputs import theory_resolution
+    zero = np.zeros((3, 3, 1))
+    zero[:, :, 0] = 1e-110 * np.arange(3)
+    ag = fake_aggregate("linear", {"adam": (zero, zero)}, [2, 3, 4], range(3))
+    th = fake_theory("linear", np.geomspace(1, 10, 50), {"saddle": (lambda P: 1e-16 + 0 * P, lambda P: 0 * P)})
+    th.attrs.update(grid_range="[0.7]", grid_n=161)
+    assert theory_resolution(th, "linear", L) == pytest.approx(1.4 / 160 / 128)
+    rows = agreement_table(ag, th, None, "linear", recipes(ag))
+    assert rows and all(abs(r["z"]) < 1e-6 for r in rows if r["curve"] == "closed_saddle")
+    sm = fake_theory("softmax", [1.0], {})
+    sm.attrs.update(grid_range="[-0.5, 5.0]", grid_n=111)
+    assert theory_resolution(sm, "softmax", L) == pytest.approx(5.5 / 110 / 128 * L / (4 * (L - 1)))

@@ -142,16 +142,22 @@ class HysteresisWindow:
     disagree: np.ndarray
 
 
-def hysteresis_window(P, y_prior, err_prior, y_copy, err_copy, k: float = 2.0) -> HysteresisWindow:
+def hysteresis_window(P, y_prior, err_prior, y_copy, err_copy, k: float = 2.0,
+                      min_diff: float = 0.0) -> HysteresisWindow:
     """Where prior-started and copy-started chains disagree: |y_copy − y_prior| > k √(err_prior² +
-    err_copy²). The window is the run of neighbouring grid points that disagree around the largest
+    err_copy²) and, when ``min_diff`` > 0, > min_diff (two branches, not a small offset measured with tiny
+    errors). The window is the run of neighbouring grid points that disagree around the largest
     disagreement (an isolated chance disagreement elsewhere does not stretch it); each edge is where the
-    disagreement crosses k errors, interpolated in log P towards the neighbouring agreeing point, or NaN
+    first of the two conditions fails (score d/err − k, or d/min_diff − 1, crossing zero), interpolated in
+    log P towards the neighbouring agreeing point, or NaN
     where the window is open at the end of the grid. ``disagree`` is per input point (False where a value
     is missing). (NaN, NaN) when they agree everywhere."""
     yp, ep, yc, ec = (np.asarray(v, float) for v in (y_prior, err_prior, y_copy, err_copy))
     with np.errstate(invalid="ignore", divide="ignore"):
-        s = np.abs(yc - yp) / np.sqrt(ep ** 2 + ec ** 2) - k
+        d = np.abs(yc - yp)
+        s = d / np.sqrt(ep ** 2 + ec ** 2) - k
+        if min_diff > 0:
+            s = np.minimum(s, d / min_diff - 1)
     disagree = np.isfinite(s) & (s > 0)
     Ps, ss = _finite(P, s)
     if not (ss > 0).any():
@@ -200,9 +206,9 @@ def jump_of_chains(P, aG) -> float:
     return fit_logistic_jump(P, mean, sem if np.isfinite(sem).all() else None).P_jump
 
 
-def hysteresis_of_chains(P, prior, copy, k: float = 2.0) -> HysteresisWindow:
+def hysteresis_of_chains(P, prior, copy, k: float = 2.0, min_diff: float = 0.0) -> HysteresisWindow:
     """:func:`hysteresis_window` of prior- and copy-started chains (means ± standard errors over chains)."""
-    return hysteresis_window(P, *chain_mean_sem(prior), *chain_mean_sem(copy), k=k)
+    return hysteresis_window(P, *chain_mean_sem(prior), *chain_mean_sem(copy), k=k, min_diff=min_diff)
 
 
 @dataclass(frozen=True)

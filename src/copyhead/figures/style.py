@@ -118,7 +118,7 @@ def residual_axis(ax, reference: dict):
     ax.set_yscale("symlog", linthresh=3)
     lo, hi = ax.get_ylim()
     top = max(abs(lo), abs(hi), 3.0)
-    ticks = [t for t in (3, 10, 30, 100, 300, 1000, 3000, 10000) if t <= 1.2 * top]
+    ticks = [2] + [t for t in (10, 100, 1000, 10000) if t <= 1.2 * top]
     fixed_ticks(ax.yaxis, sorted({0.0, *ticks, *(-t for t in ticks)}))
     ax.set_ylim(-1.2 * top, 1.2 * top)
     ax.set_ylabel("$z$")

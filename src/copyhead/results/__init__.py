@@ -90,7 +90,7 @@ def build_tables(datasets: dict, config: dict | None = None, *, n_boot: int = 10
             "recipes": {n: {"method": r.method, "init": r.init, "twin": r.twin} for n, r in recs.items()},
             "sweep": _sweep(ag, recs), "convergence": conv, "agreement": agr,
             "agreement_summary": agreement_summaries(agr), "transitions": trans,
-            "adam": adam_table(ag, th, att, recs, trans), "theory": theory, "scaling": _scaling(th),
+            "adam": adam_table(ag, th, att, recs, trans, agr), "theory": theory, "scaling": _scaling(th),
             "aggregate": agg, "same_dataset": same is not None,
             "same_dataset_config_hash": str(same.attrs.get("config_hash", "")) if same is not None else ""}
     return out

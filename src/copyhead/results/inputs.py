@@ -138,13 +138,34 @@ def theory_transitions(th, source: str) -> dict[str, float]:
     return out
 
 
+def theory_resolution(ds, attention: str, L: int) -> float:
+    """Numerical resolution of a theory value in order-parameter units: the minimiser is refined to about
+    1/128 of the grid spacing (docs/theory.md Sec. 1). Linear: spacing of the (c1, cG) grid [-R, R] / 128;
+    softmax: spacing of the β grid / 128 times the largest slope of âG(β) = (e^β − 1)/(e^β + L − 1), which is
+    L/(4(L − 1)) (an upper bound for â1 too). 0 when the file does not record its grid."""
+    try:
+        rng = [float(v) for v in json.loads(ds.attrs["grid_range"])]
+        n = int(ds.attrs["grid_n"])
+    except (KeyError, TypeError, ValueError):
+        return 0.0
+    if n < 2:
+        return 0.0
+    if attention == "linear":
+        return 2 * abs(rng[0]) / (n - 1) / 128
+    if len(rng) < 2:
+        return 0.0
+    return abs(rng[1] - rng[0]) / (n - 1) / 128 * L / (4 * (L - 1))
+
+
 def curve_values(curve: str, attention: str, th, same, P, seeds, L: int | None = None) -> tuple[dict, dict] | None:
     """Theory curve ``curve`` (a key of CURVES) at the runs' P (and seeds): ({key: (n_P, n_seeds)},
     {key: (n_P, n_seeds)} theory error), or None when the inputs do not have it. Closed form: interpolated
     in log P on the dense grid. Exact average: only at P of its own grid (no interpolation across a jump);
     its error is the sd over the averaged datasets of the per-dataset minimiser divided by √n_datasets (the
     only dataset spread the theory file stores; used for the minimiser and the mean). Same dataset: the
-    value of each (P, seed); no error. ``L``: the sequence length (default: from the theory's config)."""
+    value of each (P, seed). Every error includes (in quadrature) the file's numerical resolution
+    (:func:`theory_resolution`), so a run sitting exactly on a theory value (e.g. Adam at A = 0) does not get
+    an infinite z. ``L``: the sequence length (default: from the theory's config)."""
     from ..analysis import interp_log_P
     label, source, kind = CURVES[curve]
     P = np.asarray(P, float)
@@ -156,7 +177,7 @@ def curve_values(curve: str, attention: str, th, same, P, seeds, L: int | None =
         L = L or sequence_length(th)
         vals = {k: np.broadcast_to(interp_log_P(P, th["P"].values, v.values)[:, None], shape)
                 for k, v in _op(th, attention, L, f"_{kind}").items()}
-        return vals, {k: np.zeros(shape) for k in vals}
+        return vals, {k: np.full(shape, theory_resolution(th, attention, L)) for k in vals}
     if source == "exact_avg":
         if th is None or "P_exact" not in th.coords or f"c1_{kind}_exact" not in th:
             return None
@@ -172,13 +193,14 @@ def curve_values(curve: str, attention: str, th, same, P, seeds, L: int | None =
         n = float(th.attrs.get("exact_n_datasets", 0) or 0)
         sd_names = {"c1": "c1", "cG": "cG", "a1": "m1", "aG": "mP"}
         errs = {}
+        res = theory_resolution(th, attention, L)
         for k in vals:
             name = f"{sd_names[k]}_saddle_exact_sd"
             if name in th and n > 1:
                 sd = np.asarray(th[name].values, float) / (L if k == "aG" else 1.0)
-                errs[k] = at(sd / np.sqrt(n))
+                errs[k] = np.hypot(at(sd / np.sqrt(n)), res)
             else:
-                errs[k] = np.zeros(shape)
+                errs[k] = np.full(shape, res)
         return vals, errs
     # same dataset
     if same is None or f"c1_{kind}_same" not in same:
@@ -196,4 +218,4 @@ def curve_values(curve: str, attention: str, th, same, P, seeds, L: int | None =
                 if len(ii) and len(jj):
                     out[i, j] = v[ii[0], jj[0]]
         vals[k] = out
-    return vals, {k: np.zeros(shape) for k in vals}
+    return vals, {k: np.full(shape, theory_resolution(same, attention, L)) for k in vals}

@@ -158,8 +158,10 @@ def _reasons(name: str, att: dict) -> list[str]:
                    "dataset average (docs/theory.md Sec. 7: the closed form needs N ≫ (V+L)²).")
     sc = s.get(cur) if cur else None
     if sc and _ok(sc["rms_z_all"]) and _ok(sc["rms_z"]) and sc["n_all"] > sc["n_away"]:
-        out.append(f"Near the transitions: RMS z over all {sc['n_all']} points is {g(sc['rms_z_all'])} against "
-                   f"{g(sc['rms_z'])} over the {sc['n_away']} away from them.")
+        where = ("concentrated near the transitions" if sc["rms_z_all"] > 1.5 * sc["rms_z"]
+                 else "not concentrated near the transitions")
+        out.append(f"The disagreement is {where}: RMS z over all {sc['n_all']} points is {g(sc['rms_z_all'])}, "
+                   f"over the {sc['n_away']} away from them {g(sc['rms_z'])}.")
     return out
 
 
@@ -206,7 +208,14 @@ def _headline(t: dict) -> list[str]:
                 continue
             inside = [x["curve"] for x in tr["theory"] if x["contains"]]
             outside = [x["curve"] for x in tr["theory"] if x["contains"] is False]
-            out.append(f"- {a} {tr['transition']} ({tr['recipe']}): {g(tr['estimate'])}, 95% CI {ci(tr['ci_lo'], tr['ci_hi'])}"
+            if not _ok(tr["estimate"]):
+                out.append(f"- {a} {tr['transition']} ({tr['recipe']}): not found on the swept P grid "
+                           f"({tr['n_valid']} of {tr['n_boot']} bootstrap replicates found one)"
+                           + (f"; {tr['note']}" if tr.get("note") else "") + ".")
+                continue
+            interval = (f"95% CI {ci(tr['ci_lo'], tr['ci_hi'])}" if _ok(tr["ci_lo"]) else
+                        f"no interval ({tr['n_valid']} of {tr['n_boot']} bootstrap replicates found it)")
+            out.append(f"- {a} {tr['transition']} ({tr['recipe']}): {g(tr['estimate'])}, {interval}"
                        + (f"; contains {', '.join(inside)}" if inside else "")
                        + (f"; excludes {', '.join(outside)}" if outside else "")
                        + (f" ({tr['note']})" if tr.get("note") else "") + ".")
@@ -279,8 +288,9 @@ def _transitions(t: dict) -> list[str]:
             for w in tr.get("windows", []):
                 th += f"<br>{w['curve']} spinodal window [{g(w['lo'])}, {g(w['hi'])}] overlaps CI: {yn(w['overlaps'])}"
             rows.append([a, tr["transition"], tr["recipe"], g(tr["estimate"]), ci(tr["ci_lo"], tr["ci_hi"]),
-                         f"{tr['n_valid']}/{tr['n_boot']}", th or "–", tr.get("note", "")
-                         + (f" disagree at P = {', '.join(_P(p) for p in tr['disagree_P'])}" if tr.get("disagree_P") else "")])
+                         f"{tr['n_valid']}/{tr['n_boot']}", th or "–",
+                         "; ".join(x for x in (tr.get("note", ""), f"disagree at P = {', '.join(_P(p) for p in tr['disagree_P'])}"
+                                               if tr.get("disagree_P") else "") if x)])
     out.append(table(["attention", "transition", "recipe", "estimate", "CI", "valid", "theory (in CI)", "note"], rows))
     return out + [""]
 
@@ -288,20 +298,30 @@ def _transitions(t: dict) -> list[str]:
 def _convergence(t: dict) -> list[str]:
     rmax = t["settings"]["rhat_max"]
     out = ["## Convergence of the SGLD chains", "",
-           f"Rank-normalised split-R̂ across chains (flag: R̂ > {g(rmax)}), bulk ESS, Σ ESS of the chains, the "
-           "MCSE of the chain-averaged mean and the spread of the chain means (sd/√n). Rows `a+b`: prior- and "
-           "copy-started chains pooled; *paired R̂*: per seed, its two chains (same training set), the largest "
-           "over seeds.", ""]
+           f"Rank-normalised split-R̂ across chains (flag: R̂ > {g(rmax)}; chains of different seeds have "
+           "different training sets, so this R̂ also grows with the dataset-to-dataset variation of the posterior), "
+           "*within-chain R̂*: the largest split-R̂ of a single chain (its two halves), bulk ESS, Σ ESS of the "
+           "chains, the MCSE of the chain-averaged mean and the spread of the chain means (sd/√n). Rows `a+b`: "
+           "prior- and copy-started chains pooled; *paired R̂*: per seed, its two chains (same training set), "
+           "the largest over seeds.", ""]
     rows = []
     for a, att in t["attentions"].items():
         for r in att["convergence"]:
             if r["n_chains"] == 0:
                 continue
             rows.append([a, r["recipe"], _P(r["P"]), r["name"], r["n_chains"], r["n_draws"], g(r["mean"]),
-                         g(r["rhat"]), g(r.get("rhat_paired_max")), g(r["ess_bulk"]), g(r["ess_sum"]),
+                         g(r["rhat"]), g(r.get("rhat_within_max")), g(r.get("rhat_paired_max")), g(r["ess_bulk"]),
+                         g(r["ess_sum"]),
                          g(r["err_mcse"], 2), g(r["err_spread"], 2), "**R̂**" if r["rhat_flag"] else ""])
-    out.append(table(["attention", "recipe", "P", "param", "chains", "draws", "mean", "R̂", "paired R̂", "bulk ESS",
-                      "Σ ESS", "MCSE", "sd/√n", "flag"], rows))
+    out.append(table(["attention", "recipe", "P", "param", "chains", "draws", "mean", "R̂", "within-chain R̂",
+                      "paired R̂", "bulk ESS", "Σ ESS", "MCSE", "sd/√n", "flag"], rows))
+    for a, att in t["attentions"].items():
+        flagged = [r for r in att["convergence"] if r["n_chains"] and r["rhat_flag"] and "+" not in r["recipe"]]
+        also = [r for r in flagged if _ok(r.get("rhat_within_max")) and r["rhat_within_max"] > rmax]
+        if flagged:
+            out += ["", f"{a}: {len(also)} of the {len(flagged)} flagged single-recipe rows also have a single "
+                        f"chain with split-R̂ > {g(rmax)} (its two halves differ), so their flag is not only the "
+                        "dataset-to-dataset variation between chains."]
     return out + [""]
 
 
@@ -318,6 +338,20 @@ def _adam(t: dict) -> list[str]:
                     for p in ad["position"]]
             out += [f"**{a}: where the Adam transition lies among the theory's marks**", "",
                     table(["recipe", "transition", "theory", "estimate", "CI", "estimate lies", "marks"], rows), ""]
+        if ad.get("vs_minimiser"):
+            rows = [[v["recipe"], v["name"], _label(v["curve"]), v["n"], v["n_below"], g(v["median_difference"]),
+                     g(v["median_relative_difference"])] for v in ad["vs_minimiser"]]
+            out += [f"**{a}: Adam against the minimiser** (points away from the transitions)", "",
+                    table(["recipe", "param", "minimiser of", "n", "Adam below", "median Adam − minimiser",
+                           "median relative"], rows), ""]
+            for v in ad["vs_minimiser"]:
+                side = ("below" if v["n_below"] > v["n"] / 2 else "above") if v["n_below"] != v["n"] / 2 else "on both sides of"
+                out.append(f"- {a} {v['recipe']} {v['name']}: {v['n_below']} of {v['n']} points below the "
+                           f"{_label(v['curve'])}; Adam lies mostly {side} it (median relative difference "
+                           f"{g(100 * v['median_relative_difference'] if _ok(v['median_relative_difference']) else None)} %). "
+                           "A mode of the weight posterior is not the minimiser of the order-parameter action, "
+                           "which integrates the readout and the scores out.")
+            out.append("")
         if ad["landscape"]:
             rows = [[l["source"], _P(l["P"]), l["n_minima"], g(l["beta_uniform"]), g(l["beta_copy"]),
                      g(l["dS_copy_minus_uniform"])] for l in ad["landscape"]]
@@ -384,12 +418,18 @@ def _paper(t: dict) -> list[str]:
         fa = [x for x in a if _ok(x)]
         fb = [x for x in b if _ok(x)]
         if fa and fb:
-            ra, rb = max(fa) / min(fa), max(fb) / min(fb)
+            p = [x for x in sc["P_star_vs_L"] if _ok(x)]
+            spreads = {"P* independent of L": max(p) / min(p),
+                       "P* ∝ ln²L in sequences (N* = P* L ∝ L ln²L in tokens)": max(fa) / min(fa),
+                       "P* ∝ L ln²L in sequences": max(fb) / min(fb)}
+            best = min(spreads, key=spreads.get)
             out.append(f"{PAPER['scaling'][0]}: the paper states {PAPER['scaling'][1]}. Our closed-form P* at "
-                       f"L = {', '.join(_P(x) for x in sc['L'])}: {', '.join(g(x) for x in sc['P_star_vs_L'])}; "
-                       f"P*/ln²L varies by a factor {g(ra)} and P*/(L ln²L) by {g(rb)} over this range, so "
-                       f"{'P* ∝ ln²L in sequences (N* = P* L ∝ L ln²L in tokens)' if ra < rb else 'P* ∝ L ln²L in sequences'}"
-                       f" is the closer description at this d_k.")
+                       f"L = {', '.join(_P(x) for x in sc['L'])}: {', '.join(g(x) for x in sc['P_star_vs_L'])} "
+                       f"(config d_k = {sm['theory']['config'].get('model', {}).get('d_k', '–')}). Over this range "
+                       f"P* varies by a factor {g(spreads['P* independent of L'])}, P*/ln²L by "
+                       f"{g(max(fa) / min(fa))} and P*/(L ln²L) by {g(max(fb) / min(fb))}: the closest of the three "
+                       f"descriptions here is '{best}' (docs/theory.md Sec. 6: the asymptotic ln²L form needs "
+                       "large d_k).")
             out.append("")
     verdicts = []
     for a, att in t["attentions"].items():
@@ -442,8 +482,10 @@ def _inputs(t: dict, json_name: str) -> list[str]:
     for a, att in t["attentions"].items():
         ag = att["aggregate"]
         out.append("")
-        out.append(f"{a} aggregate: {ag.get('n_runs')} runs ({ag.get('n_diverged')} diverged), run config hashes "
-                   f"{', '.join('`' + h + '`' for h in ag.get('run_config_hashes', []))}; theory config hash "
+        out.append(f"{a} aggregate: {ag.get('n_runs')} runs ({ag.get('n_diverged')} diverged), "
+                   f"{len(ag.get('run_config_hashes', []))} distinct run config hashes (a run's config includes "
+                   f"its P and seed; listed in the JSON), run code fingerprints `{ag.get('run_code_fingerprints')}`"
+                   f"{' (mixed code!)' if ag.get('mixed_code') else ''}; theory config hash "
                    f"`{att['theory']['config_hash']}`.")
     return out + [""]
 

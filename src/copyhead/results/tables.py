@@ -88,11 +88,13 @@ def _conv_row(attention, recipe, starts, P, key, x, rhat_max) -> dict:
     row = {"attention": attention, "recipe": recipe, "starts": starts, "P": float(P), "param": key,
            "name": NAMES[key], "n_chains": int(m), "n_draws": int(n)}
     if m == 0 or n < 4:
-        row.update(mean=NAN, rhat=NAN, ess_bulk=NAN, ess_sum=NAN, err_mcse=NAN, err_spread=NAN, error=NAN,
+        row.update(mean=NAN, rhat=NAN, rhat_within_max=NAN, ess_bulk=NAN, ess_sum=NAN, err_mcse=NAN, err_spread=NAN, error=NAN,
                    error_basis="", rhat_flag=False)
         return row
     est = point_estimate(x.mean(axis=1), chain_mcse(x))
     rhat = split_rhat(x)
+    within = [split_rhat(row) for row in x]
+    row["rhat_within_max"] = float(np.nanmax(within)) if np.isfinite(within).any() else NAN
     row.update(mean=est["mean"], rhat=rhat, ess_bulk=ess_bulk(x), ess_sum=float(np.nansum(_chain_ess(x))),
                err_mcse=est["err_mcse"], err_spread=est["err_spread"], error=est["error"],
                error_basis=est["error_basis"], rhat_flag=bool(rhat > rhat_max))
@@ -101,7 +103,8 @@ def _conv_row(attention, recipe, starts, P, key, x, rhat_max) -> dict:
 
 def convergence_table(ag, attention: str, recs: dict[str, Recipe], rhat_max: float = RHAT_MAX) -> list[dict]:
     """Per (SGLD recipe, P, plotted order parameter): n_chains, n_draws, mean of the chain means, rank split-R̂
-    across the chains, bulk ESS (all chains), ess_sum (Σ of the chains' own ESS), err_mcse, err_spread, error
+    across the chains, rhat_within_max (the largest single-chain split-R̂: first against second half of one
+    chain, free of dataset-to-dataset variation), bulk ESS (all chains), ess_sum (Σ of the chains' own ESS), err_mcse, err_spread, error
     (module docstring), rhat_flag (R̂ > rhat_max). Then per copy-started recipe and its prior-started twin,
     at their common P, a row ``<twin>+<copy>`` (starts "prior+copy") with R̂ pooled over both starts'
     chains, ``rhat_paired_max`` (the largest over seeds of the R̂ of one seed's two chains) and
@@ -201,10 +204,10 @@ def agreement_table(ag, th, same, attention: str, recs: dict[str, Recipe], away_
                     if source == "same_dataset":
                         use = np.isfinite(y) & np.isfinite(t)
                         est = point_estimate((y - t)[use], m[use] if sg else None)
-                        exp_, th_, th_err = _mean(y[use]), _mean(t[use]), 0.0
-                        z = _f(z_scores(est["mean"], 0.0, est["error"]))
+                        exp_, th_, th_err = _mean(y[use]), _mean(t[use]), _f(np.max(e[use], initial=0.0))
+                        z = _f(z_scores(est["mean"], 0.0, est["error"], th_err))
                         with np.errstate(invalid="ignore", divide="ignore"):
-                            zc = ((y - t) / m)[use] if sg else np.zeros(0)
+                            zc = ((y - t) / np.hypot(m, e))[use] if sg else np.zeros(0)
                         zc = zc[np.isfinite(zc)]
                         zc_rms = float(np.sqrt(np.mean(zc ** 2))) if len(zc) else NAN
                     else:
@@ -274,6 +277,43 @@ def _ci_row(attention, transition, recipe, ci, **extra) -> dict:
     row = {"attention": attention, "transition": transition, "recipe": recipe, "estimate": ci.estimate,
            "ci_lo": ci.lo, "ci_hi": ci.hi, "level": ci.level, "n_boot": ci.n_boot, "n_valid": ci.n_valid}
     row.update(extra)
+    return row
+
+
+def _no_interval(ci, *arrays):
+    """The bootstrap result without an interval when no P has two chains (every replicate is the estimate)."""
+    from ..analysis import BootstrapCI
+    if _one_chain(*arrays):
+        return BootstrapCI(ci.estimate, NAN, NAN, ci.level, ci.n_boot, ci.n_valid)
+    return ci
+
+
+def _note(*arrays) -> str:
+    return "one seed per P: no bootstrap interval" if _one_chain(*arrays) else ""
+
+
+def _join(*notes) -> str:
+    return "; ".join(n for n in notes if n)
+
+
+def _grid_step(P, x) -> tuple[float, float]:
+    """The two neighbouring grid points around ``x`` (NaN, NaN when x is not inside the grid)."""
+    P = np.sort(np.asarray(P, float))
+    if not np.isfinite(x) or len(P) < 2 or not P[0] <= x <= P[-1]:
+        return NAN, NAN
+    i = int(np.clip(np.searchsorted(P, x), 1, len(P) - 1))
+    return float(P[i - 1]), float(P[i])
+
+
+def _widened(row: dict, P, why: str) -> dict:
+    """``row`` with its interval widened to the grid step around the estimate (a point located only to
+    within that step: a detection point, or a jump sharper than the grid) and a note saying so."""
+    a, b = _grid_step(P, row["estimate"])
+    if np.isfinite(a):
+        row["ci_lo"] = float(np.nanmin([row["ci_lo"], a]))
+        row["ci_hi"] = float(np.nanmax([row["ci_hi"], b]))
+        row["note"] = _join(row.get("note", ""), f"{why}: located only to the grid step [{a:g}, {b:g}], "
+                                                 "interval widened to it")
     return row
 
 
@@ -356,15 +396,31 @@ def spinodal_windows(th, same=None, seeds=None) -> list[tuple[str, float, float]
     return out
 
 
+def _one_chain(*arrays) -> bool:
+    """True when no P has two chains (no bootstrap spread: an interval would be a point)."""
+    return all(int(np.isfinite(a).sum(axis=1).max(initial=0)) < 2 for a in arrays)
+
+
+def _off_origin(c1, cG, rel: float = 1e-3):
+    """c1, cG with the runs at A = 0 (both below ``rel`` × the largest |ĉG|: Adam collapsed onto the
+    origin) set to NaN: there ĉG = ĉ1 = 0 is not a crossing."""
+    scale = np.nanmax(np.abs(cG), initial=0.0)
+    origin = (np.abs(c1) <= rel * scale) & (np.abs(cG) <= rel * scale)
+    return np.where(origin, np.nan, c1), np.where(origin, np.nan, cG)
+
+
 def transition_table(ag, th, same, attention: str, recs: dict[str, Recipe], n_boot: int = 1000,
-                     level: float = 0.95, seed: int = 0) -> list[dict]:
+                     level: float = 0.95, seed: int = 0, min_rise: float = 0.01) -> list[dict]:
     """Transition points from data with percentile-bootstrap intervals over chains/seeds
     (copyhead.analysis.bootstrap), each with the theory's values and whether the interval contains them:
     linear crossover (ĉG = ĉ1) and onset (ĉ1 leaves its level at the smallest swept P by 2 standard errors
     for good) per prior-started recipe; softmax jump (logistic midpoint of âG; ``resolved`` False: the jump
     lies between two grid points and the interval is widened to them) per prior-started recipe; the
     hysteresis window (prior- and copy-started chains of the same seeds disagree by more than 2 errors in
-    the copy order parameter) per copy-started recipe, each edge against the spinodals."""
+    the copy order parameter) per copy-started recipe, each edge against the spinodals. A softmax curve whose
+    seed means rise by less than ``min_rise`` in âG (1 % of its range [0, 1] by default) has no jump, and
+    prior- and copy-started chains closer than ``min_rise`` are on the same branch (no hysteresis); runs
+    at A = 0 do not make a linear crossover; with one chain per P there is no interval (NaN, noted)."""
     from ..analysis import (bootstrap, chain_mean_sem, crossover_of_chains, fit_logistic_jump,
                             hysteresis_of_chains, jump_of_chains, onset_point)
     rows = []
@@ -377,43 +433,53 @@ def transition_table(ag, th, same, attention: str, recs: dict[str, Recipe], n_bo
             P, (c1, cG) = _grid(P0, [vals["c1"], vals["cG"]])
             if len(P) < 2:
                 continue
-            ci = bootstrap(crossover_of_chains, P, c1, cG, **kw)
+            c1x, cGx = _off_origin(c1, cG)
+            ci = _no_interval(bootstrap(crossover_of_chains, P, c1x, cGx, **kw), c1)
             th_vals = _linear_crossover_theory(th, same, P, seeds)
             rows.append(_ci_row(attention, "crossover ĉG = ĉ1", r.name, ci, method=r.method,
-                                theory=_theory_list(ci.lo, ci.hi, th_vals), resolved=True, note=""))
+                                theory=_theory_list(ci.lo, ci.hi, th_vals), resolved=True, note=_note(c1)))
 
             def onset(P_, c1_):
                 m, s = chain_mean_sem(c1_)
                 return onset_point(P_, m, s, k=2.0, baseline=m[0])
 
-            ci = bootstrap(onset, P, c1, **kw)
+            ci = _no_interval(bootstrap(onset, P, c1, **kw), c1)
             vals_on = [("closed form, Hessian instability", _f(th.get("P_onset"))),
                        ("closed form, weak first-order P*", _f(th.get("P_star"))),
                        ("exact avg., Hessian instability", _f(th.get("P_onset_exact")))]
-            note = ""
+            note = _note(c1)
             if np.isfinite(_f(th.get("P_onset"))) and P[0] > _f(th.get("P_onset")):
-                note = "the swept grid starts above the theory's onset"
-            rows.append(_ci_row(attention, "onset of ĉ1", r.name, ci, method=r.method,
-                                theory=_theory_list(ci.lo, ci.hi, vals_on), resolved=True, note=note))
+                note = _join(note, "the swept grid starts above the theory's onset")
+            row = _widened(_ci_row(attention, "onset of ĉ1", r.name, ci, method=r.method, resolved=True,
+                                   note=note), P, "a detection point")
+            row["theory"] = _theory_list(row["ci_lo"], row["ci_hi"], vals_on)
+            rows.append(row)
         else:
             P, (aG,) = _grid(P0, [vals["aG"]])
             if len(P) < 4:
                 continue
-            ci = bootstrap(jump_of_chains, P, aG, **kw)
+            def jump(P_, aG_):
+                m_ = chain_mean_sem(aG_)[0]
+                ok = np.isfinite(m_)
+                if not ok.any() or np.ptp(m_[ok]) < min_rise:
+                    return NAN
+                return jump_of_chains(P_, aG_)
+
+            ci = _no_interval(bootstrap(jump, P, aG, **kw), aG)
             m, s = chain_mean_sem(aG)
             fit = fit_logistic_jump(P, m, s if np.isfinite(s).all() else None)
-            lo, hi, note = ci.lo, ci.hi, ""
-            if not fit.resolved and np.isfinite(fit.P_lo):
-                lo, hi = np.nanmin([lo, fit.P_lo]), np.nanmax([hi, fit.P_hi])
-                note = (f"jump sharper than the grid: between the swept P = {fit.P_lo:g} and {fit.P_hi:g}; "
-                        "interval widened to them")
+            note = _note(aG)
+            if not np.isfinite(ci.estimate):
+                note = _join(note, f"the seed means of âG rise by less than {min_rise:g}: no jump on the swept grid")
             row = _ci_row(attention, "jump of âG (logistic midpoint)", r.name, ci, method=r.method,
                           resolved=bool(fit.resolved), note=note)
-            row.update(ci_lo=float(lo), ci_hi=float(hi))
+            if np.isfinite(ci.estimate) and not fit.resolved:
+                row = _widened(row, P, "a jump sharper than the grid")
+            lo, hi = row["ci_lo"], row["ci_hi"]
             row["theory"] = _theory_list(lo, hi, _softmax_jump_theory(th, same, P, seeds))
             row["windows"] = [{"curve": w, "lo": a, "hi": b,
-                               "overlaps": bool(np.isfinite(a) and np.isfinite(b) and lo <= b and a <= hi)
-                               if np.isfinite(lo) else None}
+                               "overlaps": bool(lo <= b and a <= hi)
+                               if np.isfinite([lo, hi, a, b]).all() else None}
                               for w, a, b in spinodal_windows(th, same, seeds)]
             rows.append(row)
     key = COPY_KEY[attention]
@@ -430,23 +496,27 @@ def transition_table(ag, th, same, attention: str, recs: dict[str, Recipe], n_bo
         A = va[key][np.ix_(ip, [list(sa).index(s) for s in cs])]
         B = vb[key][np.ix_(ip, [list(sb).index(s) for s in cs])]
         P = np.asarray(common, float)
-        win = hysteresis_of_chains(P, A, B)
+        win = hysteresis_of_chains(P, A, B, min_diff=min_rise)  # the seed means; bootstrap paired by seed
         wins = spinodal_windows(th, same, cs)
         for edge, idx in (("lower", 1), ("upper", 2)):
-            ci = bootstrap(lambda P_, a, b, e=edge: getattr(hysteresis_of_chains(P_, a, b),
-                                                           "lo" if e == "lower" else "hi"), P, A, B, **kw)
+            ci = _no_interval(bootstrap(lambda P_, a, b, e=edge: getattr(
+                hysteresis_of_chains(P_, a, b, min_diff=min_rise), "lo" if e == "lower" else "hi"),
+                                        P, A, B, **kw), A)
             est = win.lo if edge == "lower" else win.hi
-            note = ""
+            note = _note(A)
             if not np.any(win.disagree):
-                note = "prior- and copy-started chains agree within 2 errors at every common P"
+                note = (f"prior- and copy-started chains agree (within 2 errors or {min_rise:g}) at every "
+                        "common P")
             elif not np.isfinite(est):
-                note = "the disagreement reaches the end of the common P grid: the edge is not bracketed"
+                note = _join(note, "the disagreement reaches the end of the common P grid: the edge is not "
+                                   "bracketed")
             row = _ci_row(attention, f"hysteresis window, {edge} edge ({NAMES[key]})", f"{r.twin}+{r.name}",
                           ci, method=r.method, resolved=True, note=note,
                           disagree_P=[float(p) for p, d in zip(P, win.disagree) if d])
             row["estimate"] = float(est)
-            row["theory"] = _theory_list(ci.lo, ci.hi, [(f"{w}, {edge} spinodal", w_[idx - 1])
-                                                        for w, *w_ in wins])
+            row = _widened(row, P, "a detection point")
+            row["theory"] = _theory_list(row["ci_lo"], row["ci_hi"], [(f"{w}, {edge} spinodal", w_[idx - 1])
+                                                                      for w, *w_ in wins])
             rows.append(row)
     return rows
 
@@ -500,14 +570,37 @@ def _where(x, marks: list[tuple[str, float]]) -> str:
     return f"above {marks[-1][0]}"
 
 
-def adam_table(ag, th, attention: str, recs: dict[str, Recipe], transitions: list[dict]) -> dict:
+def _vs_minimiser(agreement, adam_names) -> list[dict]:
+    """Per Adam recipe and order parameter, over the points away from the transitions where it has a z
+    against its reference minimiser (reference_curve): n, how many lie below the minimiser, the median of
+    (Adam − minimiser) and of the same relative to |minimiser|."""
+    out = []
+    ref = reference_curve(agreement, "adam")
+    for name in adam_names:
+        for key in sorted({r["param"] for r in agreement if r["recipe"] == name}):
+            rs = [r for r in agreement if r["recipe"] == name and r["param"] == key and r["curve"] == ref
+                  and r["away"] and np.isfinite(_f(r["z"]))]
+            if not rs:
+                continue
+            d = np.array([r["experiment"] - r["theory"] for r in rs])
+            t = np.array([abs(r["theory"]) for r in rs])
+            rel = d[t > 0] / t[t > 0]
+            out.append({"recipe": name, "param": key, "name": NAMES[key], "curve": ref, "n": len(rs),
+                        "n_below": int((d < 0).sum()), "median_difference": float(np.median(d)),
+                        "median_relative_difference": float(np.median(rel)) if len(rel) else NAN})
+    return out
+
+
+def adam_table(ag, th, attention: str, recs: dict[str, Recipe], transitions: list[dict],
+               agreement: list[dict] | None = None) -> dict:
     """Adam (a MAP estimate of the weights, not a posterior mean) against the theory's landscape:
     ``position``: per Adam recipe and transition estimate, where it lies among the theory's marks (linear:
     the origin's instability P_onset and the weak first-order point P*; softmax: the copy minimum appears
     at the lower spinodal, becomes global at P*, the uniform minimum disappears at the upper spinodal;
     closed form and exact average); ``landscape``: softmax_landscape_minima; ``map_vs_prior_warmup``: per
     P swept by two Adam recipes, the copy order parameter of each (mean ± sem over seeds) and the z of
-    their difference."""
+    their difference; ``vs_minimiser`` (with the ``agreement`` rows): Adam against its reference minimiser
+    (_vs_minimiser)."""
     from ..analysis import mean_sem, z_scores
     adam = [r for r in recs.values() if r.method == "adam"]
     pos = []
@@ -515,7 +608,10 @@ def adam_table(ag, th, attention: str, recs: dict[str, Recipe], transitions: lis
         if t["recipe"] not in {r.name for r in adam}:
             continue
         for source, sfx in (("closed form", ""), ("exact avg.", "_exact")):
-            if attention == "linear":
+            if attention == "linear" and t["transition"].startswith("crossover"):
+                marks = [(f"P_onset ({source})", _f(th.get("P_onset" + sfx))),
+                         (f"P_crossover ({source})", _f(th.get("P_crossover" + sfx)))]
+            elif attention == "linear":
                 marks = [(f"P_onset ({source})", _f(th.get("P_onset" + sfx))),
                          (f"P* ({source})", _f(th.get("P_star" + sfx)))]
             else:
@@ -546,11 +642,11 @@ def adam_table(ag, th, attention: str, recs: dict[str, Recipe], transitions: lis
                               "n_b": nb, "difference": _f(ma) - _f(mb),
                               "z": _f(z_scores(_f(ma) - _f(mb), 0.0, err)) if err > 0 else NAN})
     return {"position": pos, "landscape": softmax_landscape_minima(th) if attention == "softmax" else [],
-            "map_vs_prior_warmup": pairs}
+            "map_vs_prior_warmup": pairs, "vs_minimiser": _vs_minimiser(agreement or [], names)}
 
 
 # ------------------------------------------------------------------------------------------- figures
-def reference_curve(rows, method: str, P=None) -> str | None:
+def reference_curve(rows, method: str) -> str | None:
     """The theory curve residuals of ``method`` are drawn against: the natural kind (SGLD: posterior mean,
     Adam: minimiser) of the most specific source present in the agreement rows (same dataset, else exact
     average, else closed form)."""
