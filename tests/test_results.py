@@ -411,3 +411,17 @@ def test_a_run_exactly_on_the_theory_value_has_a_finite_z():
     sm = fake_theory("softmax", [1.0], {})
     sm.attrs.update(grid_range="[-0.5, 5.0]", grid_n=111)
     assert theory_resolution(sm, "softmax", L) == pytest.approx(5.5 / 110 / 128 * L / (4 * (L - 1)))
+
+
+def test_the_page_names_the_recipes_and_warns_when_the_config_is_not_the_runs(page_inputs, tmp_path):
+    recipe = {"method": "sgld", "init": "prior", "steps": 20000, "eta": 0.001, "burn_in": 10000, "thin": 100}
+    cfg = {"optimizers": {"sgld": recipe, "sgld_copy": dict(recipe, init="copy")},
+           "sweep": {"linear": {"sgld": {"P": PS, "seeds": [0, 1, 2, 3]}},
+                     "softmax": {"sgld": {"P": [8, 12, 16, 20, 24, 32, 48], "seeds": [0, 1, 2, 3]},
+                                 "sgld_copy": {"P": [8, 12], "seeds": [0, 1, 2, 3]}}}}
+    out = tmp_path / "results.md"
+    write_results(page_inputs, out, config=cfg, n_boot=20)
+    md = out.read_text()
+    assert "| sgld | sgld | prior | 20000 | 0.001 | 10000 | 100 | – |" in md
+    assert "warning**: the softmax runs" in md and "recipes sgld_copy differ" in md
+    assert "warning**: the linear runs" not in md

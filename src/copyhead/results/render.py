@@ -6,6 +6,7 @@ generated from the numbers by the rules in :func:`_verdict` and :func:`_reasons`
 """
 from __future__ import annotations
 
+import json
 import math
 
 # The paper's own numbers (arXiv 2606.12058; summary in ../shared/seeds/), quoted, not computed here.
@@ -115,7 +116,7 @@ def _verdict(s: dict | None) -> str:
 def _flagged(att: dict) -> tuple[int, int, list[str]]:
     rows = [r for r in att["convergence"] if r["n_chains"] > 0]
     bad = [r for r in rows if r["rhat_flag"]]
-    names = sorted({f"{r['recipe']} P = {_P(r['P'])}" for r in bad})
+    names = [f"{rec} P = {_P(P)}" for rec, P in sorted({(r["recipe"], r["P"]) for r in bad})]
     return len(bad), len(rows), names
 
 
@@ -177,13 +178,36 @@ def _label(curve: str | None) -> str:
 # ---------------------------------------------------------------------------------------------- sections
 def _config_section(t: dict) -> list[str]:
     out = ["## Configuration", ""]
-    name = t.get("config_name") or "the config recorded in the inputs"
+    name = t.get("config_name")
     cfg_hash = (t.get("config") or {}).get("hash", "")
-    out.append(f"Produced from `{name}`" + (f" (config hash `{cfg_hash}`)" if cfg_hash else "") +
-               f" by copyhead {t.get('code_version', '')}.")
+    out.append((f"Produced from `{name}`" if name else "Produced from the config recorded in the inputs")
+               + (f" (config hash `{cfg_hash}`)" if cfg_hash else "")
+               + (f" by copyhead {t['code_version']}" if t.get("code_version") else "") + ".")
+    cfg = json.loads((t.get("config") or {}).get("json") or "{}")
+    used = sorted({n for att in t["attentions"].values() for n in att["recipes"]})
+    rec_rows = []
+    for n in used:
+        r = cfg.get("optimizers", {}).get(n)
+        if r:
+            rec_rows.append([n, r.get("method"), r.get("init"), r.get("steps"),
+                             r.get("eta") if r.get("method") == "sgld" else r.get("lr"),
+                             r.get("burn_in", "–"), r.get("thin", "–"), r.get("prior_warmup", "–")])
+    if rec_rows:
+        out += ["", table(["recipe", "method", "start", "steps", "η (SGLD) / lr (Adam)", "burn-in", "thin",
+                           "prior warm-up"], rec_rows), ""]
     for a, att in t["attentions"].items():
+        want = cfg.get("sweep", {}).get(a) if cfg else None
+        if want is not None:
+            have = {n: (sorted(float(p) for p in v["P"]), sorted(v["seeds"])) for n, v in att["sweep"].items()}
+            cfg_sweep = {n: (sorted(float(p) for p in v["P"]), sorted(int(x) for x in v["seeds"]))
+                         for n, v in want.items()}
+            if have != cfg_sweep:
+                diff = sorted(n for n in set(have) | set(cfg_sweep) if have.get(n) != cfg_sweep.get(n))
+                out.append(f"- **warning**: the {a} runs in the aggregate are not the sweep of this config "
+                           f"(recipes {', '.join(diff)} differ in P or seeds): the recipe table above may not "
+                           "describe them.")
         th = att["theory"]["config"]
-        task, model, theo = th.get("task", {}), th.get("model", {}), th.get("theory", {})
+        task, model = th.get("task", {}), th.get("model", {})
         out.append(f"- **{a}**: V = {task.get('V', '–')}, L = {task.get('L', '–')}, d_k = {model.get('d_k', '–')}, "
                    f"σ² = {model.get('sigma2', '–')}, prior {att['theory']['prior']}; exact average over "
                    f"{att['theory']['exact_n_datasets']} datasets; same-dataset theory: "
