@@ -60,3 +60,4 @@ rule all:
     default_target: True
     input:
         all_figures(),
+        "results/docs/results.md",

@@ -99,6 +99,20 @@ def _cmd_figure(a) -> int:
     return 0
 
 
+def _cmd_results(a) -> int:
+    from .provenance import require_kind
+    inputs = json.loads(a.inputs)
+    for role, path in sorted(inputs.items()):   # roles: aggregate_<att>, theory_<att>, datasets_<att>
+        kind, _, attention = role.partition("_")
+        require_kind(path, _ROLE_KINDS.get(kind, kind), attention or None)
+    cfg = cfgmod.validate(json.loads(a.config_json)) if a.config_json else (
+        _load_config(a.config) if a.config else None)
+    from .results import write_results
+    write_results({k: Path(v) for k, v in inputs.items()}, Path(a.out), config=cfg,
+                  config_name=a.config_name or a.config or "", figure_dir=a.figure_dir)
+    return 0
+
+
 def _cmd_check_config(a) -> int:
     for path in a.configs:
         cfgmod.load(path)
@@ -163,6 +177,18 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--options", help="JSON figure options")
     f.add_argument("--out", required=True, help="output .pdf (the .png and sidecar go beside it)")
     f.set_defaults(func=_cmd_figure)
+
+    rs = sub.add_parser("results", help="the results document (agreement, transitions, convergence) -> "
+                                        "Markdown + JSON")
+    rs.add_argument("--inputs", required=True,
+                    help="JSON mapping of role -> path: aggregate_<att>, theory_<att>, datasets_<att>")
+    rs.add_argument("--config", help="the config file that produced the inputs (recipe settings on the page)")
+    rs.add_argument("--config-json", help="the same as validated JSON (what the workflow passes)")
+    rs.add_argument("--config-name", help="how the page names that config (default: the --config path)")
+    rs.add_argument("--figure-dir", default="../results/figures",
+                    help="figure links, relative to the output's folder")
+    rs.add_argument("--out", required=True, help="output .md (the .json with the same numbers goes beside it)")
+    rs.set_defaults(func=_cmd_results)
 
     au = sub.add_parser("audit", help="verify a figure's chain of inputs back to the runs")
     au.add_argument("figures", nargs="*", help="figure files (.pdf/.png) or their .provenance.json")

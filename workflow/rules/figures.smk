@@ -2,10 +2,15 @@
 # needs are declared once). Each writes .pdf, .png and a .provenance.json sidecar.
 
 
+INPUT_PATHS = {"aggregate": "results/aggregate/{}.nc", "theory": "results/theory/{}.nc",
+               "datasets": "results/theory/{}_datasets.nc"}
+
+
 def figure_inputs(fig):
-    """Input role -> path for one figure (aggregates and theory files of the attention types it shows)."""
-    paths = {"aggregate": "results/aggregate/{}.nc", "theory": "results/theory/{}.nc"}
-    return {f"{kind}_{att}": paths[kind].format(att) for kind, att in fig.needs}
+    """Input role -> path for one figure: the aggregates and theory files of the attention types it shows
+    (``needs``), and the same-dataset theory where it draws it (``optional``: always made by the workflow,
+    optional only for a figure drawn by hand)."""
+    return {f"{kind}_{att}": INPUT_PATHS[kind].format(att) for kind, att in (*fig.needs, *fig.optional)}
 
 
 for _fig in FIGURES.values():
@@ -42,3 +47,36 @@ for _fig in FIGURES.values():
         shell:
             "copyhead figure {params.name} --inputs {params.inputs:q} --options {params.options:q}"
             " --out {output.pdf} > {log} 2>&1"
+
+
+# The results document (docs/results.md when published): agreement, transitions with bootstrap CIs,
+# convergence, comparison with the paper, from the aggregates and theory files (copyhead.results). It
+# is written with the figures it shows into results/docs/, a self-contained folder; docs/results.md in
+# the repository is a verbatim copy of the one config/converged.yaml produces (README, docs/results.md).
+rule results_doc:
+    input:
+        unpack(lambda w: {f"{kind}_{att}": INPUT_PATHS[kind].format(att) for att in ATTENTIONS
+                          for kind in ("aggregate", "theory", "datasets")}),
+        figures=[figure_path(f.name, "png") for f in FIGURES.values() if f.available(ATTENTIONS)],
+    output:
+        md="results/docs/results.md",
+        json="results/docs/results.json",
+        figures=directory("results/docs/results_figures"),
+    params:
+        inputs=lambda w, input: json.dumps({k: v for k, v in input.items() if k != "figures"}, sort_keys=True),
+        config=chcfg.canonical_json(CONFIG),
+        config_name=" ".join(map(str, workflow.overwrite_configfiles or ["config.yaml"])),
+        code=CODE["results"],
+    conda:
+        ENV
+    log:
+        "results/logs/results_doc.log",
+    benchmark:
+        "results/benchmarks/results_doc/results_doc.tsv"
+    resources:
+        runtime=10,
+        mem_mb=2000,
+    shell:
+        "mkdir -p {output.figures} && cp {input.figures} {output.figures}/ &&"
+        " copyhead results --inputs {params.inputs:q} --config-json {params.config:q}"
+        " --config-name {params.config_name:q} --figure-dir results_figures --out {output.md} > {log} 2>&1"
