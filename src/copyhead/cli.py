@@ -113,6 +113,12 @@ def _cmd_results(a) -> int:
     return 0
 
 
+def _cmd_finite_size(a) -> int:
+    from .results.finite_size import write_finite_size
+    write_finite_size(a.studies, Path(a.out))
+    return 0
+
+
 def _cmd_check_config(a) -> int:
     for path in a.configs:
         cfgmod.load(path)
@@ -189,6 +195,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="figure links, relative to the output's folder")
     rs.add_argument("--out", required=True, help="output .md (the .json with the same numbers goes beside it)")
     rs.set_defaults(func=_cmd_results)
+
+    fs = sub.add_parser("finite-size", help="compare studies at several d_k: theory-experiment gap vs 1/d_k "
+                                            "-> Markdown + JSON + fig9_finite_size.png")
+    fs.add_argument("studies", nargs="+", help="results JSON of each study (copyhead results)")
+    fs.add_argument("--out", required=True, help="output .md (the .json and the figure go beside it)")
+    fs.set_defaults(func=_cmd_finite_size)
 
     au = sub.add_parser("audit", help="verify a figure's chain of inputs back to the runs")
     au.add_argument("figures", nargs="*", help="figure files (.pdf/.png) or their .provenance.json")
