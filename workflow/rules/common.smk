@@ -71,6 +71,17 @@ def run_resources(attention, optimizer, P, attempt=1):
     return train_resources(CONFIG, attention, optimizer, int(P), attempt)
 
 
+INPUT_PATHS = {"aggregate": "results/aggregate/{}.nc", "theory": "results/theory/{}.nc",
+               "datasets": "results/theory/{}_datasets.nc"}
+
+
+def figure_inputs(fig):
+    """Input role -> path for one figure: the aggregates and theory files of the attention types it shows
+    (``needs``), and the same-dataset theory where it draws it (``optional``: always made by the workflow,
+    optional only for a figure drawn by hand)."""
+    return {f"{kind}_{att}": INPUT_PATHS[kind].format(att) for kind, att in (*fig.needs, *fig.optional)}
+
+
 def figure_path(name, ext):
     return f"results/figures/{name}.{ext}"
 

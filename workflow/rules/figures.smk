@@ -2,17 +2,6 @@
 # needs are declared once). Each writes .pdf, .png and a .provenance.json sidecar.
 
 
-INPUT_PATHS = {"aggregate": "results/aggregate/{}.nc", "theory": "results/theory/{}.nc",
-               "datasets": "results/theory/{}_datasets.nc"}
-
-
-def figure_inputs(fig):
-    """Input role -> path for one figure: the aggregates and theory files of the attention types it shows
-    (``needs``), and the same-dataset theory where it draws it (``optional``: always made by the workflow,
-    optional only for a figure drawn by hand)."""
-    return {f"{kind}_{att}": INPUT_PATHS[kind].format(att) for kind, att in (*fig.needs, *fig.optional)}
-
-
 for _fig in FIGURES.values():
     if not _fig.available(ATTENTIONS):
         continue
