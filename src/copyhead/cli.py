@@ -14,9 +14,8 @@ from . import config as cfgmod
 from .provenance import DataFileError
 
 
-def _load_config(path: str, overrides: list[str] | None = None) -> dict:
-    cfg = cfgmod.load(path)
-    return cfg
+def _load_config(path: str) -> dict:
+    return cfgmod.load(path)
 
 
 def _cmd_train(a) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis import experimental_transition, ok_runs, seed_mean_sem, sequence_length, theory_pattern_cosine
+from ..config import ATTENTIONS
 from ..order_params import paper_order_parameters
 from ..provenance import read_dataset
 from .style import (C1_COLOR, CG_COLOR, COL, EXACT_MEAN_LS, OPT_COLORS, WIDE, annotate_status, errorbar_points,
@@ -22,7 +23,7 @@ def fig_stages(inputs, options):
     plt = pyplot()
     opt = options["stage_optimizer"]
     stages = options["stages"]
-    rows = [a for a in ("linear", "softmax") if a in stages and f"aggregate_{a}" in inputs]
+    rows = [a for a in ATTENTIONS if a in stages and f"aggregate_{a}" in inputs]
     ncol = max(len(stages[a]) for a in rows)  # stages: attention -> [[stage name, P], ...] in order
     fig, axes = plt.subplots(len(rows), ncol, figsize=(WIDE, 1.9 * len(rows) + 0.3), squeeze=False)
     for r, att in enumerate(rows):

@@ -24,7 +24,7 @@ from .tables import (RHAT_MAX, adam_table, agreement_summaries, agreement_table,
                      figure_statistics, flagged_points, point_estimate, reference_curve, softmax_landscape_minima,
                      transition_table)
 
-ATTENTIONS = ("linear", "softmax")
+from ..config import ATTENTIONS
 
 __all__ = ["ATTENTIONS", "CURVES", "KEYS", "NAMES", "RHAT_MAX", "Recipe", "adam_table", "agreement_summaries",
            "agreement_table", "build_tables", "convergence_table", "figure_statistics", "flagged_points",
