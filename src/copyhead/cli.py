@@ -87,23 +87,26 @@ def _cmd_summary(a) -> int:
 _ROLE_KINDS = {"datasets": "theory_datasets"}
 
 
-def _cmd_figure(a) -> int:
+def _checked_inputs(text: str) -> dict:
+    """Input role -> path from JSON, each file checked to be the copyhead kind its role names (roles are
+    <kind>_<attention>, e.g. aggregate_linear, datasets_softmax) before any work is done."""
     from .provenance import require_kind
-    inputs = json.loads(a.inputs)
-    for role, path in sorted(inputs.items()):   # roles are <kind>_<attention>, e.g. aggregate_linear
+    inputs = json.loads(text)
+    for role, path in sorted(inputs.items()):
         kind, _, attention = role.partition("_")
         require_kind(path, _ROLE_KINDS.get(kind, kind), attention or None)
+    return inputs
+
+
+def _cmd_figure(a) -> int:
+    inputs = _checked_inputs(a.inputs)
     from .figures import make_figure
     make_figure(a.name, inputs, Path(a.out), json.loads(a.options or "{}"))
     return 0
 
 
 def _cmd_results(a) -> int:
-    from .provenance import require_kind
-    inputs = json.loads(a.inputs)
-    for role, path in sorted(inputs.items()):   # roles: aggregate_<att>, theory_<att>, datasets_<att>
-        kind, _, attention = role.partition("_")
-        require_kind(path, _ROLE_KINDS.get(kind, kind), attention or None)
+    inputs = _checked_inputs(a.inputs)
     cfg = cfgmod.validate(json.loads(a.config_json)) if a.config_json else (
         _load_config(a.config) if a.config else None)
     from .results import write_results

@@ -75,11 +75,16 @@ INPUT_PATHS = {"aggregate": "results/aggregate/{}.nc", "theory": "results/theory
                "datasets": "results/theory/{}_datasets.nc"}
 
 
+def role_paths(pairs):
+    """Input role <kind>_<attention> -> path, for (kind, attention) pairs (kinds: keys of INPUT_PATHS)."""
+    return {f"{kind}_{att}": INPUT_PATHS[kind].format(att) for kind, att in pairs}
+
+
 def figure_inputs(fig):
     """Input role -> path for one figure: the aggregates and theory files of the attention types it shows
     (``needs``), and the same-dataset theory where it draws it (``optional``: always made by the workflow,
     optional only for a figure drawn by hand)."""
-    return {f"{kind}_{att}": INPUT_PATHS[kind].format(att) for kind, att in (*fig.needs, *fig.optional)}
+    return role_paths((*fig.needs, *fig.optional))
 
 
 def figure_path(name, ext):

@@ -44,8 +44,7 @@ for _fig in FIGURES.values():
 # the repository is a verbatim copy of the one config/converged.yaml produces (README, docs/results.md).
 rule results_doc:
     input:
-        unpack(lambda w: {f"{kind}_{att}": INPUT_PATHS[kind].format(att) for att in ATTENTIONS
-                          for kind in ("aggregate", "theory", "datasets")}),
+        **role_paths((kind, att) for att in ATTENTIONS for kind in INPUT_PATHS),
         figures=[figure_path(f.name, "png") for f in FIGURES.values() if f.available(ATTENTIONS)],
     output:
         md="results/docs/results.md",
