@@ -13,7 +13,6 @@ single-run form (one seed, one file).
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -24,10 +23,10 @@ import xarray as xr
 from . import order_params as op
 from .config import ConfigError, RunConfig, config_hash
 from .model import CopyAttention
-from .provenance import atomic_write, now_iso, provenance_attrs, write_dataset
+from .provenance import atomic_write, code_fingerprint, now_iso, provenance_attrs, write_dataset
 from .schedules import record_steps, sample_steps
 from .task import make_data, noise_seed, torch_seed
-from .train import CURVES, SAMPLE_VARS, BatchState, Interrupted, NoiseStreams, new_state, run_chains
+from .train import SAMPLE_VARS, BatchState, Interrupted, NoiseStreams, new_state, run_chains
 
 __all__ = ["train_job", "train_run", "resolve_device", "checkpoint_path", "Interrupted"]
 
@@ -153,16 +152,6 @@ def _check_outputs(outs: list[Path], seeds: list[int]):
             raise ConfigError(f"--out {o}: {o.parent} is not a directory")
 
 
-def _code_key() -> str:
-    """Fingerprint of the training code (checkpoints resume only under the same code)."""
-    try:
-        from .provenance import code_fingerprint
-    except ImportError:  # pragma: no cover - older provenance module
-        from .provenance import code_version_string
-        return code_version_string()
-    return code_fingerprint("train")
-
-
 def train_job(run_cfg: dict, P: int, seeds, outs, device: str | None = None,
               _stop_after: int | None = None, log=None) -> list[xr.Dataset]:
     """Train the seeds ``seeds`` of one (attention, recipe) at training-set size ``P`` as one batch and
@@ -232,7 +221,8 @@ def _run_batch(rc: RunConfig, model: CopyAttention, P: int, seeds, outs, dev, st
         gens = [torch.Generator(device=dev).manual_seed(noise_seed(s, recipe.init)) for s in seeds]
         noise = NoiseStreams(gens, model.layout.n, model.dtype, dev)
     ckpt = checkpoint_path(outs)
-    key = config_hash({"run": rc.as_dict(), "P": P, "seeds": seeds, "device": dev, "code": _code_key()})
+    key = config_hash({"run": rc.as_dict(), "P": P, "seeds": seeds, "device": dev,
+                      "code": code_fingerprint("train")})  # resume only under the same code
     state = None
     if ckpt.exists():
         try:

@@ -125,10 +125,10 @@ class BatchState:
 
     def to_dict(self) -> dict:
         cpu = lambda x: x.detach().cpu() if isinstance(x, torch.Tensor) else x
-        d = {k: getattr(self, k) for k in self.KEYS}
+        d = {k: cpu(getattr(self, k)) for k in self.KEYS}
         for k in ("curves", "samples"):
             d[k] = {n: cpu(t) for n, t in d[k].items()}
-        return {k: (cpu(v) if isinstance(v, torch.Tensor) else v) for k, v in d.items()}
+        return d
 
     @classmethod
     def from_dict(cls, d: dict, device) -> "BatchState":
@@ -139,9 +139,9 @@ class BatchState:
         kw["diverged_step"] = list(d["diverged_step"])
         return cls(**kw)
 
-    @property
-    def n_chains(self) -> int:
-        return self.theta.shape[0]
+    def live(self, device) -> torch.Tensor:
+        """(K,) bool: the chains that have not diverged."""
+        return torch.tensor([d < 0 for d in self.diverged_step], device=device)
 
 
 def new_state(model: CopyAttention, recipe, theta: torch.Tensor) -> BatchState:
@@ -199,7 +199,7 @@ def run_chains(model: CopyAttention, recipe, state: BatchState, noise: NoiseStre
     next_samp = int(samp[si]) if si < len(samp) else -1
     inv_tokens = 1.0 / model.n_tokens
     nan = torch.tensor(float("nan"), dtype=model.dtype, device=model.device)
-    live = torch.tensor([d < 0 for d in state.diverged_step], device=model.device)
+    live = state.live(model.device)
     any_frozen = not bool(live.all())
     progress_every = max(1, steps // 10)
     t_start, s_start = time.perf_counter(), state.step
@@ -214,7 +214,7 @@ def run_chains(model: CopyAttention, recipe, state: BatchState, noise: NoiseStre
                     state.diverged_step[k] = s
                     if log:
                         log(f"chain {k} diverged at step {s} (energy {float(U[k]):.4g}); frozen")
-                live = torch.tensor([d < 0 for d in state.diverged_step], device=model.device)
+                live = state.live(model.device)
                 state.frozen_theta = theta.clone() if state.frozen_theta is None else torch.where(
                     live[:, None], state.frozen_theta, theta)
                 any_frozen = True
