@@ -1,11 +1,11 @@
-"""copyhead.results.finite_size: the 1/d_k fit recovers a known line, and the comparison table is built
+"""copyhead.studies.finite_size: the 1/d_k fit recovers a known line, and the comparison table is built
 from results JSON files of several studies (synthetic rows with a gap that closes as 1/d_k)."""
 import json
 
 import numpy as np
 import pytest
 
-from copyhead.results.finite_size import finite_size_table, fit_inverse_dk, write_finite_size
+from copyhead.studies.finite_size import finite_size_table, fit_inverse_dk, write_finite_size
 
 
 def test_fit_recovers_a_known_line():
@@ -41,6 +41,6 @@ def test_table_and_document_from_study_files(tmp_path):
     assert "compatible with zero at 4 of 4" in text
     # a gap that stays open is reported as such
     open_paths = [_study(tmp_path, dk, 0.1) for dk in (32, 64, 128)]
-    from copyhead.results.finite_size import load_study
+    from copyhead.studies.finite_size import load_study
     rows = finite_size_table([load_study(p) for p in open_paths])
     assert not any(r["gap_closes"] for r in rows)

@@ -116,8 +116,14 @@ def _cmd_results(a) -> int:
 
 
 def _cmd_finite_size(a) -> int:
-    from .results.finite_size import write_finite_size
+    from .studies.finite_size import write_finite_size
     write_finite_size(a.studies, Path(a.out))
+    return 0
+
+
+def _cmd_study_config(a) -> int:
+    from .studies.spec import write_study_config
+    write_study_config(a.spec, a.name, Path(a.out))
     return 0
 
 
@@ -203,6 +209,13 @@ def build_parser() -> argparse.ArgumentParser:
     fs.add_argument("studies", nargs="+", help="results JSON of each study (copyhead results)")
     fs.add_argument("--out", required=True, help="output .md (the .json and the figure go beside it)")
     fs.set_defaults(func=_cmd_finite_size)
+
+    sc = sub.add_parser("study-config", help="write one study's config from config/studies.yaml (P grid placed "
+                                             "around the study's own closed-form transitions)")
+    sc.add_argument("spec", help="the study spec (config/studies.yaml)")
+    sc.add_argument("name", help="the study's name in the spec")
+    sc.add_argument("--out", required=True, help="output config .yaml")
+    sc.set_defaults(func=_cmd_study_config)
 
     au = sub.add_parser("audit", help="verify a figure's chain of inputs back to the runs")
     au.add_argument("figures", nargs="*", help="figure files (.pdf/.png) or their .provenance.json")

@@ -1,0 +1,138 @@
+"""The study specification (``config/studies.yaml``) and the config each study runs with.
+
+The P grid of a study is ``round(r · P_ref)`` for each ratio r of the spec, where P_ref is the study's own
+closed-form transition (linear: the crossover ĉG = ĉ1; softmax: the first-order point P*, or its fastest
+growth where the closed form has no first-order point), so every study samples the same stretch of its
+transition. A study with ``P_like: other`` uses the other study's grid scaled by σ²/σ²_other instead (the
+σ² collapse compares the two at equal P/σ²). Everything else comes from the base config; a study may
+override recipes (``optimizers``) and list the recipes it runs (``recipes``).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import yaml
+
+from copyhead import config as cfgmod
+from copyhead.config import ATTENTIONS, ActionParams, ConfigError
+
+SPEC_KEYS = {"base", "ratios", "seeds", "recipes", "studies", "groups"}
+STUDY_KEYS = {"L", "V", "d_k", "sigma2", "P_like", "recipes", "optimizers", "ratios", "note"}
+# the closed-form transition each attention type's P grid is placed around (copyhead.theory.transitions)
+REFERENCE = {"linear": ("P_crossover",), "softmax": ("P_star", "P_fastest_growth")}
+
+
+def load_spec(path: str | Path) -> dict:
+    """Read and check ``config/studies.yaml``; errors name the key."""
+    path = Path(path)
+    spec = cfgmod.load_yaml(path)
+    problems = []
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{path}: a study spec must be a mapping")
+    problems += [f"unknown key {k!r} (allowed: {sorted(SPEC_KEYS)})" for k in spec if k not in SPEC_KEYS]
+    problems += [f"missing key {k!r}" for k in ("base", "ratios", "seeds", "recipes", "studies") if k not in spec]
+    studies = spec.get("studies") or {}
+    for name, s in studies.items():
+        if not isinstance(s, dict):
+            problems.append(f"studies.{name} must be a mapping")
+            continue
+        problems += [f"studies.{name}: unknown key {k!r} (allowed: {sorted(STUDY_KEYS)})" for k in s
+                     if k not in STUDY_KEYS]
+        if s.get("P_like") is not None and s["P_like"] not in studies:
+            problems.append(f"studies.{name}.P_like = {s['P_like']!r} is not a study")
+    for att in ATTENTIONS:
+        r = (spec.get("ratios") or {}).get(att)
+        if not r or any(not isinstance(x, (int, float)) or x <= 0 for x in r):
+            problems.append(f"ratios.{att} must be a non-empty list of positive numbers")
+    for group, names in (spec.get("groups") or {}).items():
+        problems += [f"groups.{group}: {n!r} is not a study" for n in names if n not in studies]
+    if problems:
+        raise ConfigError(f"{path}:\n  - " + "\n  - ".join(problems))
+    spec["base_path"] = str((path.parent / spec["base"]) if not Path(spec["base"]).exists() else spec["base"])
+    return spec
+
+
+def action_params(cfg: dict) -> ActionParams:
+    m, t = cfg["model"], cfg["task"]
+    return ActionParams(V=t["V"], L=t["L"], d_k=m["d_k"], g_Q=m["g_Q"], g_K=m["g_K"], g_O=m["g_O"],
+                        sigma2=m["sigma2"], prior=cfg["theory"]["prior"])
+
+
+def reference_transitions(p: ActionParams, grid_n: int = 161) -> dict:
+    """{attention: (name, P)}: the closed-form transition each P grid is placed around."""
+    from copyhead.theory.scaling import closed_form_transitions
+
+    out = {}
+    for att in ATTENTIONS:
+        res = closed_form_transitions(att, p, grid_n)
+        for key in REFERENCE[att]:
+            if math.isfinite(res[key]):
+                out[att] = (key, float(res[key]))
+                break
+        else:
+            raise ConfigError(f"{att} attention has no {' or '.join(REFERENCE[att])} at {p}: no P grid")
+    return out
+
+
+def _grid(ratios, P_ref: float) -> list[int]:
+    return sorted({max(2, int(round(r * P_ref))) for r in ratios})
+
+
+def study_config(spec: dict, name: str, _seen=()) -> tuple[dict, dict]:
+    """(validated config, notes) of study ``name``; notes: the reference transitions and ratios."""
+    if name not in spec["studies"]:
+        raise ConfigError(f"unknown study {name!r}; known: {sorted(spec['studies'])}")
+    s = spec["studies"][name]
+    base = cfgmod.load_yaml(spec["base_path"])
+    cfg = cfgmod.merge_overrides(base, {"optimizers": s.get("optimizers", {})})
+    cfg["task"] = dict(cfg["task"], **{k: s[k] for k in ("L", "V") if k in s})
+    cfg["model"] = dict(cfg["model"], **{k: s[k] for k in ("d_k", "sigma2") if k in s})
+    ref = reference_transitions(action_params(cfg), cfg["theory"]["grid_n"])
+    ratios = {att: s.get("ratios", {}).get(att, spec["ratios"][att]) for att in ATTENTIONS}
+    if s.get("P_like"):
+        if s["P_like"] in _seen:
+            raise ConfigError(f"studies.{name}.P_like makes a cycle")
+        other, _ = study_config(spec, s["P_like"], _seen + (name,))
+        scale = cfg["model"]["sigma2"] / other["model"]["sigma2"]
+        grids = {att: sorted({int(round(P * scale)) for P in other["sweep"][att][other["figures"]["stage_optimizer"]]["P"]})
+                 for att in ATTENTIONS}
+    else:
+        grids = {att: _grid(ratios[att], ref[att][1]) for att in ATTENTIONS}
+    recipes = s.get("recipes", spec["recipes"])
+    missing = [r for r in recipes if r not in cfg["optimizers"]]
+    if missing:
+        raise ConfigError(f"studies.{name}: recipes {missing} are not in the base config's optimizers")
+    cfg["sweep"] = {att: {r: {"P": grids[att], "seeds": list(spec["seeds"])} for r in recipes} for att in ATTENTIONS}
+    all_P = sorted({P for g in grids.values() for P in g})
+    th = cfg["theory"]
+    th["exact"] = dict(th["exact"], P=all_P)
+    th["P_max"] = float(max(th["P_max"], 3 * all_P[-1]))
+    th["P_min"] = float(min(th["P_min"], all_P[0] / 4))
+    cfg["figures"] = {"stage_optimizer": recipes[0],
+                      "stages": {att: {"below": grids[att][0], "above": grids[att][-1]} for att in ATTENTIONS}}
+    notes = {"study": name, "reference": {att: {"name": k, "P": P} for att, (k, P) in ref.items()},
+             "ratios": ratios, "P_like": s.get("P_like"), "note": s.get("note", "")}
+    return cfgmod.validate(cfg), notes
+
+
+def write_study_config(spec_path: str | Path, name: str, out: str | Path) -> dict:
+    """Write study ``name``'s config (YAML, with the P-grid derivation as a header comment)."""
+    spec = load_spec(spec_path)
+    cfg, notes = study_config(spec, name)
+    ref = ", ".join(f"{att} {v['name']} = {v['P']:.4g}" for att, v in notes["reference"].items())
+    head = [f"# Study {name!r}: generated by `copyhead study-config {spec_path} {name}` from {spec['base']};",
+            "# do not edit (edit the spec and rerun the studies workflow).",
+            f"# Closed-form transitions of this (L, V, d_k, sigma2): {ref}.",
+            (f"# P grid: study {notes['P_like']!r}'s, scaled by sigma2." if notes["P_like"] else
+             "# P grid: round(r * P_ref) for r in " + "; ".join(f"{a}: {notes['ratios'][a]}" for a in ATTENTIONS) + ".")]
+    if notes["note"]:
+        head.append(f"# {notes['note']}")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(head) + "\n" + yaml.safe_dump(cfg, sort_keys=False, default_flow_style=None)
+    if not out.exists() or out.read_text() != text:   # unchanged text keeps its mtime (no needless reruns)
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(out)
+    return cfg
