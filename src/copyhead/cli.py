@@ -127,6 +127,12 @@ def _cmd_study_config(a) -> int:
     return 0
 
 
+def _cmd_studies_report(a) -> int:
+    from .studies.report import write_report
+    write_report(a.spec, a.studies, Path(a.out), converged=a.converged)
+    return 0
+
+
 def _cmd_check_config(a) -> int:
     for path in a.configs:
         cfgmod.load(path)
@@ -216,6 +222,14 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("name", help="the study's name in the spec")
     sc.add_argument("--out", required=True, help="output config .yaml")
     sc.set_defaults(func=_cmd_study_config)
+
+    sr = sub.add_parser("studies-report", help="finite-size, scaling and sigma^2 comparisons of the studies "
+                                               "-> Markdown + JSON + figures (docs/studies.md)")
+    sr.add_argument("spec", help="the study spec (config/studies.yaml)")
+    sr.add_argument("studies", nargs="+", help="results JSON of each study (studies/<name>/results/docs/results.json)")
+    sr.add_argument("--converged", help="results JSON of the default-size study, put on the paper's sigma^2 = 1 scale")
+    sr.add_argument("--out", required=True, help="output .md (the .json and the figures go beside it)")
+    sr.set_defaults(func=_cmd_studies_report)
 
     au = sub.add_parser("audit", help="verify a figure's chain of inputs back to the runs")
     au.add_argument("figures", nargs="*", help="figure files (.pdf/.png) or their .provenance.json")

@@ -1,0 +1,238 @@
+"""Numbers of the cross-study report (issue 13), read from each study's results JSON (``copyhead results``)
+and theory files; no plotting, no Markdown (:mod:`copyhead.studies.report` renders them).
+
+- :func:`load_study`: one study's sizes, SGLD agreement (same-dataset and closed-form posterior mean, the
+  latter under both priors), transitions with bootstrap CIs against the theory, convergence, job time.
+- :func:`finite_size`: the studies of one (L, V, σ²) at several d_k; gaps at fixed P/P_ref and
+  transition ratios experiment/theory against 1/d_k, with weighted fits ``y = y_∞ + b/d_k``.
+- :func:`scaling`: transition points against L and V with the paper's two scaling forms.
+- :func:`sigma2_collapse`: a study at σ² against its ``P_like`` twin at σ²_ref on the same P/σ² grid.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from copyhead.studies.finite_size import fit_inverse_dk
+
+Z95 = 1.959963984540054
+# the experimental transition compared per attention type: (name in results.json, theory key)
+TRANSITION = {"linear": ("crossover ĉG = ĉ1", "P_crossover"),
+              "softmax": ("jump of âG (logistic midpoint)", "P_star")}
+SAME_CURVE = {"linear": "same dataset, posterior mean (seed mean, swept P)",
+              "softmax": "same dataset, posterior mean (seed mean, swept P, logistic midpoint)"}
+PRIORS = {"large_deviation": "", "gaussian": "_gaussian"}   # theory-key suffix of each prior
+CURVES = ("same_mean", "closed_mean", "closed_mean_gaussian")
+CURVE_LABEL = {"same_mean": "same dataset, posterior mean (large-deviation prior)",
+               "closed_mean": "closed form, posterior mean, large-deviation prior",
+               "closed_mean_gaussian": "closed form, posterior mean, Gaussian prior"}
+SGLD = ("sgld", "sgld_copy")
+
+
+def _num(x) -> float:
+    return float(x) if x is not None else math.nan
+
+
+def _job_seconds(root: Path) -> dict:
+    """Summed job wall times (s) of a study from its benchmark files, by rule family."""
+    out = {"train": 0.0, "other": 0.0}
+    bench = root / "results" / "benchmarks"
+    for f in bench.rglob("*.tsv") if bench.is_dir() else []:
+        lines = f.read_text().strip().splitlines()
+        if len(lines) >= 2:
+            s = float(lines[-1].split("\t")[0])
+            out["train" if "train" in f.relative_to(bench).parts[:1] else "other"] += s
+    return out
+
+
+def _theory_curve(root: Path, inputs: dict, att: str, param: str, prior: str):
+    """(P, values) of the closed-form posterior mean of one order parameter under one prior."""
+    import xarray as xr
+
+    path = root / inputs[f"theory_{att}"]["path"]
+    var = param.replace("a", "c", 1) + "_mean" + PRIORS[prior]   # softmax â1/âG are c1/cG in the file
+    with xr.open_dataset(path) as ds:
+        return ds["P"].values.astype(float), ds[var].values.astype(float)
+
+
+def load_study(path: str | Path) -> dict:
+    """One study from its results JSON (``studies/<name>/results/docs/results.json``)."""
+    path = Path(path)
+    d = json.loads(path.read_text())
+    in_study = path.parent.name == "docs" and path.parent.parent.name == "results"
+    root = path.parents[2] if in_study else path.parent   # studies/<name>/ or a published copy (docs/)
+    cfg = json.loads(d["config"]["json"])
+    m, t = cfg["model"], cfg["task"]
+    name = root.name if in_study else Path(d.get("config_name", "") or path.stem).stem
+    study = {"name": name, "path": str(path), "L": int(t["L"]), "V": int(t["V"]), "d_k": int(m["d_k"]),
+             "sigma2": float(m["sigma2"]), "code_version": d.get("code_version", ""), "config": cfg,
+             "seconds": _job_seconds(root), "attentions": {}}
+    for att, a in d["attentions"].items():
+        grid = sorted({float(P) for r in SGLD if r in cfg["sweep"].get(att, {})
+                       for P in cfg["sweep"][att][r]["P"]})
+        rows = [dict(r) for r in a["agreement"] if r["method"] == "sgld" and r["curve"] in CURVES
+                and r["recipe"] in SGLD and r.get("experiment") is not None]
+        has_theory = (root / d["inputs"].get(f"theory_{att}", {}).get("path", "-")).is_file()
+        for r in [r for r in rows if r["curve"] == "closed_mean" and has_theory]:   # the same points, Gaussian prior
+            Pg, yg = _theory_curve(root, d["inputs"], att, r["param"], "gaussian")
+            th = float(np.interp(r["P"], Pg, yg))
+            err = math.hypot(_num(r["error"]), _num(r.get("theory_error")) if r.get("theory_error") else 0.0)
+            rows.append(dict(r, curve="closed_mean_gaussian", curve_label=CURVE_LABEL["closed_mean_gaussian"],
+                             theory=th, z=(r["experiment"] - th) / err if err > 0 else None))
+        name, key = TRANSITION[att]
+        tr = next((x for x in a["transitions"] if x["recipe"] == "sgld" and x["transition"] == name), None)
+        same = next((x["value"] for x in (tr or {}).get("theory", []) if x["curve"] == SAME_CURVE[att]), None)
+        conv = [c for c in a["convergence"] if c["recipe"] in SGLD]
+        study["attentions"][att] = {
+            "grid": grid, "rows": rows,
+            "transition": {"name": name, "estimate": _num((tr or {}).get("estimate")),
+                           "ci_lo": _num((tr or {}).get("ci_lo")), "ci_hi": _num((tr or {}).get("ci_hi")),
+                           "resolved": bool((tr or {}).get("resolved")), "note": (tr or {}).get("note", ""),
+                           "theory": {"large_deviation": _num(a["theory"].get(key)),
+                                      "gaussian": _num(a["theory"].get(key + "_gaussian")),
+                                      "exact": _num(a["theory"].get(key + "_exact")),
+                                      "same_dataset": _num(same)}},
+            "P_ref": _num(a["theory"].get(key)),
+            "rhat_max": max((_num(c["rhat"]) for c in conv if c.get("rhat") is not None), default=math.nan),
+            "n_rhat_flag": sum(bool(c.get("rhat_flag")) for c in conv), "n_conv": len(conv),
+            "rhat_within_max": max((_num(c["rhat_within_max"]) for c in conv if c.get("rhat_within_max") is not None),
+                                   default=math.nan),
+            "ess_min": min((_num(c["ess_bulk"]) for c in conv if c.get("ess_bulk") is not None), default=math.nan),
+        }
+    return study
+
+
+def agreement(att: dict, curve: str, away_only: bool = True) -> dict:
+    """RMS z, points within 2σ, χ²/dof of the SGLD chains (both starts) against one theory curve."""
+    z = np.array([r["z"] for r in att["rows"] if r["curve"] == curve and r.get("z") is not None
+                  and (r.get("away") or not away_only)], float)
+    z = z[np.isfinite(z)]
+    if not len(z):
+        return {"n": 0, "n_within_2": 0, "rms_z": math.nan}
+    return {"n": int(len(z)), "n_within_2": int(np.sum(np.abs(z) <= 2)), "rms_z": float(np.sqrt(np.mean(z ** 2)))}
+
+
+def _ratio_err(tr: dict, theory: float) -> tuple[float, float]:
+    """experiment/theory and its error (the CI's half width / 1.96, relative)."""
+    est, lo, hi = tr["estimate"], tr["ci_lo"], tr["ci_hi"]
+    if not all(math.isfinite(x) for x in (est, lo, hi, theory)) or theory <= 0:
+        return math.nan, math.nan
+    return est / theory, (hi - lo) / (2 * Z95) / theory
+
+
+def _nominal(ratio: float, ratios) -> float:
+    """The spec ratio a grid point stands for (the grid is round(r · P_ref))."""
+    return float(min(ratios, key=lambda r: abs(math.log(ratio / r))))
+
+
+def finite_size(studies: list[dict], ratios: dict) -> dict:
+    """Studies of one (L, V, σ²) at several d_k, compared at fixed P/P_ref (P_ref: each study's own
+    closed-form transition). Returns {"d_k", "gaps": [...], "transitions": [...], "agreement": [...]}."""
+    studies = sorted(studies, key=lambda s: s["d_k"])
+    dks = [s["d_k"] for s in studies]
+    gaps = {}
+    for s in studies:
+        for att, a in s["attentions"].items():
+            for r in a["rows"]:
+                if r["curve"] != "same_mean" or r.get("z") is None:
+                    continue
+                nominal = _nominal(r["P"] / a["P_ref"], ratios[att])
+                err = math.hypot(_num(r["error"]), _num(r.get("theory_error")) if r.get("theory_error") else 0.0)
+                key = (att, r["recipe"], nominal, r["param"])
+                gaps.setdefault(key, {"name": r["name"], "points": []})["points"].append(
+                    {"d_k": s["d_k"], "P": r["P"], "experiment": r["experiment"], "theory": r["theory"],
+                     "gap": r["experiment"] - r["theory"], "error": err, "z": r["z"]})
+    gap_rows = []
+    for (att, recipe, nominal, param), g in sorted(gaps.items()):
+        pts = g["points"]
+        fit = fit_inverse_dk([p["d_k"] for p in pts], [p["gap"] for p in pts], [p["error"] for p in pts])
+        gap_rows.append({"attention": att, "recipe": recipe, "ratio": nominal, "param": param, "name": g["name"],
+                         "points": pts, "fit": fit, "closes": _compatible(fit, 0.0)})
+    trans = []
+    for att in ("linear", "softmax"):
+        for prior in ("large_deviation", "gaussian"):
+            pts = []
+            for s in studies:
+                a = s["attentions"].get(att)
+                if a is None:
+                    continue
+                th = a["transition"]["theory"][prior]
+                q, e = _ratio_err(a["transition"], th)
+                pts.append({"d_k": s["d_k"], "experiment": a["transition"]["estimate"], "ci_lo": a["transition"]["ci_lo"],
+                            "ci_hi": a["transition"]["ci_hi"], "theory": th, "ratio": q, "error": e})
+            fit = fit_inverse_dk([p["d_k"] for p in pts], [p["ratio"] for p in pts], [p["error"] for p in pts])
+            trans.append({"attention": att, "transition": TRANSITION[att][0], "prior": prior, "points": pts,
+                          "fit": fit, "tends_to_theory": _compatible(fit, 1.0)})
+    agree = [{"name": s["name"], "d_k": s["d_k"], "d_k_over_L": s["d_k"] / s["L"], "attention": att,
+              **{c: agreement(a, c) for c in CURVES}}
+             for s in studies for att, a in s["attentions"].items()]
+    return {"d_k": dks, "L": studies[0]["L"] if studies else None, "gaps": gap_rows, "transitions": trans,
+            "agreement": agree}
+
+
+def _compatible(fit: dict, value: float) -> bool | None:
+    if not (math.isfinite(fit["a"]) and math.isfinite(fit["a_err"])):
+        return None
+    return bool(abs(fit["a"] - value) <= 2 * fit["a_err"])
+
+
+def scaling(studies: list[dict]) -> list[dict]:
+    """One row per study: L, V, d_k, the two transitions (experiment with CI, theory under both priors),
+    P*/ln²L (sequences; N*/(L ln²L) in tokens) and the linear-crossover / softmax-P* ratio with √(LV)."""
+    out = []
+    for s in sorted(studies, key=lambda s: (s["V"], s["L"])):
+        lin, sm = s["attentions"].get("linear"), s["attentions"].get("softmax")
+        row = {"name": s["name"], "L": s["L"], "V": s["V"], "d_k": s["d_k"], "sqrt_LV": math.sqrt(s["L"] * s["V"]),
+               "ln2L": math.log(s["L"]) ** 2}
+        for att, a in (("linear", lin), ("softmax", sm)):
+            if a is not None:
+                row[att] = a["transition"]
+        if lin and sm:
+            tl, ts = lin["transition"], sm["transition"]
+            q = tl["estimate"] / ts["estimate"]
+            rel = math.hypot(*(((t["ci_hi"] - t["ci_lo"]) / (2 * Z95)) / t["estimate"] for t in (tl, ts)))
+            row["ratio"] = {"experiment": q, "error": q * rel,
+                            **{p: tl["theory"][p] / ts["theory"][p] for p in ("large_deviation", "gaussian")}}
+        out.append(row)
+    return out
+
+
+def sigma2_collapse(study: dict, ref: dict) -> dict:
+    """``study`` (σ²) against ``ref`` (σ²_ref) at equal P/σ²: order parameters (same recipe, both SGLD
+    starts present in both) and transitions divided by σ²."""
+    scale = study["sigma2"] / ref["sigma2"]
+    rows = []
+    for att, a in study["attentions"].items():
+        b = ref["attentions"].get(att)
+        if b is None:
+            continue
+        mine = {(r["recipe"], r["P"], r["param"]): r for r in a["rows"] if r["curve"] == "same_mean"}
+        theirs = {(r["recipe"], r["P"] * scale, r["param"]): r for r in b["rows"] if r["curve"] == "same_mean"}
+        for key in sorted(set(mine) & set(theirs)):
+            x, y = mine[key], theirs[key]
+            err = math.hypot(_num(x["error"]), _num(y["error"]))
+            rows.append({"attention": att, "recipe": key[0], "P": key[1], "P_over_sigma2": key[1] / study["sigma2"],
+                         "param": key[2], "name": x["name"], "value": x["experiment"], "error": x["error"],
+                         "value_ref": y["experiment"], "error_ref": y["error"],
+                         "theory": x["theory"], "theory_ref": y["theory"],
+                         "z": (x["experiment"] - y["experiment"]) / err if err > 0 else math.nan})
+    trans = {}
+    for att, a in study["attentions"].items():
+        b = ref["attentions"].get(att)
+        if b is None:
+            continue
+        ta, tb = a["transition"], b["transition"]
+        trans[att] = {"name": ta["name"], "value": ta["estimate"] / study["sigma2"],
+                      "ci": [ta["ci_lo"] / study["sigma2"], ta["ci_hi"] / study["sigma2"]],
+                      "value_ref": tb["estimate"] / ref["sigma2"],
+                      "ci_ref": [tb["ci_lo"] / ref["sigma2"], tb["ci_hi"] / ref["sigma2"]],
+                      "theory": ta["theory"]["large_deviation"] / study["sigma2"],
+                      "theory_ref": tb["theory"]["large_deviation"] / ref["sigma2"]}
+    z = np.array([r["z"] for r in rows], float)
+    z = z[np.isfinite(z)]
+    return {"study": study["name"], "ref": ref["name"], "sigma2": study["sigma2"], "sigma2_ref": ref["sigma2"],
+            "rows": rows, "transitions": trans, "n": int(len(z)), "n_within_2": int(np.sum(np.abs(z) <= 2)),
+            "rms_z": float(np.sqrt(np.mean(z ** 2))) if len(z) else math.nan}

@@ -1,0 +1,207 @@
+"""The issue-13 studies: spec and generated configs (copyhead.studies.spec), the cross-study numbers
+(copyhead.studies.tables) and the report (copyhead.studies.report) on synthetic studies with known answers."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from copyhead import config as cfgmod
+from copyhead.config import ConfigError
+from copyhead.studies import report as R
+from copyhead.studies import tables as T
+from copyhead.studies.spec import load_spec, reference_transitions, action_params, study_config, write_study_config
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = ROOT / "config/studies.yaml"
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return load_spec(SPEC)
+
+
+def test_every_study_config_is_valid_and_its_grid_sits_on_its_own_transitions(spec):
+    for name, s in spec["studies"].items():
+        cfg, notes = study_config(spec, name)
+        assert cfgmod.validate(cfg) == cfg
+        assert cfg["task"]["L"] == s["L"] and cfg["model"]["d_k"] == s["d_k"]
+        for att in ("linear", "softmax"):
+            grid = cfg["sweep"][att][cfg["figures"]["stage_optimizer"]]["P"]
+            assert set(grid) <= set(cfg["theory"]["exact"]["P"])
+            assert cfg["theory"]["P_max"] >= max(grid)
+            if not s.get("P_like"):
+                P_ref = notes["reference"][att]["P"]
+                assert grid == sorted({max(2, round(r * P_ref)) for r in spec["ratios"][att]})
+                assert grid[0] < P_ref < grid[-1]          # the grid brackets the transition
+
+
+def test_sigma2_study_samples_its_twin_at_equal_P_over_sigma2(spec):
+    twin, _ = study_config(spec, "L16_dk32")
+    s1, notes = study_config(spec, "L16_dk32_s1")
+    assert notes["P_like"] == "L16_dk32"
+    for att in ("linear", "softmax"):
+        a = np.array(s1["sweep"][att]["sgld"]["P"]) / s1["model"]["sigma2"]
+        b = np.array(twin["sweep"][att]["sgld"]["P"]) / twin["model"]["sigma2"]
+        np.testing.assert_allclose(a, b)
+    assert list(s1["sweep"]["linear"]) == ["sgld"]
+    # the theory's transitions scale exactly with sigma^2 (docs/theory.md Sec. 6)
+    r1 = reference_transitions(action_params(s1))
+    r0 = reference_transitions(action_params(twin))
+    for att in r1:
+        assert r1[att][1] == pytest.approx(10 * r0[att][1], rel=1e-6)
+
+
+def test_recipe_override_reaches_the_study_config(spec):
+    cfg, _ = study_config(spec, "L16_dk256")
+    assert cfg["optimizers"]["sgld"]["eta"] == 0.0005 and cfg["optimizers"]["sgld_copy"]["init"] == "copy"
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda s: s.update(bogus=1), "unknown key 'bogus'"),
+    (lambda s: s["studies"]["L16_dk16"].update(P_like="nope"), "studies.L16_dk16.P_like = 'nope' is not a study"),
+    (lambda s: s["ratios"].update(linear=[0.5, -1]), "ratios.linear must be a non-empty list of positive numbers"),
+    (lambda s: s["studies"]["L16_dk16"].update(dk=3), "studies.L16_dk16: unknown key 'dk'"),
+    (lambda s: s["groups"].update(extra=["L16_dk999"]), "groups.extra: 'L16_dk999' is not a study"),
+])
+def test_bad_spec_is_refused_naming_the_key(tmp_path, edit, message):
+    import yaml
+    s = yaml.safe_load(SPEC.read_text())
+    s["base"] = str(ROOT / s["base"])
+    edit(s)
+    p = tmp_path / "studies.yaml"
+    p.write_text(yaml.safe_dump(s))
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_spec(p)
+
+
+def test_written_config_is_checked_and_unchanged_text_keeps_its_mtime(tmp_path):
+    out = tmp_path / "L16_dk16" / "config.yaml"
+    write_study_config(SPEC, "L16_dk16", out)
+    assert cfgmod.load(out)["model"]["d_k"] == 16
+    assert "Closed-form transitions" in out.read_text()
+    before = out.stat().st_mtime_ns
+    write_study_config(SPEC, "L16_dk16", out)
+    assert out.stat().st_mtime_ns == before
+    with pytest.raises(ConfigError, match="unknown study 'nope'"):
+        write_study_config(SPEC, "nope", out)
+
+
+# ---------------------------------------------------------------- synthetic studies with known answers
+
+def _study_json(root: Path, name: str, L: int, d_k: int, sigma2: float, gap, trans: dict, P_ref: dict, grids: dict):
+    """A minimal results JSON + theory files of one study: theory 0.5 everywhere, experiment = 0.5 +
+    gap(att, P, d_k) with error 0.01; transitions trans[att] with CI ±5%."""
+    folder = root / name
+    (folder / "results/docs").mkdir(parents=True)
+    (folder / "results/theory").mkdir(parents=True)
+    cfg = {"task": {"L": L, "V": 16}, "model": {"d_k": d_k, "sigma2": sigma2},
+           "optimizers": {"sgld": {"steps": 100}, "sgld_copy": {"steps": 100}},
+           "sweep": {att: {r: {"P": grids[att], "seeds": [0, 1]} for r in ("sgld", "sgld_copy")} for att in grids}}
+    atts, inputs = {}, {}
+    for att, grid in grids.items():
+        Pth = np.geomspace(1, 1000, 50)
+        xr.Dataset({v: ("P", np.full(50, 0.5)) for v in ("c1_mean_gaussian", "cG_mean_gaussian")},
+                   coords={"P": Pth}).to_netcdf(folder / f"results/theory/{att}.nc")
+        inputs[f"theory_{att}"] = {"path": f"results/theory/{att}.nc"}
+        p1, pG = ("c1", "cG") if att == "linear" else ("a1", "aG")
+        rows = []
+        for recipe in ("sgld", "sgld_copy"):
+            for P in grid:
+                for param in (p1, pG):
+                    exp = 0.5 + gap(att, P / P_ref[att], d_k)
+                    for curve in ("same_mean", "closed_mean"):
+                        rows.append({"P": float(P), "attention": att, "away": True, "curve": curve, "error": 0.01,
+                                     "experiment": exp, "method": "sgld", "name": param, "param": param,
+                                     "recipe": recipe, "theory": 0.5, "theory_error": 0.0, "z": (exp - 0.5) / 0.01})
+        name_t, key = T.TRANSITION[att]
+        est = trans[att]
+        atts[att] = {"agreement": rows,
+                     "transitions": [{"recipe": "sgld", "transition": name_t, "estimate": est, "ci_lo": 0.95 * est,
+                                      "ci_hi": 1.05 * est, "resolved": True, "note": "", "theory": []}],
+                     "theory": {key: P_ref[att], key + "_gaussian": 1.1 * P_ref[att], key + "_exact": None},
+                     "convergence": [{"recipe": "sgld", "rhat": 1.01, "rhat_flag": False, "rhat_within_max": 1.02,
+                                      "ess_bulk": 300.0}]}
+    d = {"attentions": atts, "config": {"json": json.dumps(cfg)}, "inputs": inputs, "code_version": "test"}
+    path = folder / "results/docs/results.json"
+    path.write_text(json.dumps(d))
+    return path
+
+
+def test_finite_size_fit_recovers_a_closing_and_a_persisting_gap(tmp_path):
+    # linear: gap = 2/d_k (closes); softmax: gap = 0.05 + 1/d_k (does not close)
+    gap = lambda att, ratio, d_k: (2.0 / d_k) if att == "linear" else (0.05 + 1.0 / d_k)
+    paths, studies = [], []
+    for d_k in (16, 32, 64, 128):
+        P_ref = {"linear": 10.0 * (d_k / 16) ** 0.5, "softmax": 20.0 * (d_k / 16) ** 0.8}
+        grids = {att: sorted({round(r * P_ref[att]) for r in (0.5, 2.0)}) for att in P_ref}
+        # transitions: linear tends to its theory (ratio 1 + 4/d_k), softmax does not (ratio 1.3)
+        trans = {"linear": P_ref["linear"] * (1 + 4.0 / d_k), "softmax": 1.3 * P_ref["softmax"]}
+        paths.append(_study_json(tmp_path, f"L16_dk{d_k}", 16, d_k, 0.1, gap, trans, P_ref, grids))
+        studies.append(T.load_study(paths[-1]))
+    fs = T.finite_size(studies, {"linear": [0.5, 2.0], "softmax": [0.5, 2.0]})
+    assert fs["d_k"] == [16, 32, 64, 128]
+    for r in fs["gaps"]:
+        assert len(r["points"]) == 4
+        if r["attention"] == "linear":
+            assert r["fit"]["a"] == pytest.approx(0.0, abs=1e-9) and r["fit"]["b"] == pytest.approx(2.0)
+            assert r["closes"] is True
+        else:
+            assert r["fit"]["a"] == pytest.approx(0.05) and r["closes"] is False
+    tr = {(t["attention"], t["prior"]): t for t in fs["transitions"]}
+    assert tr[("linear", "large_deviation")]["fit"]["a"] == pytest.approx(1.0)
+    assert tr[("linear", "large_deviation")]["tends_to_theory"] is True
+    assert tr[("softmax", "large_deviation")]["tends_to_theory"] is False
+    assert tr[("softmax", "gaussian")]["points"][0]["ratio"] == pytest.approx(1.3 / 1.1)
+    text = "\n".join(R.conclude_finite_size(fs))
+    assert "within 2σ of 0 at 8 of 16" in text
+
+
+def test_sigma2_collapse_pairs_equal_P_over_sigma2_and_scaling_rows(tmp_path):
+    gap = lambda att, ratio, d_k: 0.1 * ratio
+    P_ref = {"linear": 10.0, "softmax": 18.0}
+    grids = {"linear": [5, 20], "softmax": [9, 36]}
+    a = T.load_study(_study_json(tmp_path, "A", 16, 32, 0.1, gap, {"linear": 11.0, "softmax": 19.0}, P_ref, grids))
+    P_ref1 = {k: 10 * v for k, v in P_ref.items()}
+    b = T.load_study(_study_json(tmp_path, "B", 16, 32, 1.0, gap, {"linear": 110.0, "softmax": 190.0}, P_ref1,
+                                 {k: [10 * P for P in v] for k, v in grids.items()}))
+    c = T.sigma2_collapse(b, a)
+    assert c["n"] == 16 and c["n_within_2"] == 16            # identical values at equal P/σ²
+    assert {r["P_over_sigma2"] for r in c["rows"]} == {50.0, 200.0, 90.0, 360.0}
+    assert c["transitions"]["softmax"]["value"] == pytest.approx(190.0) == c["transitions"]["softmax"]["value_ref"]
+    rows = T.scaling([a])
+    assert rows[0]["ratio"]["experiment"] == pytest.approx(11.0 / 19.0)
+    assert rows[0]["sqrt_LV"] == pytest.approx(16.0)
+
+
+def test_report_is_written_from_the_studies_results_files(tmp_path):
+    import yaml
+    gap = lambda att, ratio, d_k: 1.0 / d_k
+    paths = []
+    for d_k, L in ((16, 16), (32, 16), (48, 24)):
+        P_ref = {"linear": 10.0 * d_k / 16, "softmax": 18.0 * d_k / 16}
+        grids = {att: sorted({round(r * P_ref[att]) for r in (0.5, 2.0)}) for att in P_ref}
+        paths.append(_study_json(tmp_path / "studies", f"S{d_k}", L, d_k, 0.1, gap,
+                                 {k: 1.1 * v for k, v in P_ref.items()}, P_ref, grids))
+    s = yaml.safe_load(SPEC.read_text())
+    s["base"] = str(ROOT / s["base"])
+    s["studies"] = {"S16": {"L": 16, "V": 16, "d_k": 16}, "S32": {"L": 16, "V": 16, "d_k": 32},
+                    "S48": {"L": 24, "V": 16, "d_k": 48}}
+    s["groups"] = {"finite_size": ["S16", "S32"], "scaling": ["S32", "S48"]}
+    spec = tmp_path / "studies.yaml"
+    spec.write_text(yaml.safe_dump(s))
+    out = tmp_path / "report" / "studies.md"
+    rep = R.write_report(spec, paths, out)
+    text = out.read_text()
+    for fig in ("fig9_finite_size.png", "fig8_scaling_experiment.png"):
+        assert (out.parent / fig).stat().st_size > 10_000 and f"]({fig})" in text
+    assert "## 1. Finite d_k at L = 16" in text and "## 2. Scaling in L and V" in text
+    assert "## 3." not in text                              # no σ² pair in this spec
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert data["finite_size"]["d_k"] == [16, 32]
+    assert [r["L"] for r in rep["scaling"]["rows"]] == [16, 24]
+    assert "closest form" in text and "√(LV)" in text
