@@ -100,7 +100,7 @@ def _study_json(root: Path, name: str, L: int, d_k: int, sigma2: float, gap, tra
     (folder / "results/docs").mkdir(parents=True)
     (folder / "results/theory").mkdir(parents=True)
     cfg = {"task": {"L": L, "V": 16}, "model": {"d_k": d_k, "sigma2": sigma2},
-           "optimizers": {"sgld": {"steps": 100}, "sgld_copy": {"steps": 100}},
+           "optimizers": {"sgld": {"steps": 100, "eta": 1e-3}, "sgld_copy": {"steps": 100, "eta": 1e-3}},
            "sweep": {att: {r: {"P": grids[att], "seeds": [0, 1]} for r in ("sgld", "sgld_copy")} for att in grids}}
     atts, inputs = {}, {}
     for att, grid in grids.items():
@@ -171,6 +171,7 @@ def test_sigma2_collapse_pairs_equal_P_over_sigma2_and_scaling_rows(tmp_path):
                                  {k: [10 * P for P in v] for k, v in grids.items()}))
     c = T.sigma2_collapse(b, a)
     assert c["n"] == 16 and c["n_within_2"] == 16            # identical values at equal P/σ²
+    assert c["differs"] == "σ²" and T.sigma2_collapse(a, a)["differs"] == "nothing"
     assert {r["P_over_sigma2"] for r in c["rows"]} == {50.0, 200.0, 90.0, 360.0}
     assert c["transitions"]["softmax"]["value"] == pytest.approx(190.0) == c["transitions"]["softmax"]["value_ref"]
     rows = T.scaling([a])

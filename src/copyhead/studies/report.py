@@ -17,7 +17,7 @@ from copyhead.results.render import PAPER, PAPER_VALUES, ci, g, table, yn
 from copyhead.studies import tables as T
 
 FIGURES = {"finite_size": "fig9_finite_size.png", "scaling": "fig8_scaling_experiment.png",
-           "sigma2": "fig10_sigma2_collapse.png"}
+           "sigma2": "fig10_twins.png"}
 PRIOR_LABEL = {"large_deviation": "large-deviation", "gaussian": "Gaussian"}
 # GPU estimate (not measured: no GPU was lent): a batched SGLD step of these sizes is launch-bound on a GPU,
 # about this many seconds per step for all chains of a job, and one GPU runs this many jobs at once.
@@ -138,21 +138,31 @@ def _scaling_section(sc: dict) -> list[str]:
     return out
 
 
+def _twin(c: dict, ref: bool = False) -> str:
+    sfx = "_ref" if ref else ""
+    return f"σ² = {g(c['sigma2' + sfx])}" if c["differs"] == "σ²" else f"η = {g(c['eta' + sfx])}"
+
+
 def _sigma2_section(s2: list[dict], paper_scale: list[str] | None) -> list[str]:
-    out = ["## 3. σ² collapse: every transition P ∝ σ²", "", f"![fig10]({FIGURES['sigma2']})", ""]
+    out = ["## 3. Twin studies: the σ² collapse (every transition P ∝ σ²) and the SGLD step size", "",
+           f"![fig10]({FIGURES['sigma2']})", "",
+           "Each twin pair samples the same P/σ² grid; the order parameters should be equal within errors (a "
+           "pair differing in σ² tests the collapse, one differing only in the SGLD step size η tests the "
+           "sampler's step-size bias).", ""]
     for c in s2:
-        out += [f"`{c['study']}` (σ² = {g(c['sigma2'])}) against `{c['ref']}` (σ² = {g(c['sigma2_ref'])}) at equal "
+        what = "σ² collapse" if c["differs"] == "σ²" else "step size"
+        out += [f"**{what}**: `{c['study']}` ({_twin(c)}) against `{c['ref']}` ({_twin(c, True)}) at equal "
                 f"P/σ²: {c['n_within_2']} of {c['n']} order parameters equal within 2σ (RMS z of the difference "
                 f"{g(c['rms_z'])}).", ""]
         rows = [[r["attention"], r["recipe"], g(r["P_over_sigma2"]), r["name"], _pm(r["value"], r["error"]),
                  _pm(r["value_ref"], r["error_ref"]), g(r["z"]), g(r["theory"]), g(r["theory_ref"])] for r in c["rows"]]
-        out.append(table(["attention", "recipe", "P/σ²", "param", f"σ² = {g(c['sigma2'])}", f"σ² = {g(c['sigma2_ref'])}",
-                          "z (difference)", f"theory σ² = {g(c['sigma2'])}", f"theory σ² = {g(c['sigma2_ref'])}"], rows))
+        out.append(table(["attention", "recipe", "P/σ²", "param", _twin(c), _twin(c, True),
+                          "z (difference)", f"theory, {_twin(c)}", f"theory, {_twin(c, True)}"], rows))
         out.append("")
         rows = [[att, t["name"], f"{g(t['value'])} {ci(*t['ci'])}", f"{g(t['value_ref'])} {ci(*t['ci_ref'])}",
                  g(t["theory"]), g(t["theory_ref"])] for att, t in c["transitions"].items()]
-        out.append(table(["attention", "transition ÷ σ²", f"SGLD, σ² = {g(c['sigma2'])}", f"SGLD, σ² = {g(c['sigma2_ref'])}",
-                          f"theory σ² = {g(c['sigma2'])}", f"theory σ² = {g(c['sigma2_ref'])}"], rows))
+        out.append(table(["attention", "transition ÷ σ²", f"SGLD, {_twin(c)}", f"SGLD, {_twin(c, True)}",
+                          f"theory, {_twin(c)}", f"theory, {_twin(c, True)}"], rows))
         out.append("")
     if paper_scale:
         out += ["### On the paper's scale", ""] + paper_scale + [""]
@@ -412,29 +422,31 @@ def plot_scaling(rows: list[dict], theory_lines: dict, out_png: Path):
 
 
 def plot_sigma2(collapses: list[dict], out_png: Path):
+    """One row per twin pair, one column per attention type: both twins' order parameters at equal P/σ²."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
-    for ax, att in zip(axes, ("linear", "softmax")):
-        for c in collapses:
-            rows = [r for r in c["rows"] if r["attention"] == att]
+    fig, axes = plt.subplots(len(collapses), 2, figsize=(9.5, 3.3 * len(collapses)), squeeze=False)
+    for row, c in zip(axes, collapses):
+        for ax, att in zip(row, ("linear", "softmax")):
+            rows = [r for r in c["rows"] if r["attention"] == att and r["recipe"] == "sgld"]
             for param, col in (("1", "C0"), ("G", "C3")):
                 rs = sorted((r for r in rows if r["param"].endswith(param)), key=lambda r: r["P_over_sigma2"])
                 if not rs:
                     continue
                 x = np.array([r["P_over_sigma2"] for r in rs])
                 ax.errorbar(x, [r["value_ref"] for r in rs], yerr=Z([r["error_ref"] for r in rs]), fmt="o", mfc="none",
-                            color=col, capsize=2, label=f"{rs[0]['name']}, σ² = {g(c['sigma2_ref'])}")
-                ax.errorbar(x * 1.02, [r["value"] for r in rs], yerr=Z([r["error"] for r in rs]), fmt="x", color=col,
-                            capsize=2, label=f"{rs[0]['name']}, σ² = {g(c['sigma2'])}")
+                            color=col, capsize=2, label=f"{rs[0]['name']}, {_twin(c, True)}")
+                ax.errorbar(x * 1.03, [r["value"] for r in rs], yerr=Z([r["error"] for r in rs]), fmt="x", color=col,
+                            capsize=2, label=f"{rs[0]['name']}, {_twin(c)}")
                 ax.plot(x, [r["theory"] for r in rs], "-", lw=0.7, color=col, alpha=0.6)
-        ax.set_xscale("log")
-        ax.set_xlabel("P / σ²")
-        ax.set_ylabel("order parameter (SGLD, prior starts)")
-        ax.set_title(f"{att}: equal at equal P/σ² (line: theory)", fontsize=9)
-        ax.legend(fontsize=6)
+            ax.set_xscale("log")
+            ax.set_xlabel("P / σ²")
+            ax.set_ylabel("order parameter (SGLD, prior starts)")
+            what = "σ² collapse" if c["differs"] == "σ²" else "step size"
+            ax.set_title(f"{what}, {att}: {c['study']} vs {c['ref']} (95% bars; line: same-dataset theory)", fontsize=8)
+            ax.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(out_png, dpi=150)
     plt.close(fig)
@@ -497,7 +509,8 @@ def build(spec: dict, paths: list[str | Path], converged: str | Path | None = No
     col = [T.sigma2_collapse(studies[a], studies[b]) for a, b in pairs if a in studies and b in studies]
     if col:
         rep["sigma2"] = col
-        ok = all(c["n"] and c["n_within_2"] >= 0.9 * c["n"] for c in col)   # ~95% within 2σ expected
+        s2 = [c for c in col if c["differs"] == "σ²"]
+        ok = bool(s2) and all(c["n"] and c["n_within_2"] >= 0.9 * c["n"] for c in s2)   # ~95% within 2σ expected
         conv = T.load_study(converged) if converged else None
         rep["paper_scale"] = paper_scale(conv, ok) + [
             "", f"Collapse rule: 'holds' when at least 90% of the compared order parameters agree within 2σ "

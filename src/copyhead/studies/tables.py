@@ -200,10 +200,17 @@ def scaling(studies: list[dict]) -> list[dict]:
     return out
 
 
+def _eta(study: dict) -> float:
+    return float(study["config"]["optimizers"]["sgld"]["eta"]) if "sgld" in study["config"].get("optimizers", {}) \
+        else math.nan
+
+
 def sigma2_collapse(study: dict, ref: dict) -> dict:
-    """``study`` (σ²) against ``ref`` (σ²_ref) at equal P/σ²: order parameters (same recipe, both SGLD
-    starts present in both) and transitions divided by σ²."""
+    """``study`` against its twin ``ref`` at equal P/σ² (a ``P_like`` pair of the spec): order parameters
+    (same recipe in both) and transitions divided by σ². The twins differ in σ² (the collapse test) or,
+    at equal σ², in the SGLD step size η (the step-size test); ``differs`` says which."""
     scale = study["sigma2"] / ref["sigma2"]
+    differs = "σ²" if study["sigma2"] != ref["sigma2"] else ("η" if _eta(study) != _eta(ref) else "nothing")
     rows = []
     for att, a in study["attentions"].items():
         b = ref["attentions"].get(att)
@@ -234,5 +241,6 @@ def sigma2_collapse(study: dict, ref: dict) -> dict:
     z = np.array([r["z"] for r in rows], float)
     z = z[np.isfinite(z)]
     return {"study": study["name"], "ref": ref["name"], "sigma2": study["sigma2"], "sigma2_ref": ref["sigma2"],
+            "differs": differs, "eta": _eta(study), "eta_ref": _eta(ref),
             "rows": rows, "transitions": trans, "n": int(len(z)), "n_within_2": int(np.sum(np.abs(z) <= 2)),
             "rms_z": float(np.sqrt(np.mean(z ** 2))) if len(z) else math.nan}
