@@ -133,6 +133,12 @@ def _cmd_studies_report(a) -> int:
     return 0
 
 
+def _cmd_publish_studies(a) -> int:
+    from .studies.report import publish
+    print(f"published to {publish(a.report, a.docs)} and {Path(a.docs) / 'results.md'}")
+    return 0
+
+
 def _cmd_check_config(a) -> int:
     for path in a.configs:
         cfgmod.load(path)
@@ -230,6 +236,12 @@ def build_parser() -> argparse.ArgumentParser:
     sr.add_argument("--converged", help="results JSON of the default-size study, put on the paper's sigma^2 = 1 scale")
     sr.add_argument("--out", required=True, help="output .md (the .json and the figures go beside it)")
     sr.set_defaults(func=_cmd_studies_report)
+
+    ps = sub.add_parser("publish-studies", help="copy the studies report to DOCS/studies/ and put its conclusions "
+                                                "into DOCS/results.md")
+    ps.add_argument("report", nargs="?", default="studies/report", help="the report folder (studies/report)")
+    ps.add_argument("--docs", default="docs", help="the docs folder (docs)")
+    ps.set_defaults(func=_cmd_publish_studies)
 
     au = sub.add_parser("audit", help="verify a figure's chain of inputs back to the runs")
     au.add_argument("figures", nargs="*", help="figure files (.pdf/.png) or their .provenance.json")

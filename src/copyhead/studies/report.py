@@ -547,3 +547,50 @@ def write_report(spec_path: str | Path, paths: list[str | Path], out_md: str | P
     out_md.write_text("\n".join(render(rep, str(spec_path))) + "\n")
     out_md.with_suffix(".json").write_text(json.dumps(_jsonable(rep), indent=1, sort_keys=True))
     return rep
+
+
+# ---------------------------------------------------------------- publishing into docs/
+
+BEGIN, END = "<!-- studies:begin (copyhead publish-studies; do not edit) -->", "<!-- studies:end -->"
+
+
+def summary_section(rep: dict, link: str) -> list[str]:
+    """The studies' conclusions as a section of docs/results.md (read from the report's JSON)."""
+    out = [BEGIN, "## Finite size, scaling and σ² (issue 13)", "",
+           f"*From [{link}]({link}) (`snakemake -s workflow/studies.smk --cores 2`), inserted by "
+           "`copyhead publish-studies`; the numbers and the rules behind each verdict are there.*", ""]
+    fs = rep.get("finite_size")
+    if fs:
+        out += [f"**Finite d_k** (L = {fs['L']}, d_k = {', '.join(map(str, fs['d_k']))}):", ""] + fs["conclusion"] + [""]
+    sc = rep.get("scaling")
+    if sc:
+        out += ["**Scaling in L and V:**", ""] + sc["conclusion"] + [""]
+    for c in rep.get("sigma2", []):
+        what = "σ² collapse" if c["differs"] == "σ²" else "SGLD step size (η/2)"
+        out.append(f"- {what}: `{c['study']}` against `{c['ref']}`: {c['n_within_2']} of {c['n']} order parameters "
+                   f"equal within 2σ (RMS z {g(c['rms_z'])}).")
+    if rep.get("paper_scale"):
+        out += [""] + rep["paper_scale"]
+    return out + ["", END]
+
+
+def publish(report_dir: str | Path, docs: str | Path) -> Path:
+    """Copy the report folder to ``docs/studies/`` and put its conclusions into ``docs/results.md`` (between
+    the markers; replaced on every publish, appended the first time)."""
+    import shutil
+
+    report_dir, docs = Path(report_dir), Path(docs)
+    dest = docs / "studies"
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(report_dir, dest)
+    rep = json.loads((dest / "studies.json").read_text())
+    results = docs / "results.md"
+    text = results.read_text() if results.exists() else ""
+    section = "\n".join(summary_section(rep, "studies/studies.md"))
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    results.write_text(text)
+    return dest
