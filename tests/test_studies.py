@@ -144,7 +144,7 @@ def test_finite_size_fit_recovers_a_closing_and_a_persisting_gap(tmp_path):
         paths.append(_study_json(tmp_path, f"L16_dk{d_k}", 16, d_k, 0.1, gap, trans, P_ref, grids))
         studies.append(T.load_study(paths[-1]))
     fs = T.finite_size(studies, {"linear": [0.5, 2.0], "softmax": [0.5, 2.0]})
-    assert fs["d_k"] == [16, 32, 64, 128]
+    assert fs["values"] == [16, 32, 64, 128] and fs["by"] == "d_k"
     for r in fs["gaps"]:
         assert len(r["points"]) == 4
         if r["attention"] == "linear":
@@ -202,8 +202,9 @@ def test_report_is_written_from_the_studies_results_files(tmp_path):
         assert (out.parent / fig).stat().st_size > 10_000 and f"]({fig})" in text
     assert "## 1. Finite d_k at L = 16" in text and "## 2. Scaling in L and V" in text
     assert "## 3." not in text                              # no σ² pair in this spec
+    assert "## 2b. The gap against L at fixed d_k/L = 2" in text and (out.parent / "fig9b_gap_vs_L.png").is_file()
     data = json.loads(out.with_suffix(".json").read_text())
-    assert data["finite_size"]["d_k"] == [16, 32]
+    assert data["finite_size"]["values"] == [16, 32]
     assert [r["L"] for r in rep["scaling"]["rows"]] == [16, 24]
     assert "closest form" in text and "√(LV)" in text
     # publishing: the folder is copied and the conclusions replace (not duplicate) their section

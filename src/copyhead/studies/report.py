@@ -16,7 +16,7 @@ import numpy as np
 from copyhead.results.render import PAPER, PAPER_VALUES, ci, g, table, yn
 from copyhead.studies import tables as T
 
-FIGURES = {"finite_size": "fig9_finite_size.png", "scaling": "fig8_scaling_experiment.png",
+FIGURES = {"finite_size": "fig9_finite_size.png", "finite_L": "fig9b_gap_vs_L.png", "scaling": "fig8_scaling_experiment.png",
            "sigma2": "fig10_twins.png"}
 PRIOR_LABEL = {"large_deviation": "large-deviation", "gaussian": "Gaussian"}
 # GPU estimate (not measured: no GPU was lent): a batched SGLD step of these sizes is launch-bound on a GPU,
@@ -68,10 +68,15 @@ def render(rep: dict, spec_name: str) -> list[str]:
            "bootstrap over chains (docs/results.md, Definitions).", ""]
     fs = rep.get("finite_size")
     if fs:
-        out += _finite_size_section(fs, rep)
+        out += _finite_size_section(fs, "1", f"Finite d_k at L = {fs['L']}: does the gap to the theory close?",
+                                    FIGURES["finite_size"])
     sc = rep.get("scaling")
     if sc:
         out += _scaling_section(sc)
+    fl = rep.get("finite_L")
+    if fl:
+        out += _finite_size_section(fl, "2b", f"The gap against L at fixed d_k/L = {g(fl['d_k_over_L'])} (the "
+                                    "transverse directions of the attention matrix grow as L²)", FIGURES["finite_L"])
     s2 = rep.get("sigma2")
     if s2:
         out += _sigma2_section(s2, rep.get("paper_scale"))
@@ -79,36 +84,36 @@ def render(rep: dict, spec_name: str) -> list[str]:
     return out
 
 
-def _finite_size_section(fs: dict, rep: dict) -> list[str]:
-    out = [f"## 1. Finite d_k at L = {fs['L']}: does the gap to the theory close?", "",
-           f"![fig9]({FIGURES['finite_size']})", "",
-           "### Agreement per d_k (SGLD, both starts, points away from the transitions)", ""]
+def _finite_size_section(fs: dict, number: str, title: str, figure: str) -> list[str]:
+    B, vals = fs["by"], fs["values"]
+    out = [f"## {number}. {title}", "", f"![{figure}]({figure})", "",
+           f"### Agreement per {B} (SGLD, both starts, points away from the transitions)", ""]
     rows = []
     for a in fs["agreement"]:
-        rows.append([a["attention"], a["d_k"], g(a["d_k_over_L"])] +
+        rows.append([a["attention"], a["L"], a["d_k"], g(a["d_k_over_L"])] +
                     [f"{a[c]['n_within_2']}/{a[c]['n']}, {g(a[c]['rms_z'])}" for c in T.CURVES])
-    out.append(table(["attention", "d_k", "d_k/L"] + [f"{T.CURVE_LABEL[c]}: within 2σ, RMS z" for c in T.CURVES],
+    out.append(table(["attention", "L", "d_k", "d_k/L"] + [f"{T.CURVE_LABEL[c]}: within 2σ, RMS z" for c in T.CURVES],
                      rows))
-    out += ["", "### Transition points: experiment / theory against 1/d_k", "",
-            "Fit ratio = r_∞ + b/d_k (weighted by the bootstrap CIs; errors scaled by √(χ²/dof) when > 1). "
+    out += ["", f"### Transition points: experiment / theory against 1/{B}", "",
+            f"Fit ratio = r_∞ + b/{B} (weighted by the bootstrap CIs; errors scaled by √(χ²/dof) when > 1). "
             "'→ theory' = r_∞ within 2σ of 1.", ""]
     rows = []
     for t in fs["transitions"]:
-        pts = {p["d_k"]: p for p in t["points"]}
+        pts = {p["x"]: p for p in t["points"]}
         rows.append([t["attention"], t["transition"], PRIOR_LABEL[t["prior"]]] +
                     [f"{g(pts[d]['experiment'])} / {g(pts[d]['theory'])} = {g(pts[d]['ratio'])}" if d in pts else "–"
-                     for d in fs["d_k"]] + [_fit(t["fit"]), yn(t["tends_to_theory"])])
-    out.append(table(["attention", "transition", "prior"] + [f"d_k = {d}" for d in fs["d_k"]] +
+                     for d in vals] + [_fit(t["fit"]), yn(t["tends_to_theory"])])
+    out.append(table(["attention", "transition", "prior"] + [f"{B} = {d}" for d in vals] +
                      ["r_∞ (fit)", "→ theory?"], rows))
-    out += ["", "### Order parameters at fixed P/P_ref: experiment − same-dataset theory against 1/d_k", "",
-            "Fit gap = gap_∞ + b/d_k; 'closes' = gap_∞ within 2σ of 0.", ""]
+    out += ["", f"### Order parameters at fixed P/P_ref: experiment − same-dataset theory against 1/{B}", "",
+            f"Fit gap = gap_∞ + b/{B}; 'closes' = gap_∞ within 2σ of 0.", ""]
     rows = []
     for r in fs["gaps"]:
-        pts = {p["d_k"]: p for p in r["points"]}
+        pts = {p["x"]: p for p in r["points"]}
         rows.append([r["attention"], r["recipe"], g(r["ratio"]), r["name"]] +
-                    [f"{_pm(pts[d]['gap'], pts[d]['error'])}" if d in pts else "–" for d in fs["d_k"]] +
+                    [f"{_pm(pts[d]['gap'], pts[d]['error'])}" if d in pts else "–" for d in vals] +
                     [_fit(r["fit"]), yn(r["closes"])])
-    out.append(table(["attention", "recipe", "P/P_ref", "param"] + [f"d_k = {d}" for d in fs["d_k"]] +
+    out.append(table(["attention", "recipe", "P/P_ref", "param"] + [f"{B} = {d}" for d in vals] +
                      ["gap_∞ (fit)", "closes?"], rows))
     out += ["", "### Conclusion (rules applied to the tables above)", ""] + fs["conclusion"] + [""]
     return out
@@ -197,39 +202,44 @@ def _per_study_section(studies: list[dict]) -> list[str]:
 
 def conclude_finite_size(fs: dict) -> list[str]:
     out = []
-    dks = fs["d_k"]
+    B, vals = fs["by"], fs["values"]
     for att in ("linear", "softmax"):
-        rms = {a["d_k"]: a["same_mean"]["rms_z"] for a in fs["agreement"] if a["attention"] == att}
+        rms = {a["x"]: a["same_mean"]["rms_z"] for a in fs["agreement"] if a["attention"] == att}
         if rms:
-            out.append(f"- {att}: RMS z against the same-dataset posterior mean at d_k = "
-                       f"{', '.join(str(d) for d in dks)}: {', '.join(g(rms.get(d, math.nan)) for d in dks)}.")
+            out.append(f"- {att}: RMS z against the same-dataset posterior mean at {B} = "
+                       f"{', '.join(str(d) for d in vals)}: {', '.join(g(rms.get(d, math.nan)) for d in vals)}.")
     n_close = sum(1 for r in fs["gaps"] if r["closes"])
     n_fit = sum(1 for r in fs["gaps"] if r["closes"] is not None)
-    out.append(f"- Order parameters: the extrapolated gap gap_∞ is within 2σ of 0 at {n_close} of {n_fit} "
+    out.append(f"- Order parameters: the extrapolated gap gap_∞ ({B} → ∞) is within 2σ of 0 at {n_close} of {n_fit} "
                "(attention, recipe, P/P_ref, parameter) rows.")
     for att in ("linear", "softmax"):
-        rows = [r for r in fs["gaps"] if r["attention"] == att]
+        rows = [r for r in fs["gaps"] if r["attention"] == att and len(r["points"]) == len(vals)]
         if rows:
-            first = np.nanmedian([abs(r["points"][0]["gap"]) for r in rows])
-            last = np.nanmedian([abs(r["points"][-1]["gap"]) for r in rows])
-            out.append(f"- {att}: median |gap| {g(first)} at d_k = {rows[0]['points'][0]['d_k']} and {g(last)} at "
-                       f"d_k = {rows[0]['points'][-1]['d_k']} (factor {g(first / last if last else math.nan)} for a "
-                       f"factor {g(rows[0]['points'][-1]['d_k'] / rows[0]['points'][0]['d_k'])} in d_k).")
+            first = float(np.nanmedian([abs(r["points"][0]["gap"]) for r in rows]))
+            last = float(np.nanmedian([abs(r["points"][-1]["gap"]) for r in rows]))
+            rate = math.log(first / last) / math.log(vals[-1] / vals[0]) if first > 0 and last > 0 else math.nan
+            out.append(f"- {att}: median |gap| over P/P_ref and parameters {g(first)} at {B} = {vals[0]} and {g(last)} "
+                       f"at {B} = {vals[-1]}: |gap| ∝ {B}^(−{g(rate, 2)}) on average.")
     for t in fs["transitions"]:
         f = t["fit"]
         if math.isfinite(f["a"]):
             verdict = ("tends to the theory (r_∞ within 2σ of 1)" if t["tends_to_theory"] else
                        "does not tend to the theory (r_∞ more than 2σ from 1)")
             out.append(f"- {t['attention']} {t['transition']}, {PRIOR_LABEL[t['prior']]} prior: "
-                       f"experiment/theory → {_pm(f['a'], f['a_err'])} at d_k → ∞: {verdict}.")
+                       f"experiment/theory → {_pm(f['a'], f['a_err'])} at {B} → ∞: {verdict}.")
     for att in ("linear", "softmax"):
         cand = {t["prior"]: t for t in fs["transitions"] if t["attention"] == att and math.isfinite(t["fit"]["a"])}
         if len(cand) == 2:
             dist = {p: abs(t["fit"]["a"] - 1) / t["fit"]["a_err"] if t["fit"]["a_err"] > 0 else math.inf
                     for p, t in cand.items()}
             best = min(dist, key=dist.get)
-            out.append(f"- {att}: the prior whose transition the large-d_k extrapolation is closer to (in σ): "
+            out.append(f"- {att}: the prior whose transition the large-{B} extrapolation is closer to (in σ): "
                        f"{PRIOR_LABEL[best]} ({g(dist[best])}σ vs {g(dist[[p for p in dist if p != best][0]])}σ).")
+        elif len(cand) == 1:
+            (p_only,) = cand
+            other = [p for p in PRIOR_LABEL if p != p_only][0]
+            out.append(f"- {att}: only the {PRIOR_LABEL[p_only]} prior has this transition at every {B}; the "
+                       f"{PRIOR_LABEL[other]} prior's closed form has none at some of them.")
     return out
 
 
@@ -295,19 +305,21 @@ def paper_scale(converged: dict | None, collapse_ok: bool) -> list[str]:
 
 # ---------------------------------------------------------------- figures
 
-def plot_finite_size(fs: dict, out_png: Path):
+def plot_finite_size(fs: dict, out_png: Path, title: str):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.8))
+    B = fs["by"]
+    fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.9))
     for ax, att in zip(axes[:2], ("linear", "softmax")):
-        rows = [r for r in fs["gaps"] if r["attention"] == att and r["recipe"] == "sgld"]
+        rows = [r for r in fs["gaps"] if r["attention"] == att and r["recipe"] == "sgld"
+                and not (att == "softmax" and r["param"] == "a1")]          # â1 = 1 − âG for softmax
         for r in rows:
-            x = np.array([1.0 / p["d_k"] for p in r["points"]])
+            x = np.array([1.0 / p["x"] for p in r["points"]])
             y = np.array([p["gap"] for p in r["points"]])
             e = np.array([p["error"] for p in r["points"]])
-            line = ax.errorbar(x, y, yerr=e, fmt="o" if r["param"].endswith("G") else "s", ms=3.5, capsize=2,
+            line = ax.errorbar(x, y, yerr=Z(e), fmt="o" if r["param"].endswith("G") else "s", ms=3.5, capsize=2,
                                label=f"{r['name']}, P = {g(r['ratio'])}·P_ref")
             f = r["fit"]
             if math.isfinite(f["a"]):
@@ -315,20 +327,21 @@ def plot_finite_size(fs: dict, out_png: Path):
                 ax.plot(xs, f["a"] + f["b"] * xs, "--", lw=0.8, color=line[0].get_color())
         ax.axhline(0, color="k", lw=0.6)
         ax.set_xlim(left=0)
-        ax.set_xlabel("1/d_k")
+        ax.set_xlabel(f"1/{B}")
         ax.set_ylabel("SGLD − same-dataset theory")
-        ax.set_title(f"({'ab'[att == 'softmax']}) {att}: order parameters, prior starts", fontsize=9)
+        ax.set_title(f"({'ab'[att == 'softmax']}) {att}: order parameters, prior starts (95% bars)", fontsize=9)
         ax.legend(fontsize=5.5, ncol=2)
     ax = axes[2]
-    marks = {("linear", "large_deviation"): "o", ("linear", "gaussian"): "o",
-             ("softmax", "large_deviation"): "D", ("softmax", "gaussian"): "D"}
     for t in fs["transitions"]:
-        x = np.array([1.0 / p["d_k"] for p in t["points"]])
+        x = np.array([1.0 / p["x"] for p in t["points"]])
         y = np.array([p["ratio"] for p in t["points"]])
         e = np.array([p["error"] for p in t["points"]])
+        if not np.isfinite(y).any():
+            continue
         filled = t["prior"] == "large_deviation"
-        line = ax.errorbar(x * (1.0 if filled else 1.02), y, yerr=Z(e), fmt=marks[(t["attention"], t["prior"])], ms=4,
-                           capsize=2, mfc=None if filled else "none",
+        line = ax.errorbar(x * (1.0 if filled else 1.02), y, yerr=Z(e), fmt="o" if t["attention"] == "linear" else "D",
+                           ms=4, capsize=2, mfc=None if filled else "none",
+                           color="C0" if t["attention"] == "linear" else "C3",
                            label=f"{t['attention']} {'crossover' if t['attention'] == 'linear' else 'jump'}, "
                                  f"{PRIOR_LABEL[t['prior']]} prior")
         f = t["fit"]
@@ -337,12 +350,11 @@ def plot_finite_size(fs: dict, out_png: Path):
             ax.plot(xs, f["a"] + f["b"] * xs, "--" if filled else ":", lw=0.8, color=line[0].get_color())
     ax.axhline(1, color="k", lw=0.6)
     ax.set_xlim(left=0)
-    ax.set_xlabel("1/d_k")
+    ax.set_xlabel(f"1/{B}")
     ax.set_ylabel("transition P: SGLD / closed-form theory")
-    ax.set_title("(c) transition points (95% CI) and fits r_∞ + b/d_k", fontsize=9)
+    ax.set_title(f"(c) transition points (95% CI), fits r_∞ + b/{B}", fontsize=9)
     ax.legend(fontsize=6)
-    fig.suptitle(f"Finite d_k at L = {fs['L']}: d_k = {', '.join(map(str, fs['d_k']))} (dashed: weighted fits in 1/d_k)",
-                 fontsize=10)
+    fig.suptitle(title + " (dashed: weighted fits)", fontsize=10)
     fig.tight_layout()
     fig.savefig(out_png, dpi=150)
     plt.close(fig)
@@ -505,6 +517,11 @@ def build(spec: dict, paths: list[str | Path], converged: str | Path | None = No
         for r in rows:
             r["sigma2"] = studies[r["name"]]["sigma2"]
         rep["scaling"] = {"rows": rows, "conclusion": conclude_scaling(rows), "theory_lines": theory_lines(rows)}
+        tl = rep["scaling"]["theory_lines"]
+        same = [s for s in sc if s["V"] == tl["V"] and s["d_k"] / s["L"] == tl["dk_per_L"]]
+        if len({s["L"] for s in same}) >= 2:
+            rep["finite_L"] = T.finite_size(same, spec["ratios"], by="L")
+            rep["finite_L"]["conclusion"] = conclude_finite_size(rep["finite_L"])
     pairs = [(n, s["P_like"]) for n, s in spec["studies"].items() if s.get("P_like")]
     col = [T.sigma2_collapse(studies[a], studies[b]) for a, b in pairs if a in studies and b in studies]
     if col:
@@ -539,7 +556,13 @@ def write_report(spec_path: str | Path, paths: list[str | Path], out_md: str | P
     out_md = Path(out_md)
     out_md.parent.mkdir(parents=True, exist_ok=True)
     if "finite_size" in rep:
-        plot_finite_size(rep["finite_size"], out_md.parent / FIGURES["finite_size"])
+        fs = rep["finite_size"]
+        plot_finite_size(fs, out_md.parent / FIGURES["finite_size"],
+                         f"Finite d_k at L = {fs['L']}: d_k = {', '.join(map(str, fs['values']))}")
+    if "finite_L" in rep:
+        fl = rep["finite_L"]
+        plot_finite_size(fl, out_md.parent / FIGURES["finite_L"],
+                         f"L = {', '.join(map(str, fl['values']))} at d_k/L = {g(fl['d_k_over_L'])}")
     if "scaling" in rep:
         plot_scaling(rep["scaling"]["rows"], rep["scaling"]["theory_lines"], out_md.parent / FIGURES["scaling"])
     if "sigma2" in rep:
@@ -561,7 +584,11 @@ def summary_section(rep: dict, link: str) -> list[str]:
            "`copyhead publish-studies`; the numbers and the rules behind each verdict are there.*", ""]
     fs = rep.get("finite_size")
     if fs:
-        out += [f"**Finite d_k** (L = {fs['L']}, d_k = {', '.join(map(str, fs['d_k']))}):", ""] + fs["conclusion"] + [""]
+        out += [f"**Finite d_k** (L = {fs['L']}, d_k = {', '.join(map(str, fs['values']))}):", ""] + fs["conclusion"] + [""]
+    fl = rep.get("finite_L")
+    if fl:
+        out += [f"**L at fixed d_k/L = {g(fl['d_k_over_L'])}** (L = {', '.join(map(str, fl['values']))}):", ""] + \
+            fl["conclusion"] + [""]
     sc = rep.get("scaling")
     if sc:
         out += ["**Scaling in L and V:**", ""] + sc["conclusion"] + [""]

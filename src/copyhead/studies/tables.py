@@ -3,8 +3,8 @@ and theory files; no plotting, no Markdown (:mod:`copyhead.studies.report` rende
 
 - :func:`load_study`: one study's sizes, SGLD agreement (same-dataset and closed-form posterior mean, the
   latter under both priors), transitions with bootstrap CIs against the theory, convergence, job time.
-- :func:`finite_size`: the studies of one (L, V, σ²) at several d_k; gaps at fixed P/P_ref and
-  transition ratios experiment/theory against 1/d_k, with weighted fits ``y = y_∞ + b/d_k``.
+- :func:`finite_size`: studies that differ in one size (d_k at fixed L, or L at fixed d_k/L); gaps at fixed
+  P/P_ref and transition ratios experiment/theory against 1/size, with weighted fits ``y = y_∞ + b/size``.
 - :func:`scaling`: transition points against L and V with the paper's two scaling forms.
 - :func:`sigma2_collapse`: a study at σ² against its ``P_like`` twin at σ²_ref on the same P/σ² grid.
 """
@@ -128,11 +128,13 @@ def _nominal(ratio: float, ratios) -> float:
     return float(min(ratios, key=lambda r: abs(math.log(ratio / r))))
 
 
-def finite_size(studies: list[dict], ratios: dict) -> dict:
-    """Studies of one (L, V, σ²) at several d_k, compared at fixed P/P_ref (P_ref: each study's own
-    closed-form transition). Returns {"d_k", "gaps": [...], "transitions": [...], "agreement": [...]}."""
-    studies = sorted(studies, key=lambda s: s["d_k"])
-    dks = [s["d_k"] for s in studies]
+def finite_size(studies: list[dict], ratios: dict, by: str = "d_k") -> dict:
+    """Studies that differ in one size ``by`` (d_k, or L at fixed d_k/L), compared at fixed P/P_ref (P_ref:
+    each study's own closed-form transition), with weighted fits y = y_∞ + b/x in x = 1/``by``.
+    Returns {"by", "values", "L", "gaps": [...], "transitions": [...], "agreement": [...]}; every point
+    carries "x" (its value of ``by``)."""
+    studies = sorted(studies, key=lambda s: s[by])
+    values = [s[by] for s in studies]
     gaps = {}
     for s in studies:
         for att, a in s["attentions"].items():
@@ -143,12 +145,12 @@ def finite_size(studies: list[dict], ratios: dict) -> dict:
                 err = math.hypot(_num(r["error"]), _num(r.get("theory_error")) if r.get("theory_error") else 0.0)
                 key = (att, r["recipe"], nominal, r["param"])
                 gaps.setdefault(key, {"name": r["name"], "points": []})["points"].append(
-                    {"d_k": s["d_k"], "P": r["P"], "experiment": r["experiment"], "theory": r["theory"],
-                     "gap": r["experiment"] - r["theory"], "error": err, "z": r["z"]})
+                    {"x": s[by], "d_k": s["d_k"], "L": s["L"], "P": r["P"], "experiment": r["experiment"],
+                     "theory": r["theory"], "gap": r["experiment"] - r["theory"], "error": err, "z": r["z"]})
     gap_rows = []
     for (att, recipe, nominal, param), g in sorted(gaps.items()):
         pts = g["points"]
-        fit = fit_inverse_dk([p["d_k"] for p in pts], [p["gap"] for p in pts], [p["error"] for p in pts])
+        fit = fit_inverse_dk([p["x"] for p in pts], [p["gap"] for p in pts], [p["error"] for p in pts])
         gap_rows.append({"attention": att, "recipe": recipe, "ratio": nominal, "param": param, "name": g["name"],
                          "points": pts, "fit": fit, "closes": _compatible(fit, 0.0)})
     trans = []
@@ -161,16 +163,18 @@ def finite_size(studies: list[dict], ratios: dict) -> dict:
                     continue
                 th = a["transition"]["theory"][prior]
                 q, e = _ratio_err(a["transition"], th)
-                pts.append({"d_k": s["d_k"], "experiment": a["transition"]["estimate"], "ci_lo": a["transition"]["ci_lo"],
-                            "ci_hi": a["transition"]["ci_hi"], "theory": th, "ratio": q, "error": e})
-            fit = fit_inverse_dk([p["d_k"] for p in pts], [p["ratio"] for p in pts], [p["error"] for p in pts])
+                pts.append({"x": s[by], "d_k": s["d_k"], "L": s["L"], "experiment": a["transition"]["estimate"],
+                            "ci_lo": a["transition"]["ci_lo"], "ci_hi": a["transition"]["ci_hi"], "theory": th,
+                            "ratio": q, "error": e})
+            fit = fit_inverse_dk([p["x"] for p in pts], [p["ratio"] for p in pts], [p["error"] for p in pts])
             trans.append({"attention": att, "transition": TRANSITION[att][0], "prior": prior, "points": pts,
                           "fit": fit, "tends_to_theory": _compatible(fit, 1.0)})
-    agree = [{"name": s["name"], "d_k": s["d_k"], "d_k_over_L": s["d_k"] / s["L"], "attention": att,
-              **{c: agreement(a, c) for c in CURVES}}
+    agree = [{"name": s["name"], "x": s[by], "d_k": s["d_k"], "L": s["L"], "d_k_over_L": s["d_k"] / s["L"],
+              "attention": att, **{c: agreement(a, c) for c in CURVES}}
              for s in studies for att, a in s["attentions"].items()]
-    return {"d_k": dks, "L": studies[0]["L"] if studies else None, "gaps": gap_rows, "transitions": trans,
-            "agreement": agree}
+    return {"by": by, "values": values, "L": studies[0]["L"] if studies else None,
+            "d_k_over_L": studies[0]["d_k"] / studies[0]["L"] if studies else None,
+            "gaps": gap_rows, "transitions": trans, "agreement": agree}
 
 
 def _compatible(fit: dict, value: float) -> bool | None:
