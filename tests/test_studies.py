@@ -151,14 +151,14 @@ def test_finite_size_fit_recovers_a_closing_and_a_persisting_gap(tmp_path):
             assert r["fit"]["a"] == pytest.approx(0.0, abs=1e-9) and r["fit"]["b"] == pytest.approx(2.0)
             assert r["closes"] is True
         else:
-            assert r["fit"]["a"] == pytest.approx(0.05) and r["closes"] is False
+            assert r["fit"]["a"] == pytest.approx(0.05) and r["closes"] is False and r["param"] == "aG"
     tr = {(t["attention"], t["prior"]): t for t in fs["transitions"]}
     assert tr[("linear", "large_deviation")]["fit"]["a"] == pytest.approx(1.0)
     assert tr[("linear", "large_deviation")]["tends_to_theory"] is True
     assert tr[("softmax", "large_deviation")]["tends_to_theory"] is False
     assert tr[("softmax", "gaussian")]["points"][0]["ratio"] == pytest.approx(1.3 / 1.1)
     text = "\n".join(R.conclude_finite_size(fs))
-    assert "within 2σ of 0 at 8 of 16" in text
+    assert "within 2σ of 0 at 8 of 12" in text
 
 
 def test_sigma2_collapse_pairs_equal_P_over_sigma2_and_scaling_rows(tmp_path):

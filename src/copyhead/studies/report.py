@@ -106,7 +106,7 @@ def _finite_size_section(fs: dict, number: str, title: str, figure: str) -> list
     out.append(table(["attention", "transition", "prior"] + [f"{B} = {d}" for d in vals] +
                      ["r_∞ (fit)", "→ theory?"], rows))
     out += ["", f"### Order parameters at fixed P/P_ref: experiment − same-dataset theory against 1/{B}", "",
-            f"Fit gap = gap_∞ + b/{B}; 'closes' = gap_∞ within 2σ of 0.", ""]
+            f"Fit gap = gap_∞ + b/{B}; 'closes' = gap_∞ within 2σ of 0. Softmax: âG only (â1 = 1 − âG).", ""]
     rows = []
     for r in fs["gaps"]:
         pts = {p["x"]: p for p in r["points"]}
@@ -313,8 +313,7 @@ def plot_finite_size(fs: dict, out_png: Path, title: str):
     B = fs["by"]
     fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.9))
     for ax, att in zip(axes[:2], ("linear", "softmax")):
-        rows = [r for r in fs["gaps"] if r["attention"] == att and r["recipe"] == "sgld"
-                and not (att == "softmax" and r["param"] == "a1")]          # â1 = 1 − âG for softmax
+        rows = [r for r in fs["gaps"] if r["attention"] == att and r["recipe"] == "sgld"]
         for r in rows:
             x = np.array([1.0 / p["x"] for p in r["points"]])
             y = np.array([p["gap"] for p in r["points"]])

@@ -30,6 +30,9 @@ CURVE_LABEL = {"same_mean": "same dataset, posterior mean (large-deviation prior
                "closed_mean": "closed form, posterior mean, large-deviation prior",
                "closed_mean_gaussian": "closed form, posterior mean, Gaussian prior"}
 SGLD = ("sgld", "sgld_copy")
+# softmax (â1, âG) = (m1, mP/L) with â1 + âG = 1 inside the span (copyhead.order_params): â1's gap is
+# minus âG's, so the gap tables count âG only (the agreement numbers keep both, as docs/results.md does)
+REPEATS = {("softmax", "a1")}
 
 
 def _num(x) -> float:
@@ -139,7 +142,7 @@ def finite_size(studies: list[dict], ratios: dict, by: str = "d_k") -> dict:
     for s in studies:
         for att, a in s["attentions"].items():
             for r in a["rows"]:
-                if r["curve"] != "same_mean" or r.get("z") is None:
+                if r["curve"] != "same_mean" or r.get("z") is None or (att, r["param"]) in REPEATS:
                     continue
                 nominal = _nominal(r["P"] / a["P_ref"], ratios[att])
                 err = math.hypot(_num(r["error"]), _num(r.get("theory_error")) if r.get("theory_error") else 0.0)
