@@ -314,11 +314,15 @@ def plot_finite_size(fs: dict, out_png: Path, title: str):
     fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.9))
     for ax, att in zip(axes[:2], ("linear", "softmax")):
         rows = [r for r in fs["gaps"] if r["attention"] == att and r["recipe"] == "sgld"]
+        ratios = sorted({r["ratio"] for r in rows})
+        cmap = plt.get_cmap("viridis")
         for r in rows:
+            color = cmap(ratios.index(r["ratio"]) / max(1, len(ratios) - 1) * 0.9)
             x = np.array([1.0 / p["x"] for p in r["points"]])
             y = np.array([p["gap"] for p in r["points"]])
             e = np.array([p["error"] for p in r["points"]])
             line = ax.errorbar(x, y, yerr=Z(e), fmt="o" if r["param"].endswith("G") else "s", ms=3.5, capsize=2,
+                               color=color, mfc=color if r["param"].endswith("G") else "none",
                                label=f"{r['name']}, P = {g(r['ratio'])}·P_ref")
             f = r["fit"]
             if math.isfinite(f["a"]):
