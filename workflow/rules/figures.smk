@@ -53,7 +53,9 @@ rule results_doc:
     params:
         inputs=lambda w, input: json.dumps({k: v for k, v in input.items() if k != "figures"}, sort_keys=True),
         config=chcfg.canonical_json(CONFIG),
-        config_name=" ".join(map(str, workflow.overwrite_configfiles or ["config.yaml"])),
+        # named relative to the repository (the Snakefile's folder), not by an absolute path of this machine
+        config_name=" ".join(os.path.relpath(f, workflow.basedir) if os.path.isabs(f) else str(f)
+                             for f in (workflow.overwrite_configfiles or ["config.yaml"])),
         code=CODE["results"],
     conda:
         ENV
