@@ -220,6 +220,16 @@ def conclude_finite_size(fs: dict) -> list[str]:
             rate = math.log(first / last) / math.log(vals[-1] / vals[0]) if first > 0 and last > 0 else math.nan
             out.append(f"- {att}: median |gap| over P/P_ref and parameters {g(first)} at {B} = {vals[0]} and {g(last)} "
                        f"at {B} = {vals[-1]}: |gap| ∝ {B}^(−{g(rate, 2)}) on average.")
+    for att in ("linear", "softmax"):
+        last = [a for a in fs["agreement"] if a["attention"] == att and a["x"] == vals[-1]]
+        if last:
+            a = last[0]
+            ld, ga = a["closed_mean"]["rms_z"], a["closed_mean_gaussian"]["rms_z"]
+            if math.isfinite(ld) and math.isfinite(ga):
+                out.append(f"- {att}, order parameters at the largest {B} = {vals[-1]}: RMS z against the closed-form "
+                           f"posterior mean {g(ld)} with the large-deviation prior, {g(ga)} with the Gaussian prior: "
+                           f"the {'large-deviation' if ld < ga else 'Gaussian'} prior describes the sampled posterior "
+                           "better there.")
     for t in fs["transitions"]:
         f = t["fit"]
         if math.isfinite(f["a"]):
@@ -237,6 +247,7 @@ def conclude_finite_size(fs: dict) -> list[str]:
                        f"{PRIOR_LABEL[best]} ({g(dist[best])}σ vs {g(dist[[p for p in dist if p != best][0]])}σ).")
         elif len(cand) == 1:
             (p_only,) = cand
+            cand = {}
             other = [p for p in PRIOR_LABEL if p != p_only][0]
             out.append(f"- {att}: only the {PRIOR_LABEL[p_only]} prior has this transition at every {B}; the "
                        f"{PRIOR_LABEL[other]} prior's closed form has none at some of them.")
