@@ -99,9 +99,9 @@ def _study_json(root: Path, name: str, L: int, d_k: int, sigma2: float, gap, tra
     folder = root / name
     (folder / "results/docs").mkdir(parents=True)
     (folder / "results/theory").mkdir(parents=True)
-    cfg = {"task": {"L": L, "V": 16}, "model": {"d_k": d_k, "sigma2": sigma2},
-           "optimizers": {"sgld": {"steps": 100, "eta": 1e-3}, "sgld_copy": {"steps": 100, "eta": 1e-3}},
-           "sweep": {att: {r: {"P": grids[att], "seeds": [0, 1]} for r in ("sgld", "sgld_copy")} for att in grids}}
+    cfg = cfgmod.merge_overrides(cfgmod.load_yaml(ROOT / "config/studies/base.yaml"),
+                                 {"task": {"L": L}, "model": {"d_k": d_k, "sigma2": sigma2}})
+    cfg["sweep"] = {att: {r: {"P": grids[att], "seeds": [0, 1]} for r in ("sgld", "sgld_copy")} for att in grids}
     atts, inputs = {}, {}
     for att, grid in grids.items():
         Pth = np.geomspace(1, 1000, 50)

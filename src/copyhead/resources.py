@@ -65,6 +65,18 @@ def n_samples(sizes: Mapping[str, Any]) -> int:
     return len(sample_steps(recipe))
 
 
+def job_seconds(sizes: Mapping[str, Any], kind: str) -> float:
+    """Predicted wall seconds of one job on a ``kind`` ("cpu" or "gpu") device, without the safety
+    factor: start-up, training steps, and test-loss evaluations (a forward pass over n_test at each log
+    point and each recorded sample). An upper bound on CPU by construction of RATE; on GPU an estimate."""
+    V, L, d_k, P = (int(sizes[k]) for k in ("V", "L", "d_k", "P"))
+    n_test, steps, K = int(sizes["n_test"]), int(sizes["steps"]), int(sizes.get("chains", 1))
+    step_s = STEP_OVERHEAD_S[kind] + K * step_work(V, L, d_k, P) / RATE[kind]
+    eval_s = STEP_OVERHEAD_S[kind] + K * step_work(V, L, d_k, n_test) / RATE[kind] / 2
+    n_evals = int(sizes["log_points"]) + n_samples(sizes)
+    return STARTUP_S[kind] + steps * step_s + n_evals * eval_s
+
+
 def estimate(sizes: Mapping[str, Any], attempt: int = 1) -> dict:
     """Resources of one job from its sizes (keys V, L, n_test, d_k, P, steps, method, burn_in, thin,
     log_points, dtype, device, and ``chains``, default 1). Returns ``{"runtime": minutes, "mem_mb": MB,
@@ -72,13 +84,8 @@ def estimate(sizes: Mapping[str, Any], attempt: int = 1) -> dict:
     gpu = 1 if sizes.get("device", "auto") in ("auto", "cuda") else 0
     kind = "gpu" if gpu else "cpu"
     V, L, d_k, P = (int(sizes[k]) for k in ("V", "L", "d_k", "P"))
-    n_test, steps, K = int(sizes["n_test"]), int(sizes["steps"]), int(sizes.get("chains", 1))
-    # training steps, plus test-loss evaluations (a forward pass over n_test at each log point and
-    # each recorded sample)
-    step_s = STEP_OVERHEAD_S[kind] + K * step_work(V, L, d_k, P) / RATE[kind]
-    eval_s = STEP_OVERHEAD_S[kind] + K * step_work(V, L, d_k, n_test) / RATE[kind] / 2
-    n_evals = int(sizes["log_points"]) + n_samples(sizes)
-    seconds = STARTUP_S[kind] + steps * step_s + n_evals * eval_s
+    n_test, K = int(sizes["n_test"]), int(sizes.get("chains", 1))
+    seconds = job_seconds(sizes, kind)
     runtime = max(MIN_RUNTIME_MIN, math.ceil(SAFETY * seconds / 60.0)) * max(1, int(attempt))
 
     b = BYTES.get(sizes.get("dtype", "float64"), 8)
@@ -89,6 +96,14 @@ def estimate(sizes: Mapping[str, Any], attempt: int = 1) -> dict:
     mem_mb = BASE_MEM_MB[kind] + 2 * K * (features + temporaries + samples + params) / 2**20
     mem_mb = int(math.ceil(mem_mb / 100.0) * 100)
     return {"runtime": int(runtime), "mem_mb": mem_mb, "gpu": gpu}
+
+
+def sweep_seconds(cfg: Mapping[str, Any], kind: str) -> float:
+    """Predicted summed job seconds of a validated config's training sweep on ``kind`` (:func:`job_seconds`)."""
+    from .config import run_config
+
+    return sum(job_seconds(_sizes(run_config(cfg, att, opt), P, len(v["seeds"])), kind)
+               for att, recipes in cfg["sweep"].items() for opt, v in recipes.items() for P in v["P"])
 
 
 def train_resources(cfg: Mapping[str, Any], attention: str, optimizer: str, P: int,

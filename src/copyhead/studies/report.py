@@ -19,10 +19,6 @@ from copyhead.studies import tables as T
 FIGURES = {"finite_size": "fig9_finite_size.png", "finite_L": "fig9b_gap_vs_L.png", "scaling": "fig8_scaling_experiment.png",
            "sigma2": "fig10_twins.png"}
 PRIOR_LABEL = {"large_deviation": "large-deviation", "gaussian": "Gaussian"}
-# GPU estimate (not measured: no GPU was lent): a batched SGLD step of these sizes is launch-bound on a GPU,
-# about this many seconds per step for all chains of a job, and one GPU runs this many jobs at once.
-GPU_STEP_S = 3e-4
-GPU_CONCURRENT_JOBS = 8
 
 
 def _tr(t: dict) -> str:
@@ -37,21 +33,16 @@ def _fit(fit: dict) -> str:
     return f"{_pm(fit['a'], fit['a_err'])} (b = {g(fit['b'])}, χ²/dof = {g(fit['chi2_dof'])})"
 
 
-def _steps(study: dict) -> int:
-    cfg = study["config"]
-    return sum(cfg["optimizers"][r]["steps"] for att in cfg["sweep"] for r in cfg["sweep"][att]
-               for _ in cfg["sweep"][att][r]["P"])
-
-
 def _cost_rows(studies: list[dict]) -> list[list]:
+    from copyhead.resources import sweep_seconds
+
     rows = []
     for s in studies:
         sec = s["seconds"]
-        steps = _steps(s)
         n_jobs = sum(len(v["P"]) for att in s["config"]["sweep"].values() for v in att.values())
-        gpu = steps * GPU_STEP_S / min(GPU_CONCURRENT_JOBS, max(n_jobs, 1))
         rows.append([s["name"], s["L"], s["V"], s["d_k"], g(s["sigma2"]), n_jobs, g(sec["train"], 3),
-                     g(sec["other"], 3), g((sec["train"] + sec["other"]) / 2 / 60, 2), g(gpu / 60, 2)])
+                     g(sweep_seconds(s["config"], "cpu"), 3), g(sec["other"], 3),
+                     g((sec["train"] + sec["other"]) / 2 / 60, 2), g(sweep_seconds(s["config"], "gpu") / 60, 2)])
     return rows
 
 
@@ -188,11 +179,14 @@ def _per_study_section(studies: list[dict]) -> list[str]:
                          g(a["ess_min"])])
     out.append(table(["study", "attention", "P grid (SGLD)", "P_ref (closed form)", "R̂ > 1.05", "max R̂",
                       "max within-chain R̂", "min ESS"], rows))
-    out += ["", f"Cost: summed job times from each study's benchmark files (2-core machine, wall ≈ sum / 2). GPU: "
-                f"an estimate, not a measurement (no GPU was lent): {GPU_STEP_S * 1e3:g} ms per batched step, "
-                f"{GPU_CONCURRENT_JOBS} jobs at once on one GPU.", ""]
-    out.append(table(["study", "L", "V", "d_k", "σ²", "train jobs", "train [s]", "theory+rest [s]",
-                      "wall on 2 cores [min]", "GPU estimate [min]"], _cost_rows(studies)))
+    out += ["", "Cost: measured job times summed from each study's benchmark files (this 2-core machine; wall ≈ "
+                "sum / 2 with `--cores 2`), next to the Slurm resource model's prediction (copyhead.resources: an "
+                "upper bound on CPU). GPU: the same model's estimate for one GPU per job, summed over jobs (not "
+                "measured: no GPU was lent). Jobs this small are bound by per-step kernel launches and start-up on "
+                "a GPU, so a GPU node buys parallel jobs, not faster ones.", ""]
+    out.append(table(["study", "L", "V", "d_k", "σ²", "train jobs", "train, measured [s]", "train, model [s]",
+                      "theory+rest [s]", "wall on 2 cores [min]", "GPU estimate, summed [GPU-min]"],
+                     _cost_rows(studies)))
     out += ["", "Inputs (code version of each):", ""]
     out += [f"- `{s['path']}` ({s['code_version']})" for s in studies]
     return out
