@@ -126,3 +126,23 @@ def test_cpu_step_cost_bounds_the_measured_engine(V, L, d_k, P):
     assert measured <= budget, f"engine step {measured * 1e3:.3f} ms > budget {budget * 1e3:.3f} ms"
     assert budget <= 100 * measured + 1e-3, f"budget {budget * 1e3:.3f} ms is > 100x the measured step"
     assert not math.isnan(measured)
+
+
+def test_sweep_seconds_sums_the_jobs_and_the_time_limit_covers_each(default_cfg):
+    """The studies' cost table uses sweep_seconds: the sum of job_seconds over the sweep's jobs (all seeds
+    of a job batched), and each job's Slurm time limit covers its own predicted seconds."""
+    total = 0.0
+    for att, recipes in default_cfg["sweep"].items():
+        for opt, v in recipes.items():
+            for P in v["P"]:
+                sizes = R._sizes(c.run_config(default_cfg, att, opt), P, len(v["seeds"]))
+                s = R.job_seconds(sizes, "cpu")
+                assert R.train_resources(default_cfg, att, opt, P)["runtime"] * 60 >= s
+                total += s
+    assert R.sweep_seconds(default_cfg, "cpu") == pytest.approx(total)
+    # the GPU estimate: at least every job's start-up (CUDA context) plus its per-step launch floor
+    n_jobs = sum(len(v["P"]) for recipes in default_cfg["sweep"].values() for v in recipes.values())
+    steps = sum(default_cfg["optimizers"][opt]["steps"] * len(v["P"])
+                for recipes in default_cfg["sweep"].values() for opt, v in recipes.items())
+    floor = n_jobs * R.STARTUP_S["gpu"] + steps * R.STEP_OVERHEAD_S["gpu"]
+    assert floor <= R.sweep_seconds(default_cfg, "gpu") <= 3 * floor
