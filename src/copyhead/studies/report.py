@@ -215,6 +215,16 @@ def conclude_finite_size(fs: dict) -> list[str]:
             out.append(f"- {att}: median |gap| over P/P_ref and parameters {g(first)} at {B} = {vals[0]} and {g(last)} "
                        f"at {B} = {vals[-1]}: |gap| ∝ {B}^(−{g(rate, 2)}) on average.")
     for att in ("linear", "softmax"):
+        rows = [r for r in fs["gaps"] if r["attention"] == att and math.isfinite(r["fit"]["b"])]
+        if rows and B == "d_k":
+            worst = max(rows, key=lambda r: abs(r["fit"]["b"]))
+            err = float(np.nanmedian([p["error"] for r in rows for p in r["points"]]))
+            need = abs(worst["fit"]["b"]) / (2 * err) if err > 0 else math.nan
+            out.append(f"- {att}: the largest fitted correction is b/d_k with b = {g(worst['fit']['b'])} ({worst['name']} "
+                       f"at {g(worst['ratio'])}·P_ref); it falls below twice these chains' median error ({g(err, 2)}) "
+                       f"only at d_k ≈ {g(need, 2)} (d_k/L ≈ {g(need / fs['L'], 2)}), the size where the theory would "
+                       "agree within these errors at every point, if the gap is b/d_k alone.")
+    for att in ("linear", "softmax"):
         last = [a for a in fs["agreement"] if a["attention"] == att and a["x"] == vals[-1]]
         if last:
             a = last[0]
