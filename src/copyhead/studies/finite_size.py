@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from copyhead.results.render import g
+
 CURVE = "same_mean"   # each SGLD chain against its own dataset's posterior mean
 
 
@@ -72,10 +74,6 @@ def finite_size_table(studies: list[dict]) -> list[dict]:
     return out
 
 
-def _f(x, nd=3) -> str:
-    return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{nd}g}"
-
-
 def render_finite_size_md(studies: list[dict], table: list[dict], figure: str | None) -> str:
     dks = [s["d_k"] for s in sorted(studies, key=lambda s: s["d_k"])]
     L = studies[0]["L"] if studies else 0
@@ -84,7 +82,7 @@ def render_finite_size_md(studies: list[dict], table: list[dict], figure: str | 
              "edit by hand.*", "",
              f"SGLD chains (prior and copy starts) against the same-dataset theory (posterior mean on each chain's "
              f"own training set), at d_k = {', '.join(map(str, dks))} (d_k/L = "
-             f"{', '.join(_f(d / L) for d in dks)}). gap = experiment − theory; fit gap = gap_∞ + b/d_k "
+             f"{', '.join(g(d / L) for d in dks)}). gap = experiment − theory; fit gap = gap_∞ + b/d_k "
              f"(weighted least squares); 'closes' = |gap_∞| ≤ 2σ.", ""]
     if figure:
         lines += [f"![fig9_finite_size]({figure})", ""]
@@ -92,10 +90,10 @@ def render_finite_size_md(studies: list[dict], table: list[dict], figure: str | 
            " | gap_∞ ± err | b | χ²/dof | closes? |"
     lines += [head, "|" + " --- |" * (head.count("|") - 1)]
     for r in table:
-        cells = [f"{_f(p['gap'])} ± {_f(p['error'], 2)}" for p in r["points"]]
+        cells = [f"{g(p['gap'])} ± {g(p['error'], 2)}" for p in r["points"]]
         fit = r["fit"]
-        lines.append(f"| {r['attention']} | {r['recipe']} | {_f(r['P'])} | {r['name']} | " + " | ".join(cells) +
-                     f" | {_f(fit['a'])} ± {_f(fit['a_err'], 2)} | {_f(fit['b'])} | {_f(fit['chi2_dof'])} | "
+        lines.append(f"| {r['attention']} | {r['recipe']} | {g(r['P'])} | {r['name']} | " + " | ".join(cells) +
+                     f" | {g(fit['a'])} ± {g(fit['a_err'], 2)} | {g(fit['b'])} | {g(fit['chi2_dof'])} | "
                      f"{'yes' if r['gap_closes'] else ('no' if r['gap_closes'] is not None else '–')} |")
     n_close = sum(1 for r in table if r["gap_closes"])
     n_fit = sum(1 for r in table if r["gap_closes"] is not None)
@@ -118,7 +116,7 @@ def plot_finite_size(table: list[dict], out_png: Path):
             x = np.array([1.0 / p["d_k"] for p in r["points"]])
             y = np.array([p["gap"] for p in r["points"]])
             e = np.array([p["error"] for p in r["points"]])
-            label = f"{r['name']} {r['recipe']} P={_f(r['P'])}"
+            label = f"{r['name']} {r['recipe']} P={g(r['P'])}"
             line = ax.errorbar(x, y, yerr=e, fmt="o" if r["recipe"].endswith("copy") else "D", ms=3, capsize=2,
                                label=label, mfc="none" if r["recipe"].endswith("copy") else None)
             fit = r["fit"]

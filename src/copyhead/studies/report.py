@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from copyhead.results.render import PAPER, PAPER_VALUES, ci, g, table, yn
+from copyhead.results.render import PAPER, PAPER_VALUES, ci, g, pm, table, yn
 from copyhead.studies import tables as T
 
 FIGURES = {"finite_size": "fig9_finite_size.png", "finite_L": "fig9b_gap_vs_L.png", "scaling": "fig8_scaling_experiment.png",
@@ -25,12 +25,8 @@ def _tr(t: dict) -> str:
     return f"{g(t['estimate'])} {ci(t['ci_lo'], t['ci_hi'])}" if math.isfinite(t["estimate"]) else "–"
 
 
-def _pm(x, e) -> str:
-    return f"{g(x)} ± {g(e, 2)}" if math.isfinite(x) else "–"
-
-
 def _fit(fit: dict) -> str:
-    return f"{_pm(fit['a'], fit['a_err'])} (b = {g(fit['b'])}, χ²/dof = {g(fit['chi2_dof'])})"
+    return f"{pm(fit['a'], fit['a_err'])} (b = {g(fit['b'])}, χ²/dof = {g(fit['chi2_dof'])})"
 
 
 def _cost_rows(studies: list[dict]) -> list[list]:
@@ -102,7 +98,7 @@ def _finite_size_section(fs: dict, number: str, title: str, figure: str) -> list
     for r in fs["gaps"]:
         pts = {p["x"]: p for p in r["points"]}
         rows.append([r["attention"], r["recipe"], g(r["ratio"]), r["name"]] +
-                    [f"{_pm(pts[d]['gap'], pts[d]['error'])}" if d in pts else "–" for d in vals] +
+                    [f"{pm(pts[d]['gap'], pts[d]['error'])}" if d in pts else "–" for d in vals] +
                     [_fit(r["fit"]), yn(r["closes"])])
     out.append(table(["attention", "recipe", "P/P_ref", "param"] + [f"{B} = {d}" for d in vals] +
                      ["gap_∞ (fit)", "closes?"], rows))
@@ -125,7 +121,7 @@ def _scaling_section(sc: dict) -> list[str]:
                      _tr(sm) if sm else "–", g(sm["theory"]["large_deviation"]) if sm else "–",
                      g(sm["theory"]["gaussian"]) if sm else "–",
                      g(sm["estimate"] / r["ln2L"]) if sm else "–", g(sm["estimate"] / (r["L"] * r["ln2L"])) if sm else "–",
-                     g(r["sqrt_LV"]), _pm(rat.get("experiment", math.nan), rat.get("error", math.nan)),
+                     g(r["sqrt_LV"]), pm(rat.get("experiment", math.nan), rat.get("error", math.nan)),
                      g(rat.get("large_deviation", math.nan))])
     out.append(table(["study", "L", "V", "d_k", "linear crossover (SGLD)", "theory LD", "theory Gauss.",
                       "softmax jump (SGLD)", "theory LD", "theory Gauss.", "P*/ln²L", "P*/(L ln²L)", "√(LV)",
@@ -150,8 +146,8 @@ def _sigma2_section(s2: list[dict], paper_scale: list[str] | None) -> list[str]:
         out += [f"**{what}**: `{c['study']}` ({_twin(c)}) against `{c['ref']}` ({_twin(c, True)}) at equal "
                 f"P/σ²: {c['n_within_2']} of {c['n']} order parameters equal within 2σ (RMS z of the difference "
                 f"{g(c['rms_z'])}).", ""]
-        rows = [[r["attention"], r["recipe"], g(r["P_over_sigma2"]), r["name"], _pm(r["value"], r["error"]),
-                 _pm(r["value_ref"], r["error_ref"]), g(r["z"]), g(r["theory"]), g(r["theory_ref"])] for r in c["rows"]]
+        rows = [[r["attention"], r["recipe"], g(r["P_over_sigma2"]), r["name"], pm(r["value"], r["error"]),
+                 pm(r["value_ref"], r["error_ref"]), g(r["z"]), g(r["theory"]), g(r["theory_ref"])] for r in c["rows"]]
         out.append(table(["attention", "recipe", "P/σ²", "param", _twin(c), _twin(c, True),
                           "z (difference)", f"theory, {_twin(c)}", f"theory, {_twin(c, True)}"], rows))
         out.append("")
@@ -240,7 +236,7 @@ def conclude_finite_size(fs: dict) -> list[str]:
             verdict = ("tends to the theory (r_∞ within 2σ of 1)" if t["tends_to_theory"] else
                        "does not tend to the theory (r_∞ more than 2σ from 1)")
             out.append(f"- {t['attention']} {t['transition']}, {PRIOR_LABEL[t['prior']]} prior: "
-                       f"experiment/theory → {_pm(f['a'], f['a_err'])} at {B} → ∞: {verdict}.")
+                       f"experiment/theory → {pm(f['a'], f['a_err'])} at {B} → ∞: {verdict}.")
     for att in ("linear", "softmax"):
         cand = {t["prior"]: t for t in fs["transitions"] if t["attention"] == att and math.isfinite(t["fit"]["a"])}
         if len(cand) == 2:
