@@ -217,3 +217,31 @@ def test_report_is_written_from_the_studies_results_files(tmp_path):
     assert pub.startswith("# Results\n\nbody\n") and pub.count(R.BEGIN) == 1 and pub.count(R.END) == 1
     assert "**Finite d_k** (L = 16, d_k = 16, 32)" in pub
     assert (docs / "studies" / "fig9_finite_size.png").is_file()
+
+
+def test_studies_workflow_dry_run_plans_one_nested_study_per_member(tmp_path):
+    """`snakemake -s workflow/studies.smk -n GROUP` in a fresh copy: one study_config and one study job
+    per member of the group, and the report needs every study."""
+    import shutil
+    import subprocess
+    for name in ("Snakefile", "config.yaml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    for name in ("config", "workflow"):
+        shutil.copytree(ROOT / name, tmp_path / name)
+    spec = load_spec(SPEC)
+
+    def plan(*targets):
+        out = subprocess.run(["snakemake", "-s", "workflow/studies.smk", "-n", "--cores", "2", *targets],
+                             cwd=tmp_path, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-2000:]
+        counts = {}
+        for line in out.stdout.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[1].isdigit() and not parts[0].endswith(":"):
+                counts[parts[0]] = int(parts[1])
+        return counts
+
+    n_fs = len(spec["groups"]["finite_size"])
+    assert plan("finite_size") == {"study_config": n_fs, "study": n_fs, "finite_size": 1, "total": 2 * n_fs + 1}
+    everything = plan()
+    assert everything["study"] == len(spec["studies"]) and everything["studies_report"] == 1
