@@ -228,6 +228,8 @@ def test_studies_workflow_dry_run_plans_one_nested_study_per_member(tmp_path):
         shutil.copy(ROOT / name, tmp_path / name)
     for name in ("config", "workflow"):
         shutil.copytree(ROOT / name, tmp_path / name)
+    (tmp_path / "docs").mkdir()
+    shutil.copy(ROOT / "docs/results.json", tmp_path / "docs/results.json")   # the converged study, published
     spec = load_spec(SPEC)
 
     def plan(*targets):
