@@ -203,13 +203,16 @@ def conclude_finite_size(fs: dict) -> list[str]:
     out.append(f"- Order parameters: the extrapolated gap gap_∞ ({B} → ∞) is within 2σ of 0 at {n_close} of {n_fit} "
                "(attention, recipe, P/P_ref, parameter) rows.")
     for att in ("linear", "softmax"):
-        rows = [r for r in fs["gaps"] if r["attention"] == att and len(r["points"]) == len(vals)]
+        # the rows that carry the information: a gap of more than 5σ at the smallest size
+        rows = [r for r in fs["gaps"] if r["attention"] == att and len(r["points"]) == len(vals)
+                and abs(r["points"][0]["gap"]) > 5 * r["points"][0]["error"]]
         if rows:
-            first = float(np.nanmedian([abs(r["points"][0]["gap"]) for r in rows]))
-            last = float(np.nanmedian([abs(r["points"][-1]["gap"]) for r in rows]))
+            first = float(np.median([abs(r["points"][0]["gap"]) for r in rows]))
+            last = float(np.median([abs(r["points"][-1]["gap"]) for r in rows]))
             rate = math.log(first / last) / math.log(vals[-1] / vals[0]) if first > 0 and last > 0 else math.nan
-            out.append(f"- {att}: median |gap| over P/P_ref and parameters {g(first)} at {B} = {vals[0]} and {g(last)} "
-                       f"at {B} = {vals[-1]}: |gap| ∝ {B}^(−{g(rate, 2)}) on average.")
+            fs.setdefault("rates", {})[att] = rate
+            out.append(f"- {att}: median |gap| over the {len(rows)} rows with a gap > 5σ at {B} = {vals[0]}: {g(first)} "
+                       f"there and {g(last)} at {B} = {vals[-1]}: |gap| ∝ {B}^(−{g(rate, 2)}) on average.")
     for att in ("linear", "softmax"):
         rows = [r for r in fs["gaps"] if r["attention"] == att and math.isfinite(r["fit"]["b"])]
         if rows and B == "d_k":
@@ -251,6 +254,20 @@ def conclude_finite_size(fs: dict) -> list[str]:
             other = [p for p in PRIOR_LABEL if p != p_only][0]
             out.append(f"- {att}: only the {PRIOR_LABEL[p_only]} prior has this transition at every {B}; the "
                        f"{PRIOR_LABEL[other]} prior's closed form has none at some of them.")
+    return out
+
+
+def conclude_dk_over_L(fs: dict, fl: dict) -> list[str]:
+    """Is the gap a function of d_k alone, or of d_k/L? At fixed L it falls as d_k^(−a); at fixed d_k/L a
+    gap in 1/d_k alone would fall as L^(−a) too, a gap in L/d_k not at all."""
+    out = []
+    for att in ("linear", "softmax"):
+        a, b = fs.get("rates", {}).get(att, math.nan), fl.get("rates", {}).get(att, math.nan)
+        if math.isfinite(a) and math.isfinite(b) and a > 0:
+            verdict = ("a function of d_k/L (a correction in L/d_k), not of d_k alone" if b < 0.5 * a else
+                       "a function of d_k alone (it shrinks with L at fixed d_k/L as it does with d_k)")
+            out.append(f"- {att}: |gap| ∝ d_k^(−{g(a, 2)}) at fixed L but ∝ L^(−{g(b, 2)}) at fixed d_k/L: the gap is "
+                       f"{verdict}.")
     return out
 
 
@@ -536,6 +553,8 @@ def build(spec: dict, paths: list[str | Path], converged: str | Path | None = No
         if len({s["L"] for s in same}) >= 2:
             rep["finite_L"] = T.finite_size(same, spec["ratios"], by="L")
             rep["finite_L"]["conclusion"] = conclude_finite_size(rep["finite_L"])
+            if "finite_size" in rep:
+                rep["finite_L"]["conclusion"] += conclude_dk_over_L(rep["finite_size"], rep["finite_L"])
     pairs = [(n, s["P_like"]) for n, s in spec["studies"].items() if s.get("P_like")]
     col = [T.sigma2_collapse(studies[a], studies[b]) for a, b in pairs if a in studies and b in studies]
     if col:
