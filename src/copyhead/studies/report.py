@@ -271,6 +271,33 @@ def conclude_dk_over_L(fs: dict, fl: dict) -> list[str]:
     return out
 
 
+def conclude_scaling_theory(tl: dict) -> list[str]:
+    """The closed form along L (d_k = q·L): does P*/ln²L or P*/(L ln²L) flatten, and from which L on does
+    softmax copy before linear attention (crossover/P* > 1)?"""
+    out = []
+    for prior in ("large_deviation", "gaussian"):
+        lin, sm = tl.get(("linear", prior)), tl.get(("softmax", prior))
+        if not lin or not sm:
+            continue
+        L = np.asarray(sm["L"], float)
+        Ps, Pc = np.asarray(sm["P_star"], float), np.asarray(lin["P_crossover"], float)
+        ok = np.isfinite(Ps) & np.isfinite(Pc)
+        if ok.sum() < 2:
+            continue
+        L, Ps, Pc = L[ok], Ps[ok], Pc[ok]
+        half = L >= np.median(L)
+        f1, f2 = Ps[half] / np.log(L[half]) ** 2, Ps[half] / (L[half] * np.log(L[half]) ** 2)
+        ratio = Pc / Ps
+        above = L[ratio > 1]
+        out.append(f"- Closed form, {PRIOR_LABEL[prior]} prior, V = {tl['V']}, d_k = {g(tl['dk_per_L'])}·L, L = "
+                   f"{g(L[0])}–{g(L[-1])}: over L ≥ {g(L[half][0])} P*/ln²L changes by a factor {g(f1.max() / f1.min())} "
+                   f"and P*/(L ln²L) by {g(f2.max() / f2.min())}; linear crossover / softmax P* = {g(ratio[0])} at "
+                   f"L = {g(L[0])} and {g(ratio[-1])} at L = {g(L[-1])}: "
+                   + (f"softmax copies first from L ≈ {g(above[0])} on." if len(above) else
+                      "softmax never copies before linear attention in this range."))
+    return out
+
+
 def conclude_scaling(rows: list[dict]) -> list[str]:
     out = []
     byV = {}
@@ -396,6 +423,18 @@ def Z(e):
     return np.asarray(e) * T.Z95
 
 
+def _log_L_axis(ax, theory_lines: dict):
+    from matplotlib.ticker import NullFormatter
+
+    ax.set_xscale("log")
+    Ls = sorted({int(L) for k, v in theory_lines.items() if isinstance(k, tuple) for L in v["L"]})
+    ticks = [L for L in (8, 12, 16, 24, 32, 48, 64, 96, 128) if Ls and Ls[0] <= L <= Ls[-1]]
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([str(t) for t in ticks])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("L")
+
+
 def plot_scaling(rows: list[dict], theory_lines: dict, out_png: Path):
     import matplotlib
     matplotlib.use("Agg")
@@ -417,7 +456,8 @@ def plot_scaling(rows: list[dict], theory_lines: dict, out_png: Path):
             hi = np.array([r[att]["ci_hi"] for r in pts])
             ax.errorbar(L, y, yerr=[y - lo, hi - y], fmt=mk, color="C0" if att == "linear" else "C3", capsize=2,
                         label=f"SGLD {att} {'crossover' if att == 'linear' else 'jump'}")
-    ax.set_xlabel("L")
+    _log_L_axis(ax, theory_lines)
+    ax.set_yscale("log")
     ax.set_ylabel("transition P (sequences)")
     ax.set_title(f"(a) V = {theory_lines.get('V')}, d_k = {theory_lines.get('dk_per_L')}·L", fontsize=9)
     ax.legend(fontsize=6)
@@ -438,11 +478,17 @@ def plot_scaling(rows: list[dict], theory_lines: dict, out_png: Path):
         hi = np.array([r["softmax"]["ci_hi"] for r in pts])
         for div, col, lab in ((np.log(L) ** 2, "C3", "SGLD P*/ln²L"), (L * np.log(L) ** 2 / 10, "C2", "SGLD 10·P*/(L ln²L)")):
             ax.errorbar(L, y / div, yerr=[(y - lo) / div, (hi - y) / div], fmt="D", color=col, capsize=2, label=lab)
-    ax.set_xlabel("L")
+    _log_L_axis(ax, theory_lines)
     ax.set_ylabel("softmax P* / scaling form")
     ax.set_title("(b) the paper's P* ~ L ln²L (flat = holds)", fontsize=9)
     ax.legend(fontsize=6)
     ax = axes[2]
+    for prior, ls in (("large_deviation", "-"), ("gaussian", ":")):
+        lin, sm = theory_lines.get(("linear", prior)), theory_lines.get(("softmax", prior))
+        if lin and sm:
+            L = np.asarray(lin["L"], float)
+            ax.plot(np.sqrt(L * theory_lines["V"]), np.asarray(lin["P_crossover"]) / np.asarray(sm["P_star"]), ls,
+                    color="C1", lw=1, label=f"theory along L (V = {theory_lines['V']}), {PRIOR_LABEL[prior]}")
     rat = [r for r in rows if "ratio" in r]
     if rat:
         x = np.array([r["sqrt_LV"] for r in rat])
@@ -455,6 +501,11 @@ def plot_scaling(rows: list[dict], theory_lines: dict, out_png: Path):
             ax.annotate(f"L{r['L']} V{r['V']}", (r["sqrt_LV"], r["ratio"]["experiment"]), fontsize=6,
                         xytext=(3, 3), textcoords="offset points")
     ax.axhline(1, color="k", lw=0.5)
+    from matplotlib.ticker import NullFormatter
+    ax.set_xscale("log")
+    ax.set_xticks([10, 15, 20, 30, 40])
+    ax.set_xticklabels(["10", "15", "20", "30", "40"])
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("√(LV)")
     ax.set_ylabel("linear crossover P / softmax P*")
     ax.set_title("(c) softmax advantage (paper: grows ∝ √(LV))", fontsize=9)
@@ -509,7 +560,8 @@ def theory_lines(rows: list[dict], grid_n: int = 161) -> dict:
     ratios = [r["d_k"] / r["L"] for r in rows if r["V"] == V]
     q = max(set(ratios), key=ratios.count)
     Ls = [r["L"] for r in rows if r["V"] == V and r["d_k"] / r["L"] == q]
-    L_line = sorted(set(np.unique(np.round(np.geomspace(min(Ls) * 0.75, max(Ls) * 1.5, 9))).astype(int)) | set(Ls))
+    # from below the smallest studied L to L = 128 (where the paper's asymptotic forms are meant to hold)
+    L_line = sorted(set(np.unique(np.round(np.geomspace(min(Ls) * 0.75, max(128, max(Ls)), 11))).astype(int)) | set(Ls))
     out = {"V": V, "dk_per_L": q}
     for prior in ("large_deviation", "gaussian"):
         for att in ("linear", "softmax"):
@@ -547,8 +599,9 @@ def build(spec: dict, paths: list[str | Path], converged: str | Path | None = No
         rows = T.scaling(sc)
         for r in rows:
             r["sigma2"] = studies[r["name"]]["sigma2"]
-        rep["scaling"] = {"rows": rows, "conclusion": conclude_scaling(rows), "theory_lines": theory_lines(rows)}
-        tl = rep["scaling"]["theory_lines"]
+        tl = theory_lines(rows)
+        rep["scaling"] = {"rows": rows, "conclusion": conclude_scaling(rows) + conclude_scaling_theory(tl),
+                          "theory_lines": tl}
         same = [s for s in sc if s["V"] == tl["V"] and s["d_k"] / s["L"] == tl["dk_per_L"]]
         if len({s["L"] for s in same}) >= 2:
             rep["finite_L"] = T.finite_size(same, spec["ratios"], by="L")
