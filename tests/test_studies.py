@@ -247,3 +247,14 @@ def test_studies_workflow_dry_run_plans_one_nested_study_per_member(tmp_path):
     assert plan("finite_size") == {"study_config": n_fs, "study": n_fs, "finite_size": 1, "total": 2 * n_fs + 1}
     everything = plan()
     assert everything["study"] == len(spec["studies"]) and everything["studies_report"] == 1
+
+
+def test_missing_or_corrupt_results_file_is_named(tmp_path):
+    from copyhead.cli import main
+    bad = tmp_path / "results.json"
+    bad.write_text("{")
+    for path, what in ((tmp_path / "none.json", "no such results file"), (bad, "not a results JSON")):
+        with pytest.raises(Exception, match=what):
+            T.load_study(path)
+        assert main(["studies-report", str(SPEC), str(path), "--out", str(tmp_path / "r" / "s.md")]) == 2
+    assert not (tmp_path / "r" / "s.md").exists()

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from copyhead.provenance import DataFileError
 from copyhead.studies.finite_size import fit_inverse_dk
 
 Z95 = 1.959963984540054
@@ -64,7 +65,15 @@ def _theory_curve(root: Path, inputs: dict, att: str, param: str, prior: str):
 def load_study(path: str | Path) -> dict:
     """One study from its results JSON (``studies/<name>/results/docs/results.json``)."""
     path = Path(path)
-    d = json.loads(path.read_text())
+    try:
+        d = json.loads(path.read_text())
+        d["attentions"], d["config"]["json"]
+    except FileNotFoundError:
+        raise DataFileError(f"{path}: no such results file (run the study first: "
+                            "snakemake -s workflow/studies.smk --cores 2)") from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise DataFileError(f"{path}: not a results JSON of `copyhead results` ({type(e).__name__}: {e}); "
+                            "delete it and rerun its study") from None
     in_study = path.parent.name == "docs" and path.parent.parent.name == "results"
     root = path.parents[2] if in_study else path.parent   # studies/<name>/ or a published copy (docs/)
     cfg = json.loads(d["config"]["json"])
