@@ -174,6 +174,12 @@ def test_sigma2_collapse_pairs_equal_P_over_sigma2_and_scaling_rows(tmp_path):
     assert c["differs"] == "σ²" and T.sigma2_collapse(a, a)["differs"] == "nothing"
     assert {r["P_over_sigma2"] for r in c["rows"]} == {50.0, 200.0, 90.0, 360.0}
     assert c["transitions"]["softmax"]["value"] == pytest.approx(190.0) == c["transitions"]["softmax"]["value_ref"]
+    assert c["transitions"]["softmax"]["overlap"] is True and c["n_within_2_theory"] == 16
+    assert R._collapse_verdict(c)[0] == "- Verdict: the order parameters collapse at equal P/σ² within errors."
+    # a twin whose values differ by what its own theory predicts: not collapsed, but explained
+    shifted = dict(c, rows=[dict(r, value=r["value"] + 0.1, theory=r["theory"] + 0.1, z=10.0, z_vs_theory=0.0)
+                            for r in c["rows"]], n_within_2=0, rms_z=10.0)
+    assert "the same-dataset theory predicts the differences" in R._collapse_verdict(shifted)[0]
     rows = T.scaling([a])
     assert rows[0]["ratio"]["experiment"] == pytest.approx(11.0 / 19.0)
     assert rows[0]["sqrt_LV"] == pytest.approx(16.0)

@@ -241,7 +241,10 @@ def sigma2_collapse(study: dict, ref: dict) -> dict:
                          "param": key[2], "name": x["name"], "value": x["experiment"], "error": x["error"],
                          "value_ref": y["experiment"], "error_ref": y["error"],
                          "theory": x["theory"], "theory_ref": y["theory"],
-                         "z": (x["experiment"] - y["experiment"]) / err if err > 0 else math.nan})
+                         "z": (x["experiment"] - y["experiment"]) / err if err > 0 else math.nan,
+                         # the difference the same-dataset theory predicts (its datasets differ in P too)
+                         "z_vs_theory": ((x["experiment"] - y["experiment"]) - (x["theory"] - y["theory"])) / err
+                         if err > 0 else math.nan})
     trans = {}
     for att, a in study["attentions"].items():
         b = ref["attentions"].get(att)
@@ -254,9 +257,16 @@ def sigma2_collapse(study: dict, ref: dict) -> dict:
                       "ci_ref": [tb["ci_lo"] / ref["sigma2"], tb["ci_hi"] / ref["sigma2"]],
                       "theory": ta["theory"]["large_deviation"] / study["sigma2"],
                       "theory_ref": tb["theory"]["large_deviation"] / ref["sigma2"]}
+    for t in trans.values():   # the two 95% CIs overlap: the transition collapses within errors
+        t["overlap"] = bool(max(t["ci"][0], t["ci_ref"][0]) <= min(t["ci"][1], t["ci_ref"][1])) \
+            if all(math.isfinite(v) for v in (*t["ci"], *t["ci_ref"])) else None
     z = np.array([r["z"] for r in rows], float)
     z = z[np.isfinite(z)]
+    zt = np.array([r["z_vs_theory"] for r in rows], float)
+    zt = zt[np.isfinite(zt)]
     return {"study": study["name"], "ref": ref["name"], "sigma2": study["sigma2"], "sigma2_ref": ref["sigma2"],
             "differs": differs, "eta": _eta(study), "eta_ref": _eta(ref),
             "rows": rows, "transitions": trans, "n": int(len(z)), "n_within_2": int(np.sum(np.abs(z) <= 2)),
-            "rms_z": float(np.sqrt(np.mean(z ** 2))) if len(z) else math.nan}
+            "rms_z": float(np.sqrt(np.mean(z ** 2))) if len(z) else math.nan,
+            "n_within_2_theory": int(np.sum(np.abs(zt) <= 2)),
+            "rms_z_theory": float(np.sqrt(np.mean(zt ** 2))) if len(zt) else math.nan}
