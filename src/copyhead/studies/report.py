@@ -563,11 +563,13 @@ def plot_sigma2(collapses: list[dict], out_png: Path):
                 ax.errorbar(x * 1.03, [r["value"] for r in rs], yerr=Z([r["error"] for r in rs]), fmt="x", color=col,
                             capsize=2, label=f"{rs[0]['name']}, {_twin(c)}")
                 ax.plot(x, [r["theory"] for r in rs], "-", lw=0.7, color=col, alpha=0.6)
+                ax.plot(x, [r["theory_ref"] for r in rs], "--", lw=0.7, color=col, alpha=0.6)
             ax.set_xscale("log")
             ax.set_xlabel("P / σ²")
             ax.set_ylabel("order parameter (SGLD, prior starts)")
             what = "σ² collapse" if c["differs"] == "σ²" else "step size"
-            ax.set_title(f"{what}, {att}: {c['study']} vs {c['ref']} (95% bars; line: same-dataset theory)", fontsize=8)
+            ax.set_title(f"{what}, {att}: {c['study']} (×) vs {c['ref']} (○)\n95% bars; same-dataset theory: "
+                         f"solid {_twin(c)}, dashed {_twin(c, True)}", fontsize=8)
             ax.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(out_png, dpi=150)
