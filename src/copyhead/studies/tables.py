@@ -110,6 +110,7 @@ def load_study(path: str | Path) -> dict:
             "P_ref": _num(a["theory"].get(key)),
             "rhat_max": max((_num(c["rhat"]) for c in conv if c.get("rhat") is not None), default=math.nan),
             "n_rhat_flag": sum(bool(c.get("rhat_flag")) for c in conv), "n_conv": len(conv),
+            "n_within_flag": sum(_num(c.get("rhat_within_max")) > 1.05 for c in conv),
             "rhat_within_max": max((_num(c["rhat_within_max"]) for c in conv if c.get("rhat_within_max") is not None),
                                    default=math.nan),
             "ess_min": min((_num(c["ess_bulk"]) for c in conv if c.get("ess_bulk") is not None), default=math.nan),
