@@ -194,7 +194,16 @@ def convergence_summary(studies: list[dict]) -> list[str]:
     return [f"Convergence over all studies: {flag} of {n} (recipe, P, parameter) rows have a chain whose two halves "
             f"disagree (within-chain R̂ > 1.05): slowly mixing chains (see the largest values and the smallest ESS per "
             "study above). Their errors come from few effective samples and may be underestimated, which inflates "
-            "|z| at those points; the gaps themselves and their trends with d_k do not depend on it."]
+            "|z| at those points."] + _start_line(studies)
+
+
+def _start_line(studies: list[dict]) -> list[str]:
+    sa = T.start_agreement(studies) if studies and "rows" in next(iter(studies[0]["attentions"].values())) else None
+    if not sa or not sa["n"]:
+        return []
+    return [f"Bias from slow mixing: prior- and copy-started chains (opposite sides of the transition) agree within "
+            f"2σ at {sa['n_within_2']} of {sa['n']} (study, attention, P, parameter) points (RMS z of the difference "
+            f"{g(sa['rms_z'])}; about 95% within 2σ if they sample the same posterior)."]
 
 
 def _per_study_section(studies: list[dict]) -> list[str]:
