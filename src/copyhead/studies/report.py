@@ -192,8 +192,8 @@ def convergence_summary(studies: list[dict]) -> list[str]:
     n = sum(a["n_conv"] for s in studies for a in s["attentions"].values())
     flag = sum(a["n_within_flag"] for s in studies for a in s["attentions"].values())
     return [f"Convergence over all studies: {flag} of {n} (recipe, P, parameter) rows have a chain whose two halves "
-            f"disagree (within-chain R̂ > 1.05): slowly mixing chains (see the largest values and the smallest ESS per "
-            "study above). Their errors come from few effective samples and may be underestimated, which inflates "
+            f"disagree (within-chain R̂ > 1.05): slowly mixing chains (the largest values and the smallest ESS per "
+            "study: studies report, section 4). Their errors come from few effective samples and may be underestimated, which inflates "
             "|z| at those points."] + _start_line(studies)
 
 
@@ -386,7 +386,7 @@ def paper_scale(converged: dict | None, collapse_ok: bool) -> list[str]:
         return []
     s2 = converged["sigma2"]
     out = [f"The transition points {'collapse' if collapse_ok else 'do NOT collapse'} at equal P/σ² within their "
-           f"95% CIs (section 3), so {'' if collapse_ok else 'only as a theory statement: '}the transitions of the "
+           f"95% CIs (studies report, section 3), so {'' if collapse_ok else 'only as a theory statement: '}the transitions of the "
            f"converged study "
            f"(L = {converged['L']}, V = {converged['V']}, d_k = {converged['d_k']}, σ² = {g(s2)}) divided by σ² are "
            f"its transitions at σ² = 1:", ""]
@@ -730,7 +730,9 @@ def summary_section(rep: dict, link: str) -> list[str]:
     for c in rep.get("sigma2", []):
         what = "σ² collapse" if c["differs"] == "σ²" else "SGLD step size (η/2)"
         out.append(f"- {what}: `{c['study']}` against `{c['ref']}`: {c['n_within_2']} of {c['n']} order parameters "
-                   f"equal within 2σ (RMS z {g(c['rms_z'])}).")
+                   f"equal within 2σ (RMS z {g(c['rms_z'])}); {c['n_within_2_theory']} of {c['n']} differences equal to "
+                   f"the same-dataset theory's (RMS z {g(c['rms_z_theory'])}).")
+        out += ["  " + line for line in _collapse_verdict(c)]
     if rep.get("paper_scale"):
         out += [""] + rep["paper_scale"]
     studies = rep.get("studies", [])
