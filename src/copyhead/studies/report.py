@@ -257,8 +257,16 @@ def conclude_finite_size(fs: dict) -> list[str]:
             last = float(np.median([abs(r["points"][-1]["gap"]) for r in rows]))
             rate = math.log(first / last) / math.log(vals[-1] / vals[0]) if first > 0 and last > 0 else math.nan
             fs.setdefault("rates", {})[att] = rate
+            # the largest gaps alone (the top quarter at the smallest size): they dominate the RMS z
+            top = sorted(rows, key=lambda r: -abs(r["points"][0]["gap"]))[:max(1, len(rows) // 4)]
+            t0 = float(np.median([abs(r["points"][0]["gap"]) for r in top]))
+            t1 = float(np.median([abs(r["points"][-1]["gap"]) for r in top]))
+            rate_top = math.log(t0 / t1) / math.log(vals[-1] / vals[0]) if t0 > 0 and t1 > 0 else math.nan
+            fs.setdefault("rates_top", {})[att] = rate_top
             out.append(f"- {att}: median |gap| over the {len(rows)} rows with a gap > 5σ at {B} = {vals[0]}: {g(first)} "
-                       f"there and {g(last)} at {B} = {vals[-1]}: |gap| ∝ {B}^(−{g(rate, 2)}) on average.")
+                       f"there and {g(last)} at {B} = {vals[-1]}: |gap| ∝ {B}^(−{g(rate, 2)}) on average; the largest "
+                       f"{len(top)} ({', '.join(sorted({r['name'] + ' at ' + g(r['ratio']) + '·P_ref' for r in top}))}): "
+                       f"{g(t0)} → {g(t1)}, ∝ {B}^(−{g(rate_top, 2)}).")
     for att in ("linear", "softmax"):
         rows = [r for r in fs["gaps"] if r["attention"] == att and math.isfinite(r["fit"]["b"])]
         if rows and B == "d_k":
@@ -308,12 +316,13 @@ def conclude_dk_over_L(fs: dict, fl: dict) -> list[str]:
     gap in 1/d_k alone would fall as L^(−a) too, a gap in L/d_k not at all."""
     out = []
     for att in ("linear", "softmax"):
-        a, b = fs.get("rates", {}).get(att, math.nan), fl.get("rates", {}).get(att, math.nan)
-        if math.isfinite(a) and math.isfinite(b) and a > 0:
-            verdict = ("a function of d_k/L (a correction in L/d_k), not of d_k alone" if b < 0.5 * a else
-                       "a function of d_k alone (it shrinks with L at fixed d_k/L as it does with d_k)")
-            out.append(f"- {att}: |gap| ∝ d_k^(−{g(a, 2)}) at fixed L but ∝ L^(−{g(b, 2)}) at fixed d_k/L: the gap is "
-                       f"{verdict}.")
+        for key, what in (("rates", "typical gaps (median)"), ("rates_top", "largest gaps")):
+            a, b = fs.get(key, {}).get(att, math.nan), fl.get(key, {}).get(att, math.nan)
+            if math.isfinite(a) and math.isfinite(b) and a > 0:
+                verdict = ("a function of d_k/L (a correction in L/d_k), not of d_k alone" if b < 0.5 * a else
+                           "a function of d_k alone (they shrink with L at fixed d_k/L as with d_k)")
+                out.append(f"- {att}, {what}: ∝ d_k^(−{g(a, 2)}) at fixed L, ∝ L^(−{g(b, 2)}) at fixed d_k/L: "
+                           f"{verdict} (rule: L-rate < half the d_k-rate).")
     return out
 
 
