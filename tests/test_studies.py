@@ -67,6 +67,8 @@ def test_recipe_override_reaches_the_study_config(spec):
     (lambda s: s["ratios"].update(linear=[0.5, -1]), "ratios.linear must be a non-empty list of positive numbers"),
     (lambda s: s["studies"]["L16_dk16"].update(dk=3), "studies.L16_dk16: unknown key 'dk'"),
     (lambda s: s["groups"].update(extra=["L16_dk999"]), "groups.extra: 'L16_dk999' is not a study"),
+    (lambda s: s["studies"].update({"bad/name": {"L": 16}}), "studies.bad/name: a study name is a folder name"),
+    (lambda s: s["groups"].update({"study": []}), "groups.study: a group name is a Snakemake target"),
 ])
 def test_bad_spec_is_refused_naming_the_key(tmp_path, edit, message):
     import yaml

@@ -10,6 +10,7 @@ override recipes (``optimizers``) and list the recipes it runs (``recipes``).
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import yaml
@@ -34,6 +35,8 @@ def load_spec(path: str | Path) -> dict:
     problems += [f"missing key {k!r}" for k in ("base", "ratios", "seeds", "recipes", "studies") if k not in spec]
     studies = spec.get("studies") or {}
     for name, s in studies.items():
+        if not re.fullmatch(r"[A-Za-z0-9_]+", str(name)):
+            problems.append(f"studies.{name}: a study name is a folder name: letters, digits and _ only")
         if not isinstance(s, dict):
             problems.append(f"studies.{name} must be a mapping")
             continue
@@ -46,6 +49,9 @@ def load_spec(path: str | Path) -> dict:
         if not r or any(not isinstance(x, (int, float)) or x <= 0 for x in r):
             problems.append(f"ratios.{att} must be a non-empty list of positive numbers")
     for group, names in (spec.get("groups") or {}).items():
+        if not str(group).isidentifier() or group in ("all_studies", "study", "study_config", "studies_report"):
+            problems.append(f"groups.{group}: a group name is a Snakemake target: a Python identifier, not a rule "
+                            "name of workflow/studies.smk")
         problems += [f"groups.{group}: {n!r} is not a study" for n in names if n not in studies]
     if problems:
         raise ConfigError(f"{path}:\n  - " + "\n  - ".join(problems))
