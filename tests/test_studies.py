@@ -171,9 +171,9 @@ def test_sigma2_collapse_pairs_equal_P_over_sigma2_and_scaling_rows(tmp_path):
     P_ref1 = {k: 10 * v for k, v in P_ref.items()}
     b = T.load_study(_study_json(tmp_path, "B", 16, 32, 1.0, gap, {"linear": 110.0, "softmax": 190.0}, P_ref1,
                                  {k: [10 * P for P in v] for k, v in grids.items()}))
-    c = T.sigma2_collapse(b, a)
+    c = T.compare_twins(b, a)
     assert c["n"] == 16 and c["n_within_2"] == 16            # identical values at equal P/σ²
-    assert c["differs"] == "σ²" and T.sigma2_collapse(a, a)["differs"] == "nothing"
+    assert c["differs"] == "σ²" and T.compare_twins(a, a)["differs"] == "nothing"
     assert {r["P_over_sigma2"] for r in c["rows"]} == {50.0, 200.0, 90.0, 360.0}
     assert c["transitions"]["softmax"]["value"] == pytest.approx(190.0) == c["transitions"]["softmax"]["value_ref"]
     assert c["transitions"]["softmax"]["overlap"] is True and c["n_within_2_theory"] == 16

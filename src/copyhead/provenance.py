@@ -56,8 +56,9 @@ CODE_MODULES = {
     "figures": ("copyhead.figures", "copyhead.analysis", "copyhead.results", "copyhead.order_params",
                 "copyhead.config"),
     "results": ("copyhead.results", "copyhead.analysis", "copyhead.order_params", "copyhead.config"),
-    "studies": ("copyhead.studies", "copyhead.results", "copyhead.analysis", "copyhead.theory", "copyhead.order_params",
-                "copyhead.task", "copyhead.resources", "copyhead.schedules", "copyhead.config"),
+    "studies": ("copyhead.studies", "copyhead.results", "copyhead.figures", "copyhead.analysis", "copyhead.theory",
+                "copyhead.order_params", "copyhead.task", "copyhead.resources", "copyhead.schedules",
+                "copyhead.config"),
 }
 # product kind (the ``copyhead_kind`` attribute) -> the concern of CODE_MODULES that makes it
 KIND_CONCERN = {"run": "train", "theory": "theory", "theory_datasets": "theory", "aggregate": "aggregate",

@@ -33,6 +33,12 @@ def load_study(path: str | Path) -> dict:
             "V": int(cfg["task"]["V"]), "config_name": d.get("config_name", ""), "rows": rows}
 
 
+def row_error(r: dict) -> float:
+    """The error of experiment − theory of one agreement row: its experimental error (NaN when it has none)
+    and the theory's own error (0 when it has none) combined in quadrature."""
+    return math.hypot(r["error"] if r["error"] is not None else math.nan, r.get("theory_error") or 0.0)
+
+
 def fit_inverse_dk(d_k, gap, err) -> dict:
     """Weighted LSQ of gap = a + b/d_k: a (the d_k → ∞ gap) ± its error, b, χ²/dof."""
     x, y, e = 1.0 / np.asarray(d_k, float), np.asarray(gap, float), np.asarray(err, float)
@@ -62,7 +68,7 @@ def finite_size_table(studies: list[dict]) -> list[dict]:
         pts = []
         for s, rows in zip(studies, keyed):
             r = rows[key]
-            err = math.hypot(r["error"] or math.nan, r.get("theory_error") or 0.0)
+            err = row_error(r)
             pts.append({"d_k": s["d_k"], "experiment": r["experiment"], "theory": r["theory"],
                         "gap": r["experiment"] - r["theory"], "error": err, "z": r["z"],
                         "ratio": r["experiment"] / r["theory"] if r["theory"] else math.nan})

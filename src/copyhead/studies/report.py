@@ -17,7 +17,7 @@ from copyhead.results.render import PAPER, PAPER_VALUES, ci, g, pm, table, yn
 from copyhead.studies import tables as T
 
 FIGURES = {"finite_size": "fig9_finite_size.png", "finite_L": "fig9b_gap_vs_L.png", "scaling": "fig8_scaling_experiment.png",
-           "sigma2": "fig10_twins.png"}
+           "twins": "fig10_twins.png"}
 PRIOR_LABEL = {"large_deviation": "large-deviation", "gaussian": "Gaussian"}
 
 
@@ -64,9 +64,9 @@ def render(rep: dict, spec_name: str) -> list[str]:
     if fl:
         out += _finite_size_section(fl, "2b", f"The gap against L at fixed d_k/L = {g(fl['d_k_over_L'])} (the "
                                     "transverse directions of the attention matrix grow as L²)", FIGURES["finite_L"])
-    s2 = rep.get("sigma2")
-    if s2:
-        out += _sigma2_section(s2, rep.get("paper_scale"))
+    tw = rep.get("twins")
+    if tw:
+        out += _twins_section(tw, rep.get("paper_scale"))
     out += _per_study_section(rep["studies"])
     return out
 
@@ -158,13 +158,13 @@ def _collapse_verdict(c: dict) -> list[str]:
     return [head] + ([f"- Transition points: {'; '.join(tr)}."] if tr else [])
 
 
-def _sigma2_section(s2: list[dict], paper_scale: list[str] | None) -> list[str]:
+def _twins_section(twins: list[dict], paper_scale: list[str] | None) -> list[str]:
     out = ["## 3. Twin studies: the σ² collapse (every transition P ∝ σ²) and the SGLD step size", "",
-           f"![fig10]({FIGURES['sigma2']})", "",
+           f"![fig10]({FIGURES['twins']})", "",
            "Each twin pair samples the same P/σ² grid; the order parameters should be equal within errors (a "
            "pair differing in σ² tests the collapse, one differing only in the SGLD step size η tests the "
            "sampler's step-size bias).", ""]
-    for c in s2:
+    for c in twins:
         what = "σ² collapse" if c["differs"] == "σ²" else "step size"
         out += [f"**{what}**: `{c['study']}` ({_twin(c)}) against `{c['ref']}` ({_twin(c, True)}) at equal "
                 f"P/σ²: {c['n_within_2']} of {c['n']} order parameters equal within 2σ (RMS z of the difference "
@@ -198,8 +198,8 @@ def convergence_summary(studies: list[dict]) -> list[str]:
 
 
 def _start_line(studies: list[dict]) -> list[str]:
-    sa = T.start_agreement(studies) if studies and "rows" in next(iter(studies[0]["attentions"].values())) else None
-    if not sa or not sa["n"]:
+    sa = T.start_agreement(studies)
+    if not sa["n"]:
         return []
     return [f"Bias from slow mixing: prior- and copy-started chains (opposite sides of the transition) agree within "
             f"2σ at {sa['n_within_2']} of {sa['n']} (study, attention, P, parameter) points (RMS z of the difference "
@@ -236,6 +236,30 @@ def _per_study_section(studies: list[dict]) -> list[str]:
 
 # ---------------------------------------------------------------- conclusions (rules on the numbers)
 
+def decay(fs: dict, att: str) -> dict | None:
+    """How the gaps of one attention type shrink from the smallest to the largest size: over the rows that
+    carry the information (a gap of more than 5σ at the smallest size), the medians of |gap| at both ends
+    and the power ``rate`` in |gap| ∝ size^(−rate); the same for the largest quarter of those rows (they
+    dominate the RMS z). None when no row has such a gap."""
+    vals = fs["values"]
+    rows = [r for r in fs["gaps"] if r["attention"] == att and len(r["points"]) == len(vals)
+            and abs(r["points"][0]["gap"]) > 5 * r["points"][0]["error"]]
+    if not rows:
+        return None
+
+    def ends(rs):
+        a = float(np.median([abs(r["points"][0]["gap"]) for r in rs]))
+        b = float(np.median([abs(r["points"][-1]["gap"]) for r in rs]))
+        return a, b, (math.log(a / b) / math.log(vals[-1] / vals[0]) if a > 0 and b > 0 else math.nan)
+
+    top = sorted(rows, key=lambda r: -abs(r["points"][0]["gap"]))[:max(1, len(rows) // 4)]
+    first, last, rate = ends(rows)
+    top_first, top_last, rate_top = ends(top)
+    return {"n": len(rows), "first": first, "last": last, "rate": rate, "top_first": top_first,
+            "top_last": top_last, "rate_top": rate_top,
+            "top": sorted({f"{r['name']} at {g(r['ratio'])}·P_ref" for r in top})}
+
+
 def conclude_finite_size(fs: dict) -> list[str]:
     out = []
     B, vals = fs["by"], fs["values"]
@@ -249,24 +273,12 @@ def conclude_finite_size(fs: dict) -> list[str]:
     out.append(f"- Order parameters: the extrapolated gap gap_∞ ({B} → ∞) is within 2σ of 0 at {n_close} of {n_fit} "
                "(attention, recipe, P/P_ref, parameter) rows.")
     for att in ("linear", "softmax"):
-        # the rows that carry the information: a gap of more than 5σ at the smallest size
-        rows = [r for r in fs["gaps"] if r["attention"] == att and len(r["points"]) == len(vals)
-                and abs(r["points"][0]["gap"]) > 5 * r["points"][0]["error"]]
-        if rows:
-            first = float(np.median([abs(r["points"][0]["gap"]) for r in rows]))
-            last = float(np.median([abs(r["points"][-1]["gap"]) for r in rows]))
-            rate = math.log(first / last) / math.log(vals[-1] / vals[0]) if first > 0 and last > 0 else math.nan
-            fs.setdefault("rates", {})[att] = rate
-            # the largest gaps alone (the top quarter at the smallest size): they dominate the RMS z
-            top = sorted(rows, key=lambda r: -abs(r["points"][0]["gap"]))[:max(1, len(rows) // 4)]
-            t0 = float(np.median([abs(r["points"][0]["gap"]) for r in top]))
-            t1 = float(np.median([abs(r["points"][-1]["gap"]) for r in top]))
-            rate_top = math.log(t0 / t1) / math.log(vals[-1] / vals[0]) if t0 > 0 and t1 > 0 else math.nan
-            fs.setdefault("rates_top", {})[att] = rate_top
-            out.append(f"- {att}: median |gap| over the {len(rows)} rows with a gap > 5σ at {B} = {vals[0]}: {g(first)} "
-                       f"there and {g(last)} at {B} = {vals[-1]}: |gap| ∝ {B}^(−{g(rate, 2)}) on average; the largest "
-                       f"{len(top)} ({', '.join(sorted({r['name'] + ' at ' + g(r['ratio']) + '·P_ref' for r in top}))}): "
-                       f"{g(t0)} → {g(t1)}, ∝ {B}^(−{g(rate_top, 2)}).")
+        d = decay(fs, att)
+        if d:
+            out.append(f"- {att}: median |gap| over the {d['n']} rows with a gap > 5σ at {B} = {vals[0]}: {g(d['first'])} "
+                       f"there and {g(d['last'])} at {B} = {vals[-1]}: |gap| ∝ {B}^(−{g(d['rate'], 2)}) on average; the "
+                       f"largest {len(d['top'])} ({', '.join(d['top'])}): {g(d['top_first'])} → {g(d['top_last'])}, "
+                       f"∝ {B}^(−{g(d['rate_top'], 2)}).")
     for att in ("linear", "softmax"):
         rows = [r for r in fs["gaps"] if r["attention"] == att and math.isfinite(r["fit"]["b"])]
         if rows and B == "d_k":
@@ -316,8 +328,11 @@ def conclude_dk_over_L(fs: dict, fl: dict) -> list[str]:
     gap in 1/d_k alone would fall as L^(−a) too, a gap in L/d_k not at all."""
     out = []
     for att in ("linear", "softmax"):
-        for key, what in (("rates", "typical gaps (median)"), ("rates_top", "largest gaps")):
-            a, b = fs.get(key, {}).get(att, math.nan), fl.get(key, {}).get(att, math.nan)
+        da, db = decay(fs, att), decay(fl, att)
+        if not (da and db):
+            continue
+        for key, what in (("rate", "typical gaps (median)"), ("rate_top", "largest gaps")):
+            a, b = da[key], db[key]
             if math.isfinite(a) and math.isfinite(b) and a > 0:
                 verdict = ("a function of d_k/L (a correction in L/d_k), not of d_k alone" if b < 0.5 * a else
                            "a function of d_k alone (they shrink with L at fixed d_k/L as with d_k)")
@@ -480,14 +495,11 @@ def Z(e):
 
 
 def _log_L_axis(ax, theory_lines: dict):
-    from matplotlib.ticker import NullFormatter
+    from copyhead.figures.style import fixed_ticks
 
     ax.set_xscale("log")
     Ls = sorted({int(L) for k, v in theory_lines.items() if isinstance(k, tuple) for L in v["L"]})
-    ticks = [L for L in (8, 12, 16, 24, 32, 48, 64, 96, 128) if Ls and Ls[0] <= L <= Ls[-1]]
-    ax.set_xticks(ticks)
-    ax.set_xticklabels([str(t) for t in ticks])
-    ax.xaxis.set_minor_formatter(NullFormatter())
+    fixed_ticks(ax.xaxis, [L for L in (8, 12, 16, 24, 32, 48, 64, 96, 128) if Ls and Ls[0] <= L <= Ls[-1]])
     ax.set_xlabel("L")
 
 
@@ -557,11 +569,9 @@ def plot_scaling(rows: list[dict], theory_lines: dict, out_png: Path):
             ax.annotate(f"L{r['L']} V{r['V']}", (r["sqrt_LV"], r["ratio"]["experiment"]), fontsize=6,
                         xytext=(3, 3), textcoords="offset points")
     ax.axhline(1, color="k", lw=0.5)
-    from matplotlib.ticker import NullFormatter
+    from copyhead.figures.style import fixed_ticks
     ax.set_xscale("log")
-    ax.set_xticks([10, 15, 20, 30, 40])
-    ax.set_xticklabels(["10", "15", "20", "30", "40"])
-    ax.xaxis.set_minor_formatter(NullFormatter())
+    fixed_ticks(ax.xaxis, [10, 15, 20, 30, 40])
     ax.set_xlabel("√(LV)")
     ax.set_ylabel("linear crossover P / softmax P*")
     ax.set_title("(c) softmax advantage (paper: grows ∝ √(LV))", fontsize=9)
@@ -571,14 +581,14 @@ def plot_scaling(rows: list[dict], theory_lines: dict, out_png: Path):
     plt.close(fig)
 
 
-def plot_sigma2(collapses: list[dict], out_png: Path):
+def plot_twins(twins: list[dict], out_png: Path):
     """One row per twin pair, one column per attention type: both twins' order parameters at equal P/σ²."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(len(collapses), 2, figsize=(9.5, 3.3 * len(collapses)), squeeze=False)
-    for row, c in zip(axes, collapses):
+    fig, axes = plt.subplots(len(twins), 2, figsize=(9.5, 3.3 * len(twins)), squeeze=False)
+    for row, c in zip(axes, twins):
         for ax, att in zip(row, ("linear", "softmax")):
             rows = [r for r in c["rows"] if r["attention"] == att and r["recipe"] == "sgld"]
             for param, col in (("1", "C0"), ("G", "C3")):
@@ -667,9 +677,9 @@ def build(spec: dict, paths: list[str | Path], converged: str | Path | None = No
             if "finite_size" in rep:
                 rep["finite_L"]["conclusion"] += conclude_dk_over_L(rep["finite_size"], rep["finite_L"])
     pairs = [(n, s["P_like"]) for n, s in spec["studies"].items() if s.get("P_like")]
-    col = [T.sigma2_collapse(studies[a], studies[b]) for a, b in pairs if a in studies and b in studies]
+    col = [T.compare_twins(studies[a], studies[b]) for a, b in pairs if a in studies and b in studies]
     if col:
-        rep["sigma2"] = col
+        rep["twins"] = col
         s2 = [c for c in col if c["differs"] == "σ²"]
         # the transition points are what the paper quotes: rescaled by σ² when their CIs overlap
         ok = bool(s2) and all(t.get("overlap") for c in s2 for t in c["transitions"].values())
@@ -709,8 +719,8 @@ def write_report(spec_path: str | Path, paths: list[str | Path], out_md: str | P
                          f"L = {', '.join(map(str, fl['values']))} at d_k/L = {g(fl['d_k_over_L'])}")
     if "scaling" in rep:
         plot_scaling(rep["scaling"]["rows"], rep["scaling"]["theory_lines"], out_md.parent / FIGURES["scaling"])
-    if "sigma2" in rep:
-        plot_sigma2(rep["sigma2"], out_md.parent / FIGURES["sigma2"])
+    if "twins" in rep:
+        plot_twins(rep["twins"], out_md.parent / FIGURES["twins"])
     out_md.write_text("\n".join(render(rep, str(spec_path))) + "\n")
     out_md.with_suffix(".json").write_text(json.dumps(_jsonable(rep), indent=1, sort_keys=True))
     return rep
@@ -736,7 +746,7 @@ def summary_section(rep: dict, link: str) -> list[str]:
     sc = rep.get("scaling")
     if sc:
         out += ["**Scaling in L and V:**", ""] + sc["conclusion"] + [""]
-    for c in rep.get("sigma2", []):
+    for c in rep.get("twins", []):
         what = "σ² collapse" if c["differs"] == "σ²" else "SGLD step size (η/2)"
         out.append(f"- {what}: `{c['study']}` against `{c['ref']}`: {c['n_within_2']} of {c['n']} order parameters "
                    f"equal within 2σ (RMS z {g(c['rms_z'])}); {c['n_within_2_theory']} of {c['n']} differences equal to "

@@ -6,7 +6,7 @@ and theory files; no plotting, no Markdown (:mod:`copyhead.studies.report` rende
 - :func:`finite_size`: studies that differ in one size (d_k at fixed L, or L at fixed d_k/L); gaps at fixed
   P/P_ref and transition ratios experiment/theory against 1/size, with weighted fits ``y = y_∞ + b/size``.
 - :func:`scaling`: transition points against L and V with the paper's two scaling forms.
-- :func:`sigma2_collapse`: a study at σ² against its ``P_like`` twin at σ²_ref on the same P/σ² grid.
+- :func:`compare_twins`: a study against its ``P_like`` twin on the same P/σ² grid (σ² collapse, step size).
 """
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from copyhead.provenance import DataFileError
-from copyhead.studies.finite_size import fit_inverse_dk
+from copyhead.studies.finite_size import fit_inverse_dk, row_error
+from copyhead.studies.spec import REFERENCE
 
 Z95 = 1.959963984540054
 # the experimental transition compared per attention type: (name in results.json, theory key)
@@ -88,10 +89,12 @@ def load_study(path: str | Path) -> dict:
         rows = [dict(r) for r in a["agreement"] if r["method"] == "sgld" and r["curve"] in CURVES
                 and r["recipe"] in SGLD and r.get("experiment") is not None]
         has_theory = (root / d["inputs"].get(f"theory_{att}", {}).get("path", "-")).is_file()
+        curves = {}   # param -> (P, values) of the Gaussian-prior posterior mean, read once
         for r in [r for r in rows if r["curve"] == "closed_mean" and has_theory]:   # the same points, Gaussian prior
-            Pg, yg = _theory_curve(root, d["inputs"], att, r["param"], "gaussian")
-            th = float(np.interp(r["P"], Pg, yg))
-            err = math.hypot(_num(r["error"]), _num(r.get("theory_error")) if r.get("theory_error") else 0.0)
+            if r["param"] not in curves:
+                curves[r["param"]] = _theory_curve(root, d["inputs"], att, r["param"], "gaussian")
+            th = float(np.interp(r["P"], *curves[r["param"]]))
+            err = row_error(r)
             rows.append(dict(r, curve="closed_mean_gaussian", curve_label=CURVE_LABEL["closed_mean_gaussian"],
                              theory=th, z=(r["experiment"] - th) / err if err > 0 else None))
         name, key = TRANSITION[att]
@@ -107,7 +110,9 @@ def load_study(path: str | Path) -> dict:
                                       "gaussian": _num(a["theory"].get(key + "_gaussian")),
                                       "exact": _num(a["theory"].get(key + "_exact")),
                                       "same_dataset": _num(same)}},
-            "P_ref": _num(a["theory"].get(key)),
+            # the transition the study's P grid was placed around (copyhead.studies.spec.REFERENCE)
+            "P_ref": next((v for v in (_num(a["theory"].get(k)) for k in REFERENCE[att]) if math.isfinite(v)),
+                          math.nan),
             "rhat_max": max((_num(c["rhat"]) for c in conv if c.get("rhat") is not None), default=math.nan),
             "n_rhat_flag": sum(bool(c.get("rhat_flag")) for c in conv), "n_conv": len(conv),
             "n_within_flag": sum(_num(c.get("rhat_within_max")) > 1.05 for c in conv),
@@ -155,7 +160,7 @@ def finite_size(studies: list[dict], ratios: dict, by: str = "d_k") -> dict:
                 if r["curve"] != "same_mean" or r.get("z") is None or (att, r["param"]) in REPEATS:
                     continue
                 nominal = _nominal(r["P"] / a["P_ref"], ratios[att])
-                err = math.hypot(_num(r["error"]), _num(r.get("theory_error")) if r.get("theory_error") else 0.0)
+                err = row_error(r)
                 key = (att, r["recipe"], nominal, r["param"])
                 gaps.setdefault(key, {"name": r["name"], "points": []})["points"].append(
                     {"x": s[by], "d_k": s["d_k"], "L": s["L"], "P": r["P"], "experiment": r["experiment"],
@@ -222,7 +227,7 @@ def _eta(study: dict) -> float:
         else math.nan
 
 
-def sigma2_collapse(study: dict, ref: dict) -> dict:
+def compare_twins(study: dict, ref: dict) -> dict:
     """``study`` against its twin ``ref`` at equal P/σ² (a ``P_like`` pair of the spec): order parameters
     (same recipe in both) and transitions divided by σ². The twins differ in σ² (the collapse test) or,
     at equal σ², in the SGLD step size η (the step-size test); ``differs`` says which."""
