@@ -255,7 +255,7 @@ def decay(fs: dict, att: str) -> dict | None:
     top = sorted(rows, key=lambda r: -abs(r["points"][0]["gap"]))[:max(1, len(rows) // 4)]
     first, last, rate = ends(rows)
     top_first, top_last, rate_top = ends(top)
-    return {"n": len(rows), "first": first, "last": last, "rate": rate, "top_first": top_first,
+    return {"n": len(rows), "n_top": len(top), "first": first, "last": last, "rate": rate, "top_first": top_first,
             "top_last": top_last, "rate_top": rate_top,
             "top": sorted({f"{r['name']} at {g(r['ratio'])}·P_ref" for r in top})}
 
@@ -277,7 +277,7 @@ def conclude_finite_size(fs: dict) -> list[str]:
         if d:
             out.append(f"- {att}: median |gap| over the {d['n']} rows with a gap > 5σ at {B} = {vals[0]}: {g(d['first'])} "
                        f"there and {g(d['last'])} at {B} = {vals[-1]}: |gap| ∝ {B}^(−{g(d['rate'], 2)}) on average; the "
-                       f"largest {len(d['top'])} ({', '.join(d['top'])}): {g(d['top_first'])} → {g(d['top_last'])}, "
+                       f"largest {d['n_top']} ({', '.join(d['top'])}): {g(d['top_first'])} → {g(d['top_last'])}, "
                        f"∝ {B}^(−{g(d['rate_top'], 2)}).")
     for att in ("linear", "softmax"):
         rows = [r for r in fs["gaps"] if r["attention"] == att and math.isfinite(r["fit"]["b"])]
