@@ -1,7 +1,14 @@
 """Default-config run files are unchanged by the refactors: three Adam runs of config.yaml trained now
 match, number for number, the files written by the engine before the batched rewrite (commit 1c930f5;
 tests/data/golden_runs_1c930f5.npz holds every data variable of those files). SGLD runs are not pinned
-here: their noise streams changed on purpose (per chain and per initialisation kind, docs/engine.md)."""
+here: their noise streams changed on purpose (per chain and per initialisation kind, docs/engine.md).
+
+The stored numbers were written on another machine: a different CPU or BLAS build changes the last bits
+(seen: 9e-13 on an energy of order 10), so floats are compared with a tolerance of 1e-9 relative to each
+variable's largest magnitude. That still catches any real change (a changed step, schedule, seed or
+formula moves these numbers by far more than 1e-9); integers, the status and the shapes are exact.
+Bitwise comparisons are kept only where both sides run in the same test on the same machine
+(tests/test_run.py: batched vs alone, resume vs uninterrupted)."""
 from pathlib import Path
 
 import numpy as np
@@ -26,4 +33,30 @@ def test_default_adam_run_is_unchanged(tmp_path, name):
     for v in keys:
         old, new = GOLDEN[f"{name}/{v}"], ds[v].values.astype(np.float64)
         assert old.shape == new.shape, v
-        assert np.array_equal(old, new, equal_nan=True), (v, np.nanmax(np.abs(old - new)))
+        assert_same_across_machines(old, new, integer=ds[v].dtype.kind in "iub", name=v)
+    assert ds.attrs["status"] == "ok"
+
+
+def assert_same_across_machines(old, new, integer=False, name="", rtol=1e-9):
+    """``new`` equals ``old`` up to last-bit differences between machines: exactly for integers, NaN at
+    the same places, and within ``rtol`` of the variable's largest magnitude for floats."""
+    assert np.array_equal(np.isnan(old), np.isnan(new)), (name, "NaN at other places")
+    if integer:
+        assert np.array_equal(old, new), name
+        return
+    ok = ~np.isnan(old)
+    scale = np.max(np.abs(old[ok]), initial=0.0)
+    err = np.max(np.abs(old[ok] - new[ok]), initial=0.0)
+    assert err <= rtol * scale, (name, err, scale)
+
+
+def test_the_tolerance_still_catches_a_real_change():
+    """The cross-machine comparison passes last-bit noise and fails a change of 1e-6."""
+    old = np.array([10.0, -3.0, 1e-17, np.nan])
+    assert_same_across_machines(old, old + np.array([9e-13, 0.0, 1e-15, 0.0]))
+    with pytest.raises(AssertionError):
+        assert_same_across_machines(old, old * (1 + 1e-6))
+    with pytest.raises(AssertionError):
+        assert_same_across_machines(old, np.array([10.0, -3.0, np.nan, np.nan]))
+    with pytest.raises(AssertionError):
+        assert_same_across_machines(np.array([1.0, 2.0]), np.array([1.0, 3.0]), integer=True)
