@@ -75,10 +75,22 @@ def test_unknown_attention_type_in_sweep(default):
     _fails(cfg, "'sweep.sofmax'", "linear", "softmax")
 
 
-def test_d_k_below_L(default):
+def test_d_k_below_L_is_refused_only_for_copy_initialised_recipes(default):
     cfg = copy.deepcopy(default)
     cfg["model"]["d_k"] = 8
-    _fails(cfg, "'model.d_k' = 8", "'task.L' = 32")
+    copy_recipes = [n for n, r in cfg["optimizers"].items() if r["init"] == "copy"]
+    assert copy_recipes
+    _fails(cfg, "'model.d_k' = 8", "'task.L' = 32", "init: copy", "rank <= d_k")
+    for recipes in cfg["sweep"].values():          # prior-started recipes only: the rank-deficient regime
+        for name in copy_recipes:
+            recipes.pop(name, None)
+    cfg["figures"]["stage_optimizer"] = next(n for n in cfg["optimizers"] if n not in copy_recipes)
+    c.validate(cfg)
+    rc = c.run_config(cfg, "linear", cfg["figures"]["stage_optimizer"], 8, 0)
+    c.validate_run_config(rc)
+    rc_copy = c.run_config(cfg, "linear", copy_recipes[0], 8, 0)
+    with pytest.raises(c.ConfigError, match="init: copy"):
+        c.validate_run_config(rc_copy)
 
 
 def test_sweep_recipe_must_exist(default):

@@ -89,9 +89,11 @@ def _cross_problems(cfg: dict) -> list[str]:
     """Rules across keys (run only on a schema-valid config)."""
     msgs = []
     task, model = cfg["task"], cfg["model"]
-    if model["d_k"] < task["L"]:
-        msgs.append(f"'model.d_k' = {model['d_k']} is impossible: it must be >= 'task.L' = {task['L']} "
-                    "(M = Q^T K / d_k has rank <= d_k and could not represent the copy matrix I)")
+    if model["d_k"] < task["L"]:    # allowed for prior-started chains (the rank-deficient regime)
+        for att, recipes in cfg["sweep"].items():
+            for name in recipes:
+                if cfg["optimizers"].get(name, {}).get("init") == "copy":
+                    msgs.append(_copy_init_rank(f"'sweep.{att}.{name}' (init: copy)", model["d_k"], task["L"]))
     for name, rec in cfg["optimizers"].items():
         if rec["method"] == "sgld":
             if rec["burn_in"] + rec["thin"] > rec["steps"]:
@@ -117,6 +119,11 @@ def _cross_problems(cfg: dict) -> list[str]:
                 msgs.append(f"'figures.stages.{att}.{stage}' = {P} is not a P of 'sweep.{att}.{opt}.P' "
                             f"(allowed values: {swept})")
     return msgs
+
+
+def _copy_init_rank(what: str, d_k: int, L: int) -> str:
+    return (f"{what} needs 'model.d_k' >= 'task.L', got 'model.d_k' = {d_k} < 'task.L' = {L}: M = Q^T K / d_k "
+            "has rank <= d_k and cannot start at the copy matrix beta*I (prior-started recipes may use d_k < L)")
 
 
 def _nonfinite(obj, path=()) -> list[tuple[str, float]]:
@@ -458,8 +465,8 @@ def validate_run_config(rc) -> dict:
             m = _describe(leaf, sub)
             if m not in msgs:
                 msgs.append(m)
-    if not msgs and rc["model"]["d_k"] < rc["task"]["L"]:
-        msgs.append(f"'model.d_k' = {rc['model']['d_k']} must be >= 'task.L' = {rc['task']['L']}")
+    if not msgs and rc["recipe"]["init"] == "copy" and rc["model"]["d_k"] < rc["task"]["L"]:
+        msgs.append(_copy_init_rank(f"recipe {rc['optimizer']!r} (init: copy)", rc["model"]["d_k"], rc["task"]["L"]))
     if msgs:
         raise ConfigError("invalid run config:\n  - " + "\n  - ".join(msgs))
     return rc
