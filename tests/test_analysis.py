@@ -232,12 +232,8 @@ def _aggregate(c1, cG, m1, mP, L=4):
     return ds
 
 
-def test_experimental_transition_from_the_aggregates_means():
+def test_sequence_length_from_the_config():
     ag = _aggregate([0.3] * 4, [0.1, 0.2, 0.4, 0.5], [0.9, 0.9, 0.2, 0.1], [0.0, 0.4, 2.8, 3.2])
-    assert an.experimental_transition(ag, "linear", "sgld") == pytest.approx(np.sqrt(4 * 8))
-    # softmax: âG = mP/L rises most between P=4 and 8
-    assert an.experimental_transition(ag, "softmax", "sgld") == pytest.approx(np.sqrt(4 * 8))
-    assert np.isnan(an.experimental_transition(ag, "linear", "adam"))
     assert an.sequence_length(ag) == 4
 
 

@@ -96,8 +96,6 @@ def test_registry_entries_resolve():
 
 def test_names_of_the_former_module_still_resolve():
     import copyhead.figures as f
-    from copyhead.analysis import experimental_transition
-    assert f.experimental_transition is experimental_transition
     ag = synthetic_aggregate()
     ag["status"][0, 0, 0] = "diverged"
     assert f._status_note(ag) == "1 diverged run(s) excluded"

@@ -8,7 +8,7 @@ import pytest
 import xarray as xr
 
 from copyhead.results import (agreement_summaries, agreement_table, build_tables, convergence_table,
-                              flagged_points, jsonable, point_estimate, recipes, render_results_md,
+                              flagged_points, jsonable, point_estimate, recipes,
                               transition_table, write_results)
 
 L = 8
@@ -342,27 +342,42 @@ def page_inputs(tmp_path_factory):
     return {k: write_dataset(v, d / f"{k}.nc") for k, v in files.items()}
 
 
-def test_write_results_markdown_and_json_carry_the_same_numbers(page_inputs, tmp_path):
+def test_write_results_page_appendix_and_json_carry_the_same_numbers(page_inputs, tmp_path):
+    from copyhead.results import write_pages
+    from copyhead.results.format import g
     out = tmp_path / "docs" / "results.md"
     tables = write_results(page_inputs, out, n_boot=50, config_name="fake.yaml")
-    md = out.read_text()
+    md, app = out.read_text(), (out.parent / "results_appendix.md").read_text()
     data = json.loads(out.with_suffix(".json").read_text(),
                       parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
     assert data == json.loads(json.dumps(tables))
-    for section in ("## Configuration", "## Headline", "## Figures", "## Agreement", "## Transition points",
-                    "## Convergence", "## Adam", "## Against the paper's own numbers", "## Definitions", "## Inputs"):
+    assert len(md.splitlines()) <= 150
+    for section in ("## Headline", "## linear attention", "## softmax attention", "## Convergence",
+                    "## Key figures", "## Studies"):
         assert section in md
+    for section in ("## Configuration", "## Agreement", "## Transition points", "## Convergence", "## Adam",
+                    "## Against the paper's own numbers", "## Definitions", "## Inputs"):
+        assert section in app
     assert "../results/figures/fig3_linear_order_params.png" in md and "`fake.yaml`" in md
-    assert "P ≈ 300 (paper)" in md and "P ≈ 322–400 (paper)" in md
-    # a summary number of the JSON is the one on the page, and the headline's count is generated from it
-    from copyhead.results.render import g
-    s = [x for x in data["attentions"]["linear"]["agreement_summary"]
-         if x["recipe"] == "sgld" and x["curve"] == "same_mean"][0]
-    assert f"RMS z = {g(s['rms_z'])}" in md
-    assert f"within 2σ at {s['n_within_2']} of {s['n_away']} points" in md
+    assert "(results_appendix.md)" in md and "(results.md)" in app
+    # the paper on our σ² (0.1): P ≈ 300 at σ² = 1 is 30, P ≈ 322–400 is 32.2–40
+    assert "30 (P ≈ 300)" in md and "32.2–40 (P ≈ 322–400)" in md
+    # the agreement line is the summary's row, its verdict the summary's outcome
+    s = [x for x in data["summary"]["attentions"]["linear"]["agreement"] if x["method"] == "sgld"][0]
+    assert s["curve"] == "same_mean" and s["verdict"]["outcome"] in md
+    assert f"RMS z = {g(s['rms_z'])}" in md and f"{s['n_within_2']} of {s['n_away']} points within 2σ" in md
+    # the softmax jump on the page is the table's logistic midpoint with its CI
+    jump = [r for r in data["summary"]["attentions"]["softmax"]["transitions"] if r["kind"] == "jump"][0]["sgld"]
+    row = [r for r in data["attentions"]["softmax"]["transitions"] if r["transition"].startswith("jump")][0]
+    assert (jump["estimate"], jump["ci_lo"], jump["ci_hi"]) == (row["estimate"], row["ci_lo"], row["ci_hi"])
+    assert f"{g(jump['estimate'])} [{g(jump['ci_lo'])}, {g(jump['ci_hi'])}]" in md
     for role, v in data["inputs"].items():
-        assert v["sha256"][:12] in md
-    assert render_results_md(data, json_name="results.json") == md  # the page is a function of the JSON
+        assert v["sha256"][:12] in app
+    again = tmp_path / "again" / "results.md"   # the pages are a function of the JSON
+    again.parent.mkdir()
+    write_pages(out.with_suffix(".json"), again, figure_dir="../results/figures")
+    assert again.read_text() == md
+    assert (again.parent / "results_appendix.md").read_text() == app
 
 
 def test_build_tables_needs_a_theory_for_each_aggregate():
@@ -421,7 +436,7 @@ def test_the_page_names_the_recipes_and_warns_when_the_config_is_not_the_runs(pa
                                  "sgld_copy": {"P": [8, 12], "seeds": [0, 1, 2, 3]}}}}
     out = tmp_path / "results.md"
     write_results(page_inputs, out, config=cfg, n_boot=20)
-    md = out.read_text()
+    md = (tmp_path / "results_appendix.md").read_text()
     assert "| sgld | sgld | prior | 20000 | 0.001 | 10000 | 100 | – |" in md
     assert "warning**: the softmax runs" in md and "recipes sgld_copy differ" in md
     assert "warning**: the linear runs" not in md

@@ -68,7 +68,15 @@ def _cmd_theory_datasets(a) -> int:
 
 def _cmd_aggregate(a) -> int:
     from .aggregate import aggregate_runs
-    aggregate_runs([Path(p) for p in a.runs], Path(a.out), attention=a.attention, strict=a.strict)
+    if a.run_configs:
+        run_configs = json.loads(a.run_configs)
+    elif a.config:
+        cfg = _load_config(a.config)
+        run_configs = {opt: cfgmod.run_config(cfg, a.attention, opt) for opt in cfg["sweep"].get(a.attention, {})}
+    else:
+        run_configs = None
+    aggregate_runs([Path(p) for p in a.runs], Path(a.out), attention=a.attention, strict=a.strict,
+                   run_configs=run_configs)
     return 0
 
 
@@ -101,11 +109,17 @@ def _checked_inputs(text: str) -> dict:
 def _cmd_figure(a) -> int:
     inputs = _checked_inputs(a.inputs)
     from .figures import make_figure
-    make_figure(a.name, inputs, Path(a.out), json.loads(a.options or "{}"))
+    make_figure(a.name, inputs, Path(a.out), json.loads(a.options or "{}"), results=a.results)
     return 0
 
 
 def _cmd_results(a) -> int:
+    if a.tables:
+        from .results import write_pages
+        write_pages(Path(a.tables), Path(a.out), figure_dir=a.figure_dir)
+        return 0
+    if not a.inputs:
+        raise SystemExit("copyhead results: give --inputs (to compute the results) or --tables (to render them)")
     inputs = _checked_inputs(a.inputs)
     cfg = cfgmod.validate(json.loads(a.config_json)) if a.config_json else (
         _load_config(a.config) if a.config else None)
@@ -189,7 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
     ag.add_argument("--attention", choices=cfgmod.ATTENTIONS, required=True)
     ag.add_argument("--out", required=True)
     ag.add_argument("--strict", action="store_true",
-                    help="refuse runs made by different training code (default: flag them and warn)")
+                    help="refuse runs made by different training code or another config, and runs with "
+                         "non-finite values (default: flag them and warn; the last two are never averaged in)")
+    ag.add_argument("--config", help="check each run's defining config against this config file's")
+    ag.add_argument("--run-configs", help="the same as JSON, recipe -> run config (what the workflow passes)")
     ag.add_argument("runs", nargs="+", help="run .nc files")
     ag.set_defaults(func=_cmd_aggregate)
 
@@ -201,19 +218,21 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("name", help="figure name, e.g. fig3_linear_order_params")
     f.add_argument("--inputs", required=True, help="JSON mapping of input role -> path")
     f.add_argument("--options", help="JSON figure options")
+    f.add_argument("--results", help="the results JSON (copyhead results) whose transitions the figure marks")
     f.add_argument("--out", required=True, help="output .pdf (the .png and sidecar go beside it)")
     f.set_defaults(func=_cmd_figure)
 
     rs = sub.add_parser("results", help="the results document (agreement, transitions, convergence) -> "
                                         "Markdown + JSON")
-    rs.add_argument("--inputs", required=True,
-                    help="JSON mapping of role -> path: aggregate_<att>, theory_<att>, datasets_<att>")
+    rs.add_argument("--inputs", help="JSON mapping of role -> path: aggregate_<att>, theory_<att>, datasets_<att>")
+    rs.add_argument("--tables", help="render the pages from this results JSON instead of computing it")
     rs.add_argument("--config", help="the config file that produced the inputs (recipe settings on the page)")
     rs.add_argument("--config-json", help="the same as validated JSON (what the workflow passes)")
     rs.add_argument("--config-name", help="how the page names that config (default: the --config path)")
     rs.add_argument("--figure-dir", default="../results/figures",
                     help="figure links, relative to the output's folder")
-    rs.add_argument("--out", required=True, help="output .md (the .json with the same numbers goes beside it)")
+    rs.add_argument("--out", required=True, help="output .json (the results) or .md (the page and its appendix; "
+                                                  "with --inputs the .json goes beside it)")
     rs.set_defaults(func=_cmd_results)
 
     fs = sub.add_parser("finite-size", help="compare studies at several d_k: theory-experiment gap vs 1/d_k "

@@ -11,6 +11,8 @@ for _fig in FIGURES.values():
             _fig.name
         input:
             **figure_inputs(_fig),
+            # the results model (transition estimates with CIs) for the figures that mark them
+            **({"results": RESULTS_JSON} if _fig.results else {}),
         output:
             pdf=figure_path(_fig.name, "pdf"),
             png=report(
@@ -21,7 +23,8 @@ for _fig in FIGURES.values():
             provenance=figure_path(_fig.name, "provenance.json"),
         params:
             name=_fig.name,
-            inputs=lambda w, input: json.dumps(dict(input.items()), sort_keys=True),
+            inputs=lambda w, input: json.dumps({k: v for k, v in input.items() if k != "results"}, sort_keys=True),
+            results=lambda w, input: f"--results {input.results}" if "results" in input.keys() else "",
             options=chcfg.canonical_json(_fig.options(CONFIG)),
             code=CODE["figures"],
         conda:
@@ -35,27 +38,51 @@ for _fig in FIGURES.values():
             mem_mb=2000,
         shell:
             "copyhead figure {params.name} --inputs {params.inputs:q} --options {params.options:q}"
-            " --out {output.pdf} > {log} 2>&1"
+            " {params.results} --out {output.pdf} > {log} 2>&1"
 
 
-# The results document (docs/results.md when published): agreement, transitions with bootstrap CIs,
-# convergence, comparison with the paper, from the aggregates and theory files (copyhead.results). It
-# is written with the figures it shows into results/docs/, a self-contained folder; docs/results.md in
-# the repository is a verbatim copy of the one config/converged.yaml produces (README, docs/results.md).
-rule results_doc:
+# The results model (copyhead.results): agreement, transitions with bootstrap CIs, convergence, the paper's
+# numbers and the summary every page and figure reads (analysis.summary), as one JSON file; then the pages
+# rendered from it with the figures they show, into results/docs/ (a self-contained folder). docs/results.md
+# in the repository is a verbatim copy of the one config/converged.yaml produces (README).
+RESULTS_JSON = "results/docs/results.json"
+
+
+rule results_tables:
     input:
         **role_paths((kind, att) for att in ATTENTIONS for kind in INPUT_PATHS),
-        figures=[figure_path(f.name, "png") for f in FIGURES.values() if f.available(ATTENTIONS)],
     output:
-        md="results/docs/results.md",
-        json="results/docs/results.json",
-        figures=directory("results/docs/results_figures"),
+        RESULTS_JSON,
     params:
-        inputs=lambda w, input: json.dumps({k: v for k, v in input.items() if k != "figures"}, sort_keys=True),
+        inputs=lambda w, input: json.dumps(dict(input.items()), sort_keys=True),
         config=chcfg.canonical_json(CONFIG),
         # named relative to the repository (the Snakefile's folder), not by an absolute path of this machine
         config_name=" ".join(os.path.relpath(f, workflow.basedir) if os.path.isabs(f) else str(f)
                              for f in (workflow.overwrite_configfiles or ["config.yaml"])),
+        code=CODE["results"],
+    conda:
+        ENV
+    log:
+        "results/logs/results_tables.log",
+    benchmark:
+        "results/benchmarks/results_doc/results_tables.tsv"
+    resources:
+        runtime=10,
+        mem_mb=2000,
+    shell:
+        "copyhead results --inputs {params.inputs:q} --config-json {params.config:q}"
+        " --config-name {params.config_name:q} --out {output} > {log} 2>&1"
+
+
+rule results_doc:
+    input:
+        tables=RESULTS_JSON,
+        figures=[figure_path(f.name, "png") for f in FIGURES.values() if f.available(ATTENTIONS)],
+    output:
+        md="results/docs/results.md",
+        appendix="results/docs/results_appendix.md",
+        figures=directory("results/docs/results_figures"),
+    params:
         code=CODE["results"],
     conda:
         ENV
@@ -68,5 +95,4 @@ rule results_doc:
         mem_mb=2000,
     shell:
         "mkdir -p {output.figures} && cp {input.figures} {output.figures}/ &&"
-        " copyhead results --inputs {params.inputs:q} --config-json {params.config:q}"
-        " --config-name {params.config_name:q} --figure-dir results_figures --out {output.md} > {log} 2>&1"
+        " copyhead results --tables {input.tables} --figure-dir results_figures --out {output.md} > {log} 2>&1"

@@ -7,13 +7,15 @@
 - :mod:`.transitions` — transition points from data: linear crossover and onset, softmax logistic jump,
   hysteresis window; bootstrap confidence intervals over chains/seeds.
 - :mod:`.experiments` — statistics of an aggregate dataset for the figures (L, cosine of Ā to the
-  theory pattern, the grid-read experimental transition).
+  theory pattern).
+- :mod:`.summary` — the results model's summary: one estimator per transition kind with the natural
+  theory curve of each method, agreement and convergence verdicts as data (what pages and figures read).
 Importing this package loads numpy only (scipy, xarray and torch when a function needs them).
 """
 from .agreement import Agreement, agreement_summary, away_from, interp_log_P, z_scores
 from .convergence import (as_chains, autocovariance, ess, ess_bulk, mcse_batch_means, mcse_ess, rank_normalize,
                           split_chains, split_rhat)
-from .experiments import experimental_transition, ok_runs, sequence_length, theory_pattern_cosine
+from .experiments import ok_runs, sequence_length, theory_pattern_cosine
 from .stats import mean_sem, seed_mean_sem
 from .transitions import (BootstrapCI, HysteresisWindow, LogisticJump, bootstrap, chain_mean_sem,
                           crossover_of_chains, crossover_point, fit_logistic_jump, hysteresis_of_chains,
@@ -22,7 +24,7 @@ from .transitions import (BootstrapCI, HysteresisWindow, LogisticJump, bootstrap
 
 __all__ = ["Agreement", "BootstrapCI", "HysteresisWindow", "LogisticJump", "agreement_summary", "as_chains",
            "autocovariance", "away_from", "bootstrap", "chain_mean_sem", "crossover_of_chains",
-           "crossover_point", "ess", "ess_bulk", "experimental_transition", "fit_logistic_jump",
+           "crossover_point", "ess", "ess_bulk", "fit_logistic_jump",
            "hysteresis_of_chains", "hysteresis_window", "interp_log_P", "jump_of_chains",
            "largest_jump_midpoint", "logistic", "mcse_batch_means", "mcse_ess", "mean_sem", "ok_runs",
            "onset_of_chains", "onset_point", "rank_normalize", "seed_mean_sem", "sequence_length",

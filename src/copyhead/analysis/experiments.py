@@ -2,15 +2,14 @@
 
 The figures plot the aggregate's ``<var>_mean`` / ``<var>_sem`` (the definition of
 :func:`copyhead.analysis.stats.mean_sem`) and use :func:`~copyhead.analysis.stats.seed_mean_sem` only for
-quantities the aggregate does not store (e.g. :func:`theory_pattern_cosine`).
+quantities the aggregate does not store (e.g. :func:`theory_pattern_cosine`). The experimental transition
+points are the results model's (:mod:`copyhead.analysis.summary`), one estimator per kind.
 """
 from __future__ import annotations
 
 import json
 
 import numpy as np
-
-from .transitions import crossover_point, largest_jump_midpoint
 
 
 def sequence_length(ds) -> int:
@@ -44,18 +43,3 @@ def theory_pattern_cosine(ag, th):
         a = A[:, j]
         out[:, j] = np.einsum("osqk,qk->os", a, At) / (np.linalg.norm(a, axis=(-2, -1)) * nt)
     return ag["c1"].copy(data=out)
-
-
-def experimental_transition(ag, attention: str, optimizer: str) -> float:
-    """Transition estimate from the aggregate's seed means. Linear: the P (log-interpolated) where ĉG
-    first overtakes ĉ1 (:func:`crossover_point`). Softmax: the geometric midpoint of the two swept P
-    between which âG rises most (:func:`largest_jump_midpoint`). NaN if there is no such point or the
-    optimizer was not swept."""
-    from ..order_params import paper_order_parameters  # imports torch: only when needed
-    if optimizer not in ag["optimizer"].values:
-        return float("nan")
-    a, b = paper_order_parameters(ag, attention, sequence_length(ag), "_mean")
-    P = ag["P"].values.astype(float)
-    if attention == "softmax":
-        return largest_jump_midpoint(P, b.sel(optimizer=optimizer).values)
-    return crossover_point(P, a.sel(optimizer=optimizer).values, b.sel(optimizer=optimizer).values)

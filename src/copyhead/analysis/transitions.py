@@ -9,7 +9,7 @@ NaN when the grid does not bracket it (no extrapolation):
 - :func:`onset_point` — linear attention: where ĉ1 leaves its baseline beyond k standard errors for good.
 - :func:`fit_logistic_jump` — softmax attention: logistic fit of âG against log P; the jump is its midpoint.
 - :func:`hysteresis_window` — the P range where prior- and copy-started chains disagree beyond k errors.
-- :func:`largest_jump_midpoint` — the grid reading of a jump (what fig8 marks).
+- :func:`largest_jump_midpoint` — the grid reading of a jump (the logistic fit's starting point).
 
 :func:`bootstrap` resamples the chains (seeds) at each P and reruns any of them on the chain means;
 the ``*_of_chains`` functions are those estimators on per-chain arrays of shape (n_P, n_chains).

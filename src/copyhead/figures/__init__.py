@@ -28,6 +28,9 @@ class Figure:
     # (kind, attention) pairs the drawing uses when given, e.g. ("datasets", "linear"): the same-dataset
     # theory results/theory/linear_datasets.nc (copyhead.theory.same_dataset), role "datasets_linear"
     optional: tuple = ()
+    # marks the experimental transitions of the results model (results/docs/results.json, its ``summary``:
+    # copyhead.analysis.summary), passed as ``--results``; without it those marks are left out, and said so
+    results: bool = False
 
     @property
     def draw(self) -> Callable:
@@ -60,29 +63,32 @@ FIGURES = {f.name: f for f in [
     # fig3/fig4: ĉ1, ĉG (linear) or â1, âG (softmax) vs P: Adam circles, SGLD diamonds, theory lines, test loss;
     # residuals z against theory and split-R̂ vs P below (hollow markers: R̂ above the threshold)
     Figure("fig3_linear_order_params", "fig_order_params", (("aggregate", "linear"), ("theory", "linear")),
-           _recipes("linear"), attention="linear", optional=(("datasets", "linear"),)),
+           _recipes("linear"), attention="linear", optional=(("datasets", "linear"),), results=True),
     Figure("fig4_softmax_order_params", "fig_order_params", (("aggregate", "softmax"), ("theory", "softmax")),
-           _recipes("softmax"), attention="softmax", optional=(("datasets", "softmax"),)),
+           _recipes("softmax"), attention="softmax", optional=(("datasets", "softmax"),), results=True),
     Figure("fig5_coverage", "fig_coverage", _BOTH + _THEORY),
     # fig6/fig7: test loss vs training step for every P and every Adam run (adam and adam_map), log axes
     Figure("fig6_linear_loss_curves", "fig_loss_curves", (("aggregate", "linear"),), _recipes("linear"),
            attention="linear"),
     Figure("fig7_softmax_loss_curves", "fig_loss_curves", (("aggregate", "softmax"),), _recipes("softmax"),
            attention="softmax"),
-    Figure("fig8_scaling", "fig_scaling", _THEORY + _BOTH,
-           lambda cfg: {"experiment_optimizer": cfg["figures"]["stage_optimizer"]}),
+    Figure("fig8_scaling", "fig_scaling", _THEORY + _BOTH, results=True),
 ]}
 
 
-def make_figure(name: str, inputs: dict, out_pdf: Path, options: dict | None = None) -> dict:
-    """Draw figure ``name`` from ``inputs`` (role -> path); write .pdf, .png, .provenance.json."""
+def make_figure(name: str, inputs: dict, out_pdf: Path, options: dict | None = None,
+                results: str | Path | None = None) -> dict:
+    """Draw figure ``name`` from ``inputs`` (role -> path) and, where it marks them, the transitions of the
+    results JSON ``results``; write .pdf, .png, .provenance.json (which records the results file's sha256)."""
     if name not in FIGURES:
         raise ValueError(f"unknown figure {name!r}; allowed values: {sorted(FIGURES)}")
     from ..provenance import atomic_write, figure_record, sha256_file, write_json
     options = options or {}
     out_pdf = Path(out_pdf)
     rec = figure_record(name, inputs, options)
-    fig = FIGURES[name].draw(inputs, options)
+    if results:
+        rec["results"] = {"path": str(results), "sha256": sha256_file(results)}
+    fig = FIGURES[name].draw(dict(inputs, results=str(results)) if results else inputs, options)
     short = json.dumps({"figure": name, "code_version": rec["code_version"],
                         "inputs": {r: v["sha256"] for r, v in rec["inputs"].items()}}, sort_keys=True)
     atomic_write(out_pdf, lambda t: fig.savefig(t, format="pdf", metadata={
@@ -99,8 +105,7 @@ def make_figure(name: str, inputs: dict, out_pdf: Path, options: dict | None = N
 
 
 # Names that lived in the former single-module copyhead.figures, loaded on first use (PEP 562).
-_MOVED = {"experimental_transition": ("copyhead.analysis", "experimental_transition"),
-          "_status_note": ("copyhead.figures.style", "status_note")}
+_MOVED = {"_status_note": ("copyhead.figures.style", "status_note")}
 
 
 def __getattr__(name):

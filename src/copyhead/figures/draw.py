@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..analysis import experimental_transition, ok_runs, seed_mean_sem, sequence_length, theory_pattern_cosine
+from ..analysis import ok_runs, seed_mean_sem, sequence_length, theory_pattern_cosine
 from ..config import ATTENTIONS
 from ..order_params import paper_order_parameters
 from ..provenance import read_dataset
@@ -300,22 +300,53 @@ def fig_loss_curves(inputs, options, attention):
     return fig
 
 
+def results_summary(inputs) -> dict | None:
+    """The ``summary`` of the results JSON given as the ``results`` input (copyhead.analysis.summary), or None."""
+    import json
+    from pathlib import Path
+    path = inputs.get("results")
+    return json.loads(Path(path).read_text()).get("summary") if path else None
+
+
+def experiment_transition(summary, attention: str, kind: str, method: str = "sgld") -> dict | None:
+    """The summary's (estimate, ci_lo, ci_hi, recipe, theory) of one transition kind and method, or None."""
+    if not summary:
+        return None
+    rows = summary["attentions"].get(attention, {}).get("transitions", [])
+    cell = next((r[method] for r in rows if r["kind"] == kind), None)
+    est = cell and cell.get("estimate")
+    return cell if est is not None and np.isfinite(est) else None
+
+
+def _label_line(ax, x, y, text, color):
+    """A direct label at the right end of a line (instead of a legend entry)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(y)
+    if ok.any():
+        ax.annotate(text, (x[ok][-1], y[ok][-1]), xytext=(3, 0), textcoords="offset points", fontsize=5.5,
+                    color=color, va="center", ha="left", annotation_clip=False)
+
+
 def fig_scaling(inputs, options):
-    """fig8: theory transition points vs L (and vs V, d_k where the config asks for them), with the
-    experimental estimates at the config's L."""
+    """fig8: theory transition points vs L (and vs V, d_k where the config asks for them), directly labelled;
+    the paper's P* ∝ L ln²L through the closed-form P* at the run's L as a reference; at the run's L the
+    experimental SGLD transitions of the results model (analysis.summary: the crossover and the logistic
+    midpoint of the jump, the same estimators as the results page) with their 95% bootstrap CIs."""
     plt = pyplot()
     from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
     lin = read_dataset(inputs["theory_linear"])
     sm = read_dataset(inputs["theory_softmax"])
     names = [n for n in ("L", "V", "d_k") if f"scaling_{n}" in lin.coords and f"scaling_{n}" in sm.coords]
-    fig, axes = plt.subplots(1, len(names), figsize=(COL * (1 if len(names) == 1 else 0.75 * len(names)), 2.5),
-                             squeeze=False, gridspec_kw={"wspace": 0.35})
+    fig, axes = plt.subplots(1, len(names), figsize=(COL * (1.1 if len(names) == 1 else 0.8 * len(names)), 2.5),
+                             squeeze=False, gridspec_kw={"wspace": 0.45})
     xlabels = {"L": "sequence length $L$", "V": "vocabulary size $V$", "d_k": "key dimension $d_k$"}
     for ax, n in zip(axes[0], names):
         x = lin[f"scaling_{n}"].values
-        ax.plot(x, lin[f"P_onset_vs_{n}"], "o:", color="tab:blue", label="linear onset $P_c$ (theory)")
-        ax.plot(x, lin[f"P_crossover_vs_{n}"], "s--", color="tab:green", label="linear crossover (theory)")
-        ax.plot(sm[f"scaling_{n}"], sm[f"P_star_vs_{n}"], "D-", color="tab:red", label="softmax $P^*$ (theory)")
+        for y, fmt, color, text in ((lin[f"P_onset_vs_{n}"], "o:", "tab:blue", "onset"),
+                                    (lin[f"P_crossover_vs_{n}"], "s--", "tab:green", "crossover"),
+                                    (sm[f"P_star_vs_{n}"], "D-", "tab:red", "$P^*$")):
+            ax.plot(x if text != "$P^*$" else sm[f"scaling_{n}"], y, fmt, color=color, ms=3)
+            _label_line(ax, x if text != "$P^*$" else sm[f"scaling_{n}"], y, text, color)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.xaxis.set_major_formatter(ScalarFormatter())
@@ -323,18 +354,34 @@ def fig_scaling(inputs, options):
         ax.yaxis.set_major_formatter(ScalarFormatter())
         ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(xlabels[n])
-        ax.set_title(f"transitions vs {xlabels[n].split()[-1]}")
+        ax.set_title(f"closed-form transitions vs {xlabels[n].split()[-1]}")
     ax = axes[0, 0]
-    opt = options.get("experiment_optimizer", "sgld")
-    for att, color, name in (("linear", "tab:green", "linear crossover"), ("softmax", "tab:red", "softmax jump")):
-        key = f"aggregate_{att}"
-        if key in inputs:
-            ag = read_dataset(inputs[key])
-            Pe = experimental_transition(ag, att, opt)
-            if np.isfinite(Pe):
-                ax.plot([sequence_length(ag)], [Pe], "*", color=color, ms=9, mec="k", mew=0.5,
-                        label=f"{name} ({opt_label(opt)})")
+    L0 = sequence_length(sm)
+    if "L" in names:   # the paper's scaling form, through the closed-form P* at the run's L
+        Ls = sm["scaling_L"].values.astype(float)
+        Pst = np.asarray(sm["P_star_vs_L"].values, float)
+        k = int(np.argmin(np.abs(Ls - L0)))
+        if np.isfinite(Pst[k]):
+            ref = Pst[k] * Ls * np.log(Ls) ** 2 / (Ls[k] * np.log(Ls[k]) ** 2)
+            ax.plot(Ls, ref, color="0.5", lw=0.8, ls=(0, (4, 2)), zorder=0,
+                    label=rf"paper: $P^*\propto L\ln^2L$ (through $P^*$ at $L={Ls[k]:g}$)")
+    summary = results_summary(inputs)
+    drawn = 0
+    for att, kind, color, name in (("linear", "crossover", "tab:green", "crossover"),
+                                   ("softmax", "jump", "tab:red", "jump")):
+        c = experiment_transition(summary, att, kind)
+        if c is None:
+            continue
+        lo, hi = c["ci_lo"], c["ci_hi"]
+        yerr = ([[c["estimate"] - lo], [hi - c["estimate"]]] if lo is not None and hi is not None else None)
+        ax.errorbar([L0 * (0.94 if att == "linear" else 1.06)], [c["estimate"]], yerr=yerr, fmt="*", color=color,
+                    ms=8, mec="k", mew=0.5, capsize=2, lw=0.9, label=f"SGLD {name}, 95% CI")
+        drawn += 1
+    if summary is None:
+        ax.text(0.02, 0.98, "no results JSON: experimental transitions not drawn", transform=ax.transAxes,
+                fontsize=5.5, va="top", color="0.4")
     ax.set_ylabel("transition point $P$ (sequences)")
     handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=6, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.06))
+    if handles:
+        fig.legend(handles, labels, fontsize=6, ncol=1, loc="upper center", bbox_to_anchor=(0.5, -0.02))
     return fig

@@ -5,18 +5,22 @@ theory files (issue 11).
   parameters, theory curves at the runs' P and the theory's transition points.
 - :mod:`.tables` — convergence (split-R̂, ESS, MCSE), agreement (z per point, summaries), transitions with
   bootstrap intervals, Adam against the MAP landscape; the definitions are in its docstring.
-- :mod:`.render` — ``render_results_md(tables) -> str``: the Markdown page, every number taken from the
-  tables, interpretive sentences generated from them.
+- :mod:`.page`, :mod:`.appendix` — the Markdown pages, every number read from the JSON (:mod:`.format`:
+  number formatting and tables).
 
-``build_tables(datasets, config=None, ...)`` makes every table from open datasets (pure);
-``write_results(inputs, out_md, ...)`` reads the files, writes docs/results.md and the same numbers as
-JSON (``out_md`` with suffix .json unless ``out_json`` is given). Input roles: ``aggregate_<attention>``,
+``build_tables(datasets, config=None, ...)`` makes every table from open datasets (pure), with the
+summary every page and figure reads (:mod:`copyhead.analysis.summary`: one estimator per transition kind,
+verdicts as data); ``write_results(inputs, out, ...)`` reads the files and writes them as JSON;
+``write_pages(json, out_md)`` renders the results page (:mod:`.page`, short) and its appendix
+(:mod:`.appendix`, every table) from that JSON. Input roles: ``aggregate_<attention>``,
 ``theory_<attention>`` (required for each attention type present) and ``datasets_<attention>`` (optional:
 results/theory/<attention>_datasets.nc of copyhead.theory.same_dataset).
 """
 from __future__ import annotations
 
+import json
 import math
+import re
 from pathlib import Path
 
 from .inputs import CURVES, KEYS, NAMES, Recipe, config_of, recipes
@@ -24,12 +28,13 @@ from .tables import (RHAT_MAX, adam_table, agreement_summaries, agreement_table,
                      figure_statistics, flagged_points, point_estimate, reference_curve, softmax_landscape_minima,
                      transition_table)
 
+from ..analysis.summary import build_summary
 from ..config import ATTENTIONS
 
 __all__ = ["ATTENTIONS", "CURVES", "KEYS", "NAMES", "RHAT_MAX", "Recipe", "adam_table", "agreement_summaries",
            "agreement_table", "build_tables", "convergence_table", "figure_statistics", "flagged_points",
-           "jsonable", "point_estimate", "recipes", "reference_curve", "render_results_md", "softmax_landscape_minima", "transition_table",
-           "write_results"]
+           "jsonable", "point_estimate", "recipes", "reference_curve", "softmax_landscape_minima", "transition_table",
+           "write_pages", "write_results"]
 
 
 def _sweep(ag, recs) -> dict:
@@ -39,7 +44,29 @@ def _sweep(ag, recs) -> dict:
         st = ag["status"].sel(optimizer=name)
         seeds = [int(s) for s in ag["seed"].values if (st.sel(seed=s) != "absent").any()]
         out[name] = {"P": [float(p) for p in swept_P(ag, name)], "seeds": seeds,
-                     "n_ok": int((st == "ok").sum()), "n_diverged": int((st == "diverged").sum())}
+                     "n_ok": int((st == "ok").sum()), "n_diverged": int((st == "diverged").sum()),
+                     "n_nonfinite": int((st == "nonfinite").sum())}
+    return out
+
+
+_RUN = re.compile(r"([A-Za-z0-9_]+)/P([0-9]+)/seed([0-9]+)\.nc$")
+
+
+def nonfinite_runs(ag) -> list[dict]:
+    """The runs whose file says ok but that hold a non-finite result (aggregate status "nonfinite"; their
+    results are blanked like a diverged run's): recipe, P, seed and the variables named in the aggregate's
+    ``nonfinite_json`` ({run path: [variables]}). [] for an aggregate without them."""
+    import numpy as np
+    names = {}
+    for path, variables in json.loads(ag.attrs.get("nonfinite_json") or "{}").items():
+        m = _RUN.search(str(path).replace("\\", "/"))
+        if m:
+            names[(m.group(1), float(m.group(2)), int(m.group(3)))] = list(variables)
+    st = np.asarray(ag["status"].transpose("optimizer", "P", "seed").values).astype(str)
+    out = []
+    for i, j, k in zip(*np.nonzero(st == "nonfinite")):
+        key = (str(ag["optimizer"].values[i]), float(ag["P"].values[j]), int(ag["seed"].values[k]))
+        out.append({"recipe": key[0], "P": key[1], "seed": key[2], "variables": names.get(key, [])})
     return out
 
 
@@ -91,8 +118,9 @@ def build_tables(datasets: dict, config: dict | None = None, *, n_boot: int = 10
             "sweep": _sweep(ag, recs), "convergence": conv, "agreement": agr,
             "agreement_summary": agreement_summaries(agr), "transitions": trans,
             "adam": adam_table(ag, th, att, recs, trans, agr), "theory": theory, "scaling": _scaling(th),
-            "aggregate": agg, "same_dataset": same is not None,
+            "aggregate": agg, "same_dataset": same is not None, "nonfinite": nonfinite_runs(ag),
             "same_dataset_config_hash": str(same.attrs.get("config_hash", "")) if same is not None else ""}
+    out["summary"] = build_summary(jsonable(out))
     return out
 
 
@@ -112,22 +140,15 @@ def jsonable(obj):
     return obj
 
 
-def render_results_md(tables: dict, **kw) -> str:
-    """The whole docs/results.md (Markdown) from :func:`build_tables`' output (or its JSON); see
-    :func:`copyhead.results.render.render_results_md` for the keyword arguments."""
-    from .render import render_results_md as render
-    return render(tables, **kw)
-
-
-def write_results(inputs: dict, out_md: Path, out_json: Path | None = None, config: dict | None = None, *,
+def write_results(inputs: dict, out: Path, out_json: Path | None = None, config: dict | None = None, *,
                   config_name: str = "", figure_dir: str = "../results/figures", n_boot: int = 1000,
                   away_factor: float = 1.5, rhat_max: float = RHAT_MAX, seed: int = 0) -> dict:
     """Read the input files (role -> path; roles in the module docstring; missing optional roles are
-    skipped), build the tables, write ``out_md`` (Markdown) and ``out_json`` (default: ``out_md`` with
-    suffix .json; the same numbers, NaN as null, plus the inputs' sha256) atomically. ``config``: the
-    validated config the sweep ran with (recipes' method and start; its name ``config_name`` is quoted in
-    the page). Returns the JSON-ready tables."""
-    from ..provenance import atomic_write, code_version, code_version_string, read_dataset, sha256_file, write_json
+    skipped), build the tables and write them as JSON (NaN as null, plus the inputs' sha256) atomically:
+    to ``out`` when it ends in .json, else to ``out_json`` (default: ``out`` with suffix .json) and the
+    pages (:func:`write_pages`) to ``out``. ``config``: the validated config the sweep ran with (recipes'
+    method and start; its name ``config_name`` is quoted in the page). Returns the JSON-ready tables."""
+    from ..provenance import code_version, code_version_string, read_dataset, sha256_file, write_json
     inputs = {k: Path(v) for k, v in inputs.items() if v}
     datasets = {k: read_dataset(p) for k, p in inputs.items()}
     tables = build_tables(datasets, config, n_boot=n_boot, away_factor=away_factor, rhat_max=rhat_max, seed=seed)
@@ -140,9 +161,26 @@ def write_results(inputs: dict, out_md: Path, out_json: Path | None = None, conf
         tables["config"] = {"hash": config_hash(config), "json": canonical_json(config)}
     tables["code_version"] = code_version_string(code_version())
     tables = jsonable(tables)
-    out_md = Path(out_md)
-    out_json = Path(out_json) if out_json else out_md.with_suffix(".json")
-    text = render_results_md(tables, figure_dir=figure_dir, json_name=out_json.name)
-    atomic_write(out_md, lambda t: Path(t).write_text(text))
+    out = Path(out)
+    if out.suffix == ".json":
+        write_json(tables, out)
+        return tables
+    out_json = Path(out_json) if out_json else out.with_suffix(".json")
     write_json(tables, out_json)
+    write_pages(out_json, out, figure_dir=figure_dir)
     return tables
+
+
+def write_pages(tables_json: Path, out_md: Path, figure_dir: str = "../results/figures") -> None:
+    """The results page ``out_md`` and its appendix (``<stem>_appendix.md`` beside it) from a results JSON
+    (:func:`write_results`), atomically; every number is read from that file."""
+    from ..provenance import atomic_write
+    from .appendix import render_appendix
+    from .page import render_page
+    tables_json, out_md = Path(tables_json), Path(out_md)
+    tables = json.loads(tables_json.read_text())
+    appendix = out_md.with_name(out_md.stem + "_appendix.md")
+    page = render_page(tables, figure_dir=figure_dir, appendix_name=appendix.name, json_name=tables_json.name)
+    text = render_appendix(tables, json_name=tables_json.name, page_name=out_md.name)
+    atomic_write(appendix, lambda t: Path(t).write_text(text))
+    atomic_write(out_md, lambda t: Path(t).write_text(page))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from copyhead.results.render import g
+from copyhead.results.format import g
 
 CURVE = "same_mean"   # each SGLD chain against its own dataset's posterior mean
 

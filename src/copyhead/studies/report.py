@@ -2,7 +2,7 @@
 the studies' results JSON files (:mod:`copyhead.studies.tables`) and the spec (config/studies.yaml).
 
 Every number on the page is computed here from those files; the paper's own numbers come from
-:data:`copyhead.results.render.PAPER`. The conclusions are rules applied to the numbers (stated next to
+:data:`copyhead.analysis.summary.PAPER`. The conclusions are rules applied to the numbers (stated next to
 each), not text typed after looking at them.
 """
 from __future__ import annotations
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from copyhead.results.render import PAPER, PAPER_VALUES, ci, g, pm, table, yn
+from copyhead.analysis.summary import PAPER
+from copyhead.results.format import ci, g, pm, table, yn
 from copyhead.studies import tables as T
 
 FIGURES = {"finite_size": "fig9_finite_size.png", "finite_L": "fig9b_gap_vs_L.png", "scaling": "fig8_scaling_experiment.png",
@@ -420,7 +421,7 @@ def paper_scale(converged: dict | None, collapse_ok: bool) -> list[str]:
         if a is None:
             continue
         t = a["transition"]
-        lo, hi = PAPER_VALUES[key]
+        lo, hi = PAPER[key][2:]
         val = t["estimate"] / s2
         rows.append([PAPER[key][0], PAPER[key][1], f"{g(val)} {ci(t['ci_lo'] / s2, t['ci_hi'] / s2)}",
                      g(t["theory"]["large_deviation"] / s2), g(lo / val, 2) + (f"–{g(hi / val, 2)}" if hi != lo else "")])

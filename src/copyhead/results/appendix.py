@@ -1,173 +1,15 @@
-"""docs/results.md from the results tables (:func:`copyhead.results.build_tables`, JSON-ready).
-
-Every number on the page is read from the tables, except the paper's own numbers in :data:`PAPER`, which
-are quoted and labelled as the paper's. Sentences that judge (agrees / does not, the likely reason) are
-generated from the numbers by the rules in :func:`_verdict` and :func:`_reasons`, never typed as claims.
+"""The results appendix (results_appendix.md): every table behind the results page, read from the results
+JSON (:func:`copyhead.results.write_results`): configuration, agreement per curve and per point,
+transitions with every theory value, convergence, Adam against the landscape, the paper's numbers,
+definitions and inputs. Nothing is computed or judged here: verdicts come from the JSON's ``summary``
+(:mod:`copyhead.analysis.summary`).
 """
 from __future__ import annotations
 
 import json
-import math
 
-# The paper's own numbers (arXiv 2606.12058; summary in ../shared/seeds/), quoted, not computed here.
-PAPER = {
-    "softmax_jump": ("softmax first-order jump", "P ≈ 300"),
-    "linear_onset": ("linear second-order onset", "P ≈ 100"),
-    "linear_crossover": ("linear crossover ĉG = ĉ1", "P ≈ 322–400"),
-    "scaling": ("softmax P* scaling", "P* ~ L ln²L"),
-    "agreement": ("theory vs experiment", "\"theory agrees with Adam and SGLD\""),
-}
-PAPER_VALUES = {"softmax_jump": (300.0, 300.0), "linear_onset": (100.0, 100.0), "linear_crossover": (322.0, 400.0)}
-
-FIGURES = [("fig1_stages", "mean attention pattern per stage"), ("fig2_landscapes", "action landscapes"),
-           ("fig3_linear_order_params", "linear order parameters vs P, residuals, R̂"),
-           ("fig4_softmax_order_params", "softmax order parameters vs P, residuals, R̂"),
-           ("fig5_coverage", "coverage of Ā by span{J, I}"), ("fig6_linear_loss_curves", "linear Adam loss curves"),
-           ("fig7_softmax_loss_curves", "softmax Adam loss curves"), ("fig8_scaling", "transition points vs L")]
-
-
-# ------------------------------------------------------------------------------------------- formatting
-def _ok(x) -> bool:
-    return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
-
-
-def g(x, digits: int = 3) -> str:
-    """A number with ``digits`` significant digits; '–' where there is none."""
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if not _ok(x):
-        return "–"
-    if x == 0:
-        return "0"
-    if abs(x) >= 10 ** digits:
-        return f"{x:.0f}"
-    if abs(x) < 1e-3:
-        return f"{x:.{digits - 1}e}"
-    return f"{x:.{digits}g}"
-
-
-def pm(x, e) -> str:
-    return f"{g(x)} ± {g(e, 2)}" if _ok(e) else g(x)
-
-
-def ci(lo, hi) -> str:
-    return f"[{g(lo)}, {g(hi)}]" if _ok(lo) and _ok(hi) else "–"
-
-
-def yn(b) -> str:
-    return "–" if b is None else ("yes" if b else "**no**")
-
-
-def table(head: list[str], rows: list[list]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(" --- " for _ in head) + "|"]
-    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows]
-    return "\n".join(lines)
-
-
-def _P(x) -> str:
-    return g(x, 4) if _ok(x) and x != int(x) else (str(int(x)) if _ok(x) else "–")
-
-
-# ------------------------------------------------------------------------------------------ selections
-def _summary(att: dict, recipe: str, curve: str) -> dict | None:
-    for s in att["agreement_summary"]:
-        if s["recipe"] == recipe and s["curve"] == curve:
-            return s
-    return None
-
-
-def _best_curve(att: dict, method: str, kind: str) -> str | None:
-    """The most specific theory curve of ``kind`` present: same dataset, else exact average, else closed."""
-    have = {r["curve"] for r in att["agreement"]}
-    for src in ("same", "exact", "closed"):
-        if f"{src}_{kind}" in have:
-            return f"{src}_{kind}"
-    return None
-
-
-def _recipes(att: dict, method: str, init: str | None = None) -> list[str]:
-    return [n for n, r in att["recipes"].items() if r["method"] == method and (init is None or r["init"] == init)
-            and att["sweep"].get(n, {}).get("n_ok", 0) > 0]
-
-
-def _verdict(s: dict | None) -> str:
-    """One generated sentence on a summary row: how many points agree within 2σ, RMS z, χ²/dof, worst point."""
-    if not s or not s["n_away"]:
-        n_no = s["n_no_error"] if s else 0
-        return ("no point away from the transitions has an error bar" + (f" ({n_no} without one: a single seed)"
-                                                                           if n_no else "") + ".")
-    k, n = s["n_within_2"], s["n_away"]
-    rms, c = s["rms_z"], s["chi2_per_dof"]
-    if k == n and rms <= 1.5:
-        word = "agrees"
-    elif k >= 0.9 * n and rms <= 2:
-        word = "mostly agrees"
-    else:
-        word = "does not agree"
-    text = (f"{word}: within 2σ at {k} of {n} points away from the transitions, RMS z = {g(rms)}, "
-            f"χ²/dof = {g(c)} (p = {g(s['p_value'], 2)})")
-    if _ok(s["worst_z"]):
-        text += f"; worst point {s['worst_recipe']} P = {_P(s['worst_P'])} {s['worst_param']}, z = {g(s['worst_z'])}"
-    if s["n_all"] > s["n_away"]:
-        text += f"; all {s['n_all']} points incl. near transitions: RMS z = {g(s['rms_z_all'])}"
-    return text + "."
-
-
-def _flagged(att: dict) -> tuple[int, int, list[str]]:
-    rows = [r for r in att["convergence"] if r["n_chains"] > 0]
-    bad = [r for r in rows if r["rhat_flag"]]
-    names = [f"{rec} P = {_P(P)}" for rec, P in sorted({(r["recipe"], r["P"]) for r in bad})]
-    return len(bad), len(rows), names
-
-
-def _reasons(name: str, att: dict) -> list[str]:
-    """Generated evidence for why SGLD and theory differ (each line states the numbers it rests on)."""
-    out = []
-    sg = _recipes(att, "sgld", "prior")
-    if not sg:
-        return out
-    rec = sg[0]
-    rows = [r for r in att["agreement"] if r["recipe"] == rec and r["kind"] == "mean"]
-    cur = _best_curve(att, "sgld", "mean")
-    bad = [r for r in rows if r["curve"] == cur and r["away"] and _ok(r["z"]) and abs(r["z"]) > 2]
-    flags = {(r["recipe"], r["P"], r["param"]): r["rhat_flag"] for r in att["convergence"]}
-    for r in att["convergence"]:
-        if "+" in r["recipe"] and r["rhat_flag"]:
-            for rr in r["recipe"].split("+"):
-                flags[(rr, r["P"], r["param"])] = True
-    if bad:
-        nb = sum(bool(flags.get((r["recipe"], r["P"], r["param"]))) for r in bad)
-        out.append(f"{nb} of the {len(bad)} points of {rec} outside 2σ of the {_label(cur)} away from the "
-                   f"transitions have R̂ > {g(att_rhat(att))} (chains not shown converged there).")
-    s = {c: _summary(att, rec, c) for c in ("same_mean", "exact_mean", "closed_mean", "same_saddle",
-                                           "exact_saddle", "closed_saddle")}
-    if s["same_mean"] and s["exact_mean"] and _ok(s["same_mean"]["rms_z"]) and _ok(s["exact_mean"]["rms_z"]):
-        a, b = s["same_mean"]["rms_z"], s["exact_mean"]["rms_z"]
-        out.append(f"Dataset-to-dataset variation: RMS z against the same-dataset posterior mean is {g(a)}, against "
-                   f"the dataset-averaged one {g(b)} ({'lower' if a < b else 'not lower'} with each chain's own "
-                   "training set).")
-    for src in ("exact", "closed"):
-        m, sd = s[f"{src}_mean"], s[f"{src}_saddle"]
-        if m and sd and _ok(m["rms_z"]) and _ok(sd["rms_z"]):
-            out.append(f"Posterior mean vs minimiser ({_label(src + '_mean').split(',')[0]}): RMS z {g(m['rms_z'])} "
-                       f"against the posterior mean, {g(sd['rms_z'])} against the minimiser "
-                       f"({'the finite-d_k fluctuations around the saddle matter' if m['rms_z'] < sd['rms_z'] else 'the minimiser is not worse'}).")
-            break
-    if s.get("closed_mean") and s.get("exact_mean") and _ok(s["closed_mean"]["rms_z"]) and _ok(s["exact_mean"]["rms_z"]):
-        a, b = s["closed_mean"]["rms_z"], s["exact_mean"]["rms_z"]
-        out.append(f"Closed form vs exact average: RMS z {g(a)} against the closed form, {g(b)} against the exact "
-                   "dataset average (docs/theory.md Sec. 7: the closed form needs N ≫ (V+L)²).")
-    sc = s.get(cur) if cur else None
-    if sc and _ok(sc["rms_z_all"]) and _ok(sc["rms_z"]) and sc["n_all"] > sc["n_away"]:
-        where = ("concentrated near the transitions" if sc["rms_z_all"] > 1.5 * sc["rms_z"]
-                 else "not concentrated near the transitions")
-        out.append(f"The disagreement is {where}: RMS z over all {sc['n_all']} points is {g(sc['rms_z_all'])}, "
-                   f"over the {sc['n_away']} away from them {g(sc['rms_z'])}.")
-    return out
-
-
-def att_rhat(att: dict) -> float:
-    return att.get("_rhat_max", 1.05)
+from ..analysis.summary import PAPER, PAPER_SIGMA2
+from .format import P_ as _P, ci, g, ok as _ok, pm, table, yn
 
 
 def _label(curve: str | None) -> str:
@@ -216,47 +58,6 @@ def _config_section(t: dict) -> list[str]:
                        f"{len(att['sweep'][n]['seeds'])} seed(s), {att['sweep'][n]['n_ok']} ok, "
                        f"{att['sweep'][n]['n_diverged']} diverged" for n, r in att["recipes"].items()) + ".")
     return out + [""]
-
-
-def _headline(t: dict) -> list[str]:
-    out = ["## Headline (generated from the tables below)", ""]
-    for a, att in t["attentions"].items():
-        for rec in _recipes(att, "sgld", "prior") + _recipes(att, "adam", "prior"):
-            method = att["recipes"][rec]["method"]
-            kind = "mean" if method == "sgld" else "saddle"
-            cur = _best_curve(att, method, kind)
-            s = _summary(att, rec, cur) if cur else None
-            out.append(f"- {a} {rec} against the {_label(cur)}: {_verdict(s)}")
-        for tr in att["transitions"]:
-            if att["recipes"].get(tr["recipe"].split("+")[0], {}).get("method") not in ("sgld",):
-                continue
-            inside = [x["curve"] for x in tr["theory"] if x["contains"]]
-            outside = [x["curve"] for x in tr["theory"] if x["contains"] is False]
-            if not _ok(tr["estimate"]):
-                out.append(f"- {a} {tr['transition']} ({tr['recipe']}): not found on the swept P grid "
-                           f"({tr['n_valid']} of {tr['n_boot']} bootstrap replicates found one)"
-                           + (f"; {tr['note']}" if tr.get("note") else "") + ".")
-                continue
-            interval = (f"95% CI {ci(tr['ci_lo'], tr['ci_hi'])}" if _ok(tr["ci_lo"]) else
-                        f"no interval ({tr['n_valid']} of {tr['n_boot']} bootstrap replicates found it)")
-            out.append(f"- {a} {tr['transition']} ({tr['recipe']}): {g(tr['estimate'])}, {interval}"
-                       + (f"; contains {', '.join(inside)}" if inside else "")
-                       + (f"; excludes {', '.join(outside)}" if outside else "")
-                       + (f" ({tr['note']})" if tr.get("note") else "") + ".")
-        nb, n, names = _flagged(att)
-        out.append(f"- {a} convergence: {nb} of {n} (recipe, P, order parameter) SGLD rows have R̂ > "
-                   f"{g(att_rhat(att))}" + (f" ({', '.join(names)})" if names else "") + ".")
-    return out + [""]
-
-
-def _figures(figure_dir: str) -> list[str]:
-    out = ["## Figures", "", "Hollow markers in fig3/fig4: R̂ > the threshold below (not shown converged). "
-           "Residual panels: z against the theory curve named on the panel.", ""]
-    for name, what in FIGURES:
-        out.append(f"- [{name}]({figure_dir}/{name}.png): {what}")
-    out += ["", f"![fig3]({figure_dir}/fig3_linear_order_params.png)", "",
-            f"![fig4]({figure_dir}/fig4_softmax_order_params.png)", ""]
-    return out
 
 
 def _agreement(t: dict) -> list[str]:
@@ -398,81 +199,62 @@ def _adam(t: dict) -> list[str]:
     return out
 
 
+def evidence_lines(a: str, summ: dict) -> list[str]:
+    """The summary's evidence on the reasons for disagreement (analysis.summary.evidence), as sentences."""
+    out = []
+    for e in summ["evidence"]:
+        if e["what"] == "outside 2σ and R̂-flagged":
+            out.append(f"- {a}: {e['n']} of the {e['of']} SGLD points outside 2σ of the natural curve away from "
+                       f"the transitions have R̂ > {g(e['rhat_max'])} (chains not shown converged there).")
+        elif e["what"] == "own training set vs dataset average":
+            out.append(f"- {a}: RMS z against the same-dataset posterior mean {g(e['same_mean'])}, against the "
+                       f"dataset-averaged one {g(e['exact_mean'])} (dataset-to-dataset variation).")
+        elif e["what"] == "posterior mean vs minimiser":
+            src = "exact avg." if e["source"] == "exact" else "closed form"
+            out.append(f"- {a}: RMS z against the {src} posterior mean {g(e['mean'])}, against its minimiser "
+                       f"{g(e['saddle'])}.")
+    return out
+
+
 def _paper(t: dict) -> list[str]:
+    summ = t["summary"]
     out = ["## Against the paper's own numbers", "",
-           "The paper's values are quoted from the paper (arXiv 2606.12058) and labelled as such; ours are read "
-           "from the tables above. Every transition P of the closed-form theory is proportional to σ² "
-           "(docs/theory.md Sec. 6), so the column 'ours ÷ σ²' is the closed form rescaled to σ² = 1 (the "
-           "other settings as in our config).", ""]
-    lin, sm = t["attentions"].get("linear"), t["attentions"].get("softmax")
+           f"The paper's values are quoted from the paper (arXiv 2606.12058), at its σ² = {g(PAPER_SIGMA2)}. Every "
+           "transition P of the theory is proportional to σ² (docs/theory.md Sec. 6), so they are shown here "
+           "multiplied by our σ²/σ²_paper, beside our numbers at our σ².", ""]
     rows = []
-
-    def sigma2(att):
-        return att["theory"]["config"].get("model", {}).get("sigma2")
-
-    def first(att, trans_prefix, method="sgld"):
-        for tr in att["transitions"]:
-            if tr["transition"].startswith(trans_prefix) and att["recipes"].get(tr["recipe"], {}).get("method") == method:
-                return tr
-        return None
-
-    for key, att, th_key, prefix in (("linear_onset", lin, "P_onset", "onset"),
-                                     ("linear_crossover", lin, "P_crossover", "crossover"),
-                                     ("softmax_jump", sm, "P_star", "jump")):
-        if att is None:
-            continue
-        what, quoted = PAPER[key]
-        th = att["theory"]
-        tr_s, tr_a = first(att, prefix, "sgld"), first(att, prefix, "adam")
-        s2 = sigma2(att)
-        closed = th.get(th_key)
-        lo, hi = PAPER_VALUES[key]
-        rows.append([what, f"{quoted} (paper)", g(closed), g(th.get(th_key + "_exact")),
-                     f"{g(tr_s['estimate'])} {ci(tr_s['ci_lo'], tr_s['ci_hi'])}" if tr_s else "–",
-                     f"{g(tr_a['estimate'])} {ci(tr_a['ci_lo'], tr_a['ci_hi'])}" if tr_a else "–",
-                     g(closed / s2) if _ok(closed) and s2 else "–",
-                     f"{g(lo / closed, 2)}–{g(hi / closed, 2)}" if _ok(closed) and lo != hi else
-                     (g(lo / closed, 2) if _ok(closed) else "–")])
-    out.append(table(["quantity", "paper", "ours: closed form", "ours: exact avg.", "ours: SGLD (95% CI)",
-                      "ours: Adam (95% CI)", "ours ÷ σ² (closed)", "paper ÷ ours (closed)"], rows))
+    for a, sa in summ["attentions"].items():
+        for r in sa["transitions"]:
+            p = r["paper"]
+            if not p:
+                continue
+            s, d = r["sgld"], r["adam"]
+            rows.append([r["label"], f"{p['quoted']} at σ² = {g(p['sigma2_paper'])}",
+                         f"{g(p['lo_ours'])}" + (f"–{g(p['hi_ours'])}" if p["hi"] != p["lo"] else ""),
+                         g(sa["sigma2"]), g(r["closed_form"]["value"]),
+                         f"{g(s['estimate'])} {ci(s['ci_lo'], s['ci_hi'])}" if s else "–",
+                         f"{g(d['estimate'])} {ci(d['ci_lo'], d['ci_hi'])}" if d else "–"])
+    out.append(table(["quantity", "paper", "paper on our σ²", "our σ²", "closed form", "SGLD (95% CI)",
+                      "Adam (95% CI)"], rows))
     out.append("")
-    if sm and sm["scaling"].get("P_star_over_ln2L"):
-        sc = sm["scaling"]
-        a, b = sc["P_star_over_ln2L"], sc["P_star_over_L_ln2L"]
-        fa = [x for x in a if _ok(x)]
-        fb = [x for x in b if _ok(x)]
-        if fa and fb:
-            p = [x for x in sc["P_star_vs_L"] if _ok(x)]
-            spreads = {"P* independent of L": max(p) / min(p),
-                       "P* ∝ ln²L in sequences (N* = P* L ∝ L ln²L in tokens)": max(fa) / min(fa),
-                       "P* ∝ L ln²L in sequences": max(fb) / min(fb)}
-            best = min(spreads, key=spreads.get)
-            out.append(f"{PAPER['scaling'][0]}: the paper states {PAPER['scaling'][1]}. Our closed-form P* at "
-                       f"L = {', '.join(_P(x) for x in sc['L'])}: {', '.join(g(x) for x in sc['P_star_vs_L'])} "
-                       f"(config d_k = {sm['theory']['config'].get('model', {}).get('d_k', '–')}). Over this range "
-                       f"P* varies by a factor {g(spreads['P* independent of L'])}, P*/ln²L by "
-                       f"{g(max(fa) / min(fa))} and P*/(L ln²L) by {g(max(fb) / min(fb))}: the closest of the three "
-                       f"descriptions here is '{best}' (docs/theory.md Sec. 6: the asymptotic ln²L form needs "
-                       "large d_k).")
-            out.append("")
-    verdicts = []
-    for a, att in t["attentions"].items():
-        for method, kind in (("sgld", "mean"), ("adam", "saddle")):
-            for rec in _recipes(att, method, "prior"):
-                cur = _best_curve(att, method, kind)
-                s = _summary(att, rec, cur)
-                if s and s["n_away"]:
-                    verdicts.append(f"{a} {rec}: {s['n_within_2']} of {s['n_away']} points within 2σ of the "
-                                    f"{_label(cur)} (RMS z {g(s['rms_z'])})")
+    sc = summ.get("scaling")
+    if sc:
+        out.append(f"{PAPER['scaling'][0]}: the paper states {PAPER['scaling'][1]}. Our closed-form P* at "
+                   f"L = {', '.join(_P(x) for x in sc['L'])}: {', '.join(g(x) for x in sc['P_star'])} "
+                   f"(d_k = {sc['d_k']}). Over this range P* varies by a factor {g(sc['spread']['flat'])}, "
+                   f"P*/ln²L by {g(sc['spread']['ln2L'])} and P*/(L ln²L) by {g(sc['spread']['L_ln2L'])}: the "
+                   f"flattest is {sc['best']} (rule: {sc['rule']}; docs/theory.md Sec. 6: the asymptotic ln²L "
+                   "form needs large d_k).")
+        out.append("")
+    verdicts = [f"{a} {r['recipe']}: {r['n_within_2']} of {r['n_away']} points within 2σ of the {r['curve_label']} "
+                f"(RMS z {g(r['rms_z'])}: {r['verdict']['outcome']})"
+                for a, sa in summ["attentions"].items() for r in sa["agreement"] if r["n_away"]]
     out.append(f"{PAPER['agreement'][0]}: the paper says {PAPER['agreement'][1]}. Here: " +
                ("; ".join(verdicts) if verdicts else "no point with an error bar away from the transitions") + ".")
     out.append("")
-    reasons = []
-    for a, att in t["attentions"].items():
-        for line in _reasons(a, att):
-            reasons.append(f"- {a}: {line}")
+    reasons = [line for a, sa in summ["attentions"].items() for line in evidence_lines(a, sa)]
     if reasons:
-        out += ["Evidence on the likely reasons for the differences (generated from the tables):", ""] + reasons + [""]
+        out += ["Evidence on the likely reasons for the differences (from the summary):", ""] + reasons + [""]
     return out
 
 
@@ -514,17 +296,12 @@ def _inputs(t: dict, json_name: str) -> list[str]:
     return out + [""]
 
 
-def render_results_md(tables: dict, figure_dir: str = "../results/figures", json_name: str = "results.json") -> str:
-    """The Markdown of docs/results.md from the JSON-ready tables (``build_tables`` + ``jsonable``)."""
-    for att in tables["attentions"].values():
-        att["_rhat_max"] = tables["settings"]["rhat_max"]
-    parts = ["# Results: theory against experiment", "",
-             "*Generated by `copyhead.results` from the workflow's products; do not edit by hand. Every number "
-             "is read from the inputs listed at the end, except the paper's own numbers, which are quoted and "
-             "labelled as the paper's.*", ""]
-    parts += _config_section(tables) + _headline(tables) + _figures(figure_dir) + _agreement(tables)
-    parts += _transitions(tables) + _convergence(tables) + _adam(tables) + _paper(tables)
-    parts += _definitions(tables) + _inputs(tables, json_name)
-    for att in tables["attentions"].values():
-        att.pop("_rhat_max", None)
+def render_appendix(tables: dict, json_name: str = "results.json", page_name: str = "results.md") -> str:
+    """The Markdown of the appendix from the results JSON (read only)."""
+    parts = ["# Results appendix: every table", "",
+             f"*Generated by `copyhead results` from `{json_name}`; do not edit by hand. The short page is "
+             f"[{page_name}]({page_name}). Every number is read from the inputs listed at the end, except the "
+             "paper's own numbers, which are quoted and labelled as the paper's.*", ""]
+    parts += _config_section(tables) + _agreement(tables) + _transitions(tables) + _convergence(tables)
+    parts += _adam(tables) + _paper(tables) + _definitions(tables) + _inputs(tables, json_name)
     return "\n".join(parts).rstrip() + "\n"

@@ -1,0 +1,286 @@
+"""The results model's summary: what the results page, fig3/fig4 and fig8 show, computed once.
+
+A pure function of the results tables (``copyhead.results.build_tables``, JSON-ready: NaN as None). Per
+attention type:
+
+- ``transitions`` — one row per transition kind (:data:`KINDS`), each read with ONE estimator
+  (:data:`ESTIMATORS`) from the tables' bootstrap rows, for SGLD and for Adam (the first prior-started
+  recipe of each method): estimate, 95 % CI, and the theory value of the method's *natural* curve — the
+  posterior mean for SGLD (what a chain's average estimates), the minimiser for Adam (a MAP estimate) —
+  from the most specific source present (same dataset: the same estimator on the runs' own training sets
+  and P grid; else the dataset-averaged exact action; else the closed form). Each method's verdict is data:
+  ``{"rule", "value", "outcome"}`` with outcome "inside" | "outside" | "no interval" | "no estimate" |
+  "no theory". The closed-form (large-N) value and the paper's number on our σ² scale stand beside them.
+- ``agreement`` — one row per method: the natural curve's summary over the points away from the
+  transitions, with the verdict rule of :func:`agreement_verdict`.
+- ``convergence`` — counts of R̂ flags and what they mean for the error bars; ``evidence`` — numbers on the
+  likely reasons for disagreement; ``nonfinite`` — runs that ended with a non-finite result.
+
+Every transition P of the theory is proportional to σ² (docs/theory.md Sec. 6): the paper's numbers, quoted
+at the paper's σ² = :data:`PAPER_SIGMA2`, are put on our σ² by multiplying with σ²/:data:`PAPER_SIGMA2`.
+"""
+from __future__ import annotations
+
+import math
+
+# The paper's own numbers (arXiv 2606.12058; summary in shared/seeds/), quoted, not computed: (what, quoted
+# text, low, high) at the paper's σ². The one copy in the package (the pages and the studies read it here).
+PAPER = {
+    "softmax_jump": ("softmax first-order jump", "P ≈ 300", 300.0, 300.0),
+    "linear_onset": ("linear second-order onset", "P ≈ 100", 100.0, 100.0),
+    "linear_crossover": ("linear crossover ĉG = ĉ1", "P ≈ 322–400", 322.0, 400.0),
+    "scaling": ("softmax P* scaling", "P* ~ L ln²L", math.nan, math.nan),
+    "agreement": ("theory vs experiment", "\"theory agrees with Adam and SGLD\"", math.nan, math.nan),
+}
+PAPER_SIGMA2 = 1.0   # the σ² the paper's numbers are quoted at (as the studies assume)
+
+# transition kind -> (attention, prefix of the tables' transition name, paper key, closed-form theory label)
+KINDS = {
+    "crossover": ("linear", "crossover", "linear_crossover", "closed form, minimiser"),
+    "onset": ("linear", "onset", "linear_onset", "closed form, Hessian instability"),
+    "jump": ("softmax", "jump", "softmax_jump", "closed form, P*"),
+    "hysteresis_lower": (None, "hysteresis window, lower", None, "closed form, lower spinodal"),
+    "hysteresis_upper": (None, "hysteresis window, upper", None, "closed form, upper spinodal"),
+}
+LABELS = {"crossover": "crossover ĉG = ĉ1", "onset": "onset of ĉ1", "jump": "jump of âG",
+          "hysteresis_lower": "hysteresis, lower edge", "hysteresis_upper": "hysteresis, upper edge"}
+# the one estimator of each kind (copyhead.analysis.transitions), applied to data and to theory curves alike
+ESTIMATORS = {
+    "crossover": "first P where the seed mean of ĉG overtakes that of ĉ1, interpolated in log P",
+    "onset": "where the seed mean of ĉ1 leaves its smallest-P level by 2 standard errors for good (a "
+             "detection point: interval widened to its grid step)",
+    "jump": "midpoint of a logistic fit of the seed mean of âG against log P (interval widened to the grid "
+            "step when the jump is sharper than the grid)",
+    "hysteresis_lower": "lower edge of the P range where prior- and copy-started chains of the same seeds "
+                        "differ by more than 2 errors and 0.01 (a detection point)",
+    "hysteresis_upper": "upper edge of that P range (a detection point)",
+}
+SOURCES = (("same", "same dataset"), ("exact", "exact avg."), ("closed", "closed form"))
+WHY = {"mean": "posterior mean: what an SGLD chain's average estimates",
+       "saddle": "minimiser: what Adam (a MAP estimate) reaches",
+       "same": "each run's own training set, the same estimator on the swept P",
+       "exact": "the dataset-averaged exact action", "closed": "closed form (N ≫ (V+L)²)"}
+CI_RULE = "the natural theory value lies inside the method's 95% bootstrap CI"
+AGREE_RULE = ("agrees: every point within 2σ and RMS z ≤ 1.5; mostly agrees: ≥ 90 % within 2σ and RMS z ≤ 2; "
+              "else does not agree (points away from the transitions)")
+
+
+def _ok(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _num(x) -> float:
+    return float(x) if _ok(x) else math.nan
+
+
+def curve_of(label: str) -> tuple[str, str]:
+    """(source, kind) of a theory value's label in the tables: source same | exact | closed; kind mean
+    (posterior mean) | saddle (minimiser, P*, Hessian instability, spinodal) | alt (another closed-form
+    mark, e.g. the weak first-order P* beside the onset)."""
+    source = next((s for s, prefix in SOURCES if label.startswith(prefix)), "")
+    kind = "mean" if "posterior mean" in label else ("alt" if "weak first-order" in label else "saddle")
+    return source, kind
+
+
+def natural_theory(theory: list[dict], method: str, kind_of_transition: str) -> dict | None:
+    """The theory value a method's transition is judged against: the natural kind (SGLD: posterior mean;
+    Adam: minimiser; the onset and the hysteresis edges exist for the minimiser only: the origin's Hessian
+    instability, the spinodals) of the most specific source with a finite value."""
+    want = "mean" if method == "sgld" and kind_of_transition in ("crossover", "jump") else "saddle"
+    have = {}
+    for t in theory:
+        source, kind = curve_of(t["curve"])
+        if kind == want and _ok(t["value"]) and source not in have:
+            have[source] = t
+    for source, _ in SOURCES:
+        if source in have:
+            t = have[source]
+            return {"label": t["curve"], "value": float(t["value"]), "source": source, "kind": want,
+                    "why": f"{WHY[want]}; {WHY[source]}"}
+    return None
+
+
+def _method_cell(row: dict | None, kind: str, method: str) -> dict | None:
+    if row is None:
+        return None
+    th = natural_theory(row.get("theory", []), method, kind)
+    est, lo, hi = _num(row["estimate"]), _num(row["ci_lo"]), _num(row["ci_hi"])
+    if not math.isfinite(est):
+        outcome = "no estimate"
+    elif th is None:
+        outcome = "no theory"
+    elif not (math.isfinite(lo) and math.isfinite(hi)):
+        outcome = "no interval"
+    else:
+        outcome = "inside" if lo <= th["value"] <= hi else "outside"
+    return {"recipe": row["recipe"], "estimate": est, "ci_lo": lo, "ci_hi": hi, "resolved": row.get("resolved"),
+            "n_valid": row.get("n_valid"), "n_boot": row.get("n_boot"), "note": row.get("note", ""),
+            "theory": th, "verdict": {"rule": CI_RULE, "value": th["value"] if th else math.nan,
+                                      "outcome": outcome}}
+
+
+def _first(att: dict, kind: str, method: str) -> dict | None:
+    prefix = KINDS[kind][1]
+    for tr in att["transitions"]:
+        if not tr["transition"].startswith(prefix) or tr.get("method") != method:
+            continue
+        first = tr["recipe"].split("+")[0]
+        if att["recipes"].get(first, {}).get("init") == "prior":
+            return tr
+    return None
+
+
+def _paper(key: str | None, sigma2) -> dict | None:
+    if key is None:
+        return None
+    what, quoted, lo, hi = PAPER[key]
+    s = _num(sigma2) / PAPER_SIGMA2
+    return {"what": what, "quoted": quoted, "sigma2_paper": PAPER_SIGMA2, "lo": lo, "hi": hi,
+            "lo_ours": lo * s, "hi_ours": hi * s}
+
+
+def transition_rows(att: dict, attention: str) -> list[dict]:
+    """One row per transition kind measured for this attention type (module docstring)."""
+    sigma2 = att["theory"].get("config", {}).get("model", {}).get("sigma2")
+    out = []
+    for kind, (only, _, paper_key, closed_label) in KINDS.items():
+        if only not in (None, attention):
+            continue
+        sg, ad = _first(att, kind, "sgld"), _first(att, kind, "adam")
+        if sg is None and ad is None:
+            continue
+        any_row = sg or ad
+        closed = next((t["value"] for t in any_row.get("theory", []) if t["curve"] == closed_label), None)
+        out.append({"kind": kind, "label": LABELS[kind], "estimator": ESTIMATORS[kind],
+                    "sgld": _method_cell(sg, kind, "sgld"), "adam": _method_cell(ad, kind, "adam"),
+                    "closed_form": {"label": closed_label, "value": _num(closed)},
+                    "paper": _paper(paper_key, sigma2)})
+    return out
+
+
+def agreement_verdict(s: dict | None) -> dict:
+    """{"rule", "value", "outcome"} of one agreement summary row (value: RMS z; outcome: agrees | mostly
+    agrees | does not agree | no error bars)."""
+    if not s or not s["n_away"]:
+        return {"rule": AGREE_RULE, "value": math.nan, "outcome": "no error bars"}
+    k, n, rms = s["n_within_2"], s["n_away"], _num(s["rms_z"])
+    if k == n and rms <= 1.5:
+        word = "agrees"
+    elif k >= 0.9 * n and rms <= 2:
+        word = "mostly agrees"
+    else:
+        word = "does not agree"
+    return {"rule": AGREE_RULE, "value": rms, "outcome": word}
+
+
+def natural_curve(att: dict, method: str) -> str | None:
+    """The agreement curve of a method: its natural kind from the most specific source with a z."""
+    kind = "mean" if method == "sgld" else "saddle"
+    have = {r["curve"] for r in att["agreement"] if r["method"] == method and _ok(r["z"])}
+    return next((f"{s}_{kind}" for s, _ in SOURCES if f"{s}_{kind}" in have), None)
+
+
+def prior_recipes(att: dict, method: str) -> list[str]:
+    return [n for n, r in att["recipes"].items() if r["method"] == method and r["init"] == "prior"
+            and att["sweep"].get(n, {}).get("n_ok", 0) > 0]
+
+
+def _find(att: dict, recipe: str, curve: str | None) -> dict | None:
+    return next((s for s in att["agreement_summary"] if s["recipe"] == recipe and s["curve"] == curve), None)
+
+
+def agreement_rows(att: dict) -> list[dict]:
+    out = []
+    for method in ("sgld", "adam"):
+        recs = prior_recipes(att, method)
+        if not recs:
+            continue
+        curve = natural_curve(att, method)
+        s = _find(att, recs[0], curve)
+        row = {"method": method, "recipe": recs[0], "curve": curve,
+               "curve_label": s["curve_label"] if s else "", "verdict": agreement_verdict(s)}
+        for k in ("n_away", "n_within_2", "rms_z", "chi2_per_dof", "p_value", "worst_recipe", "worst_P",
+                  "worst_param", "worst_z", "n_all", "rms_z_all"):
+            row[k] = s[k] if s else None
+        out.append(row)
+    return out
+
+
+def convergence_summary(att: dict, rhat_max: float) -> dict:
+    """R̂ flags of the single-recipe SGLD rows (across chains; within one chain) and of the prior/copy pairs."""
+    rows = [r for r in att["convergence"] if r["n_chains"] > 0 and "+" not in r["recipe"]]
+    pairs = [r for r in att["convergence"] if r["n_chains"] > 0 and "+" in r["recipe"]]
+    within = [r for r in rows if _num(r.get("rhat_within_max")) > rhat_max]
+    return {"rhat_max": rhat_max, "n_rows": len(rows), "n_flag": sum(bool(r["rhat_flag"]) for r in rows),
+            "n_within_flag": len(within), "n_pairs": len(pairs),
+            "n_paired_flag": sum(_num(r.get("rhat_paired_max")) > rhat_max for r in pairs),
+            "largest_rhat": max((_num(r["rhat"]) for r in rows), default=math.nan),
+            "largest_within": max((_num(r.get("rhat_within_max")) for r in rows), default=math.nan),
+            "smallest_ess": min((_num(r["ess_bulk"]) for r in rows), default=math.nan),
+            "within_points": sorted({f"{r['recipe']} P = {r['P']:g}" for r in within})}
+
+
+def evidence(att: dict, rhat_max: float) -> list[dict]:
+    """Numbers on why SGLD and its natural curve differ: how many of the points outside 2σ are not shown
+    converged; same-dataset against dataset-averaged posterior mean; posterior mean against minimiser."""
+    out = []
+    recs = prior_recipes(att, "sgld")
+    if not recs:
+        return out
+    rec, cur = recs[0], natural_curve(att, "sgld")
+    bad = [r for r in att["agreement"] if r["recipe"] == rec and r["curve"] == cur and r["away"]
+           and _ok(r["z"]) and abs(r["z"]) > 2]
+    flags = {}
+    for r in att["convergence"]:
+        for rr in r["recipe"].split("+"):
+            key = (rr, r["P"], r["param"])
+            flags[key] = flags.get(key, False) or bool(r["rhat_flag"])
+    if bad:
+        nb = sum(bool(flags.get((r["recipe"], r["P"], r["param"]))) for r in bad)
+        out.append({"what": "outside 2σ and R̂-flagged", "n": nb, "of": len(bad), "rhat_max": rhat_max})
+    s = {c: _find(att, rec, c) for c in ("same_mean", "exact_mean", "closed_mean", "exact_saddle", "closed_saddle")}
+    rms = {c: _num(v["rms_z"]) if v else math.nan for c, v in s.items()}
+    if math.isfinite(rms["same_mean"]) and math.isfinite(rms["exact_mean"]):
+        out.append({"what": "own training set vs dataset average", "same_mean": rms["same_mean"],
+                    "exact_mean": rms["exact_mean"]})
+    for src in ("exact", "closed"):
+        if math.isfinite(rms[f"{src}_mean"]) and math.isfinite(rms[f"{src}_saddle"]):
+            out.append({"what": "posterior mean vs minimiser", "source": src, "mean": rms[f"{src}_mean"],
+                        "saddle": rms[f"{src}_saddle"]})
+            break
+    return out
+
+
+SCALING_RULE = "the form whose ratio max/min over the theory's L range is smallest"
+
+
+def scaling_summary(att: dict) -> dict | None:
+    """The closed-form P* against L (the theory file's scaling scan) under the paper's forms: the spread
+    max/min of P*, P*/ln²L and P*/(L ln²L) over the L range and the flattest (:data:`SCALING_RULE`)."""
+    sc = att.get("scaling") or {}
+    vals = {"flat": sc.get("P_star_vs_L"), "ln2L": sc.get("P_star_over_ln2L"), "L_ln2L": sc.get("P_star_over_L_ln2L")}
+    spread = {}
+    for k, v in vals.items():
+        v = [x for x in (v or []) if _ok(x) and x > 0]
+        if not v:
+            return None
+        spread[k] = max(v) / min(v)
+    names = {"flat": "'P* independent of L'", "ln2L": "'P* ∝ ln²L in sequences (N* = P* L ∝ L ln²L in tokens)'",
+             "L_ln2L": "'P* ∝ L ln²L in sequences'"}
+    return {"L": sc["L"], "P_star": sc["P_star_vs_L"], "spread": spread, "best": names[min(spread, key=spread.get)],
+            "rule": SCALING_RULE, "d_k": att["theory"].get("config", {}).get("model", {}).get("d_k")}
+
+
+def build_summary(tables: dict) -> dict:
+    """The summary of the module docstring from the JSON-ready tables."""
+    rhat_max = tables["settings"]["rhat_max"]
+    out = {"paper_sigma2": PAPER_SIGMA2, "attentions": {}}
+    if "softmax" in tables["attentions"]:
+        out["scaling"] = scaling_summary(tables["attentions"]["softmax"])
+    for a, att in tables["attentions"].items():
+        out["attentions"][a] = {
+            "sigma2": att["theory"].get("config", {}).get("model", {}).get("sigma2"),
+            "transitions": transition_rows(att, a), "agreement": agreement_rows(att),
+            "convergence": convergence_summary(att, rhat_max), "evidence": evidence(att, rhat_max),
+            "nonfinite": att.get("nonfinite", [])}
+    return out

@@ -1,0 +1,47 @@
+"""Number formatting and Markdown tables of the results pages and the studies report (reading only)."""
+from __future__ import annotations
+
+import math
+
+
+def ok(x) -> bool:
+    """A finite number (not a bool, not None)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def g(x, digits: int = 3) -> str:
+    """A number with ``digits`` significant digits; '–' where there is none."""
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if not ok(x):
+        return "–"
+    if x == 0:
+        return "0"
+    if abs(x) >= 10 ** digits:
+        return f"{x:.0f}"
+    if abs(x) < 1e-3:
+        return f"{x:.{digits - 1}e}"
+    return f"{x:.{digits}g}"
+
+
+def pm(x, e) -> str:
+    return f"{g(x)} ± {g(e, 2)}" if ok(e) else g(x)
+
+
+def ci(lo, hi) -> str:
+    return f"[{g(lo)}, {g(hi)}]" if ok(lo) and ok(hi) else "–"
+
+
+def yn(b) -> str:
+    return "–" if b is None else ("yes" if b else "**no**")
+
+
+def P_(x) -> str:
+    """A training-set size: an integer as such, else 4 significant digits."""
+    return g(x, 4) if ok(x) and x != int(x) else (str(int(x)) if ok(x) else "–")
+
+
+def table(head: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(" --- " for _ in head) + "|"]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows]
+    return "\n".join(lines)
