@@ -32,6 +32,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from . import suffstats
 from .config import ATTENTIONS, ModelParams
 from .task import CopyData, one_hot
 
@@ -67,23 +68,36 @@ def _batched(fn):
     return wrapper
 
 
+def energy_kind(V: int, L: int, P: int, scores: str = "position", device: str = "cpu",
+                requested: str = "auto") -> str:
+    """How U and ∇U of a chain with P sequences are computed: ``direct`` (products over the sequences;
+    always for token+position scores) or ``dense`` / ``sparse`` co-occurrence counts
+    (:func:`copyhead.suffstats.choose`, a function of the chain's own sizes only, so a chain's numbers do
+    not depend on its batch)."""
+    if scores != "position":
+        return "direct"
+    return suffstats.choose(V, L, P, device) if requested == "auto" else requested
+
+
 class CopyAttention:
     """The network, its data (precomputed one-hots on the device) and the energy U of K chains."""
 
     def __init__(self, data: CopyData | Sequence[CopyData], attention: str, model_cfg: ModelParams | dict,
-                 dtype=torch.float64, device="cpu", prior_weight: float = 1.0):
+                 dtype=torch.float64, device="cpu", prior_weight: float = 1.0, energy: str = "auto"):
         if attention not in ATTENTIONS:
             raise ValueError(f"attention must be one of {ATTENTIONS}, got {attention!r}")
         if isinstance(model_cfg, dict):
             model_cfg = ModelParams(**{k: model_cfg.get(k, "position") if k == "scores" else model_cfg[k]
                                        for k in ModelParams.__dataclass_fields__})
         datas = [data] if isinstance(data, CopyData) else list(data)
-        if len({(d.V, d.L, d.P, d.test.shape[0]) for d in datas}) != 1:
-            raise ValueError("the chains of one batch must share V, L, P and n_test")
+        if len({(d.V, d.L, d.test.shape[0]) for d in datas}) != 1:
+            raise ValueError("the chains of one batch must share V, L and n_test")
         self.attention = attention
         self.params = model_cfg
         self.scores_kind = model_cfg.scores
-        self.V, self.L, self.P = datas[0].V, datas[0].L, datas[0].P
+        self.V, self.L = datas[0].V, datas[0].L
+        self.Ps = [d.P for d in datas]
+        self.P = self.Ps[0] if len(set(self.Ps)) == 1 else None   # None: chains of different P (counts only)
         self.n_chains = len(datas)
         self.d_k = int(model_cfg.d_k)
         self.g_Q, self.g_K, self.g_O = float(model_cfg.g_Q), float(model_cfg.g_K), float(model_cfg.g_O)
@@ -93,12 +107,25 @@ class CopyAttention:
         Lq = self.L if self.scores_kind == "position" else self.V + self.L
         self.layout = Layout(self.d_k, Lq, self.V, self.V + self.L)
         self.sQ, self.sK, self.sW = self.layout.slices()
-        # precomputed one-hots: T (K, P, L, V) is both the token part of X and the target Y
-        self.T = self._t(np.stack([one_hot(d.train, self.V) for d in datas]))
+        # energy path (position scores): direct products or co-occurrence counts (copyhead.suffstats)
+        kinds = {energy_kind(self.V, self.L, P, self.scores_kind, self.device.type, energy) for P in self.Ps}
+        if len(kinds) != 1 or (self.P is None and "direct" in kinds):
+            raise ValueError(f"chains of different P need one counts kind for all, got {sorted(kinds)}")
+        self.energy_kind = kinds.pop()
+        self.test_kind = energy_kind(self.V, self.L, datas[0].test.shape[0], self.scores_kind,
+                                     self.device.type, energy)
+        count = lambda kind, toks: (None if kind == "direct" else
+                                    suffstats.Cooccurrence(toks, self.V, kind, dtype, self.device))
+        self.counts = count(self.energy_kind, [d.train for d in datas])
+        self.counts_test = count(self.test_kind, [d.test for d in datas])
+        # precomputed one-hots: T (K, P, L, V) is both the token part of X and the target Y (a list of
+        # (P_k, L, V) for chains of different P)
+        Ts = [self._t(one_hot(d.train, self.V)) for d in datas]
+        self.T = torch.stack(Ts) if self.P is not None else Ts
         self.T_test = self._t(np.stack([one_hot(d.test, self.V) for d in datas]))
-        self.n_tokens = self.P * self.L
-        # position-major layout for the hand-written gradient: rows (a, α), so that A acts by one matmul
-        self._T_lpv, self._T_rows = self._position_major(self.T)          # (K, L, P·V), (K, L·P, V)
+        self.n_tokens = self.P * self.L if self.P is not None else self._t(self.Ps) * self.L
+        if self.energy_kind == "direct":  # position-major layout: rows (a, α), so that A acts by one matmul
+            self._T_lpv, self._T_rows = self._position_major(self.T)          # (K, L, P·V), (K, L·P, V)
         self._T_test_lpv, self._T_test_rows = self._position_major(self.T_test)
         self._prec = self.prior_weight / self.prior_std() ** 2                # w/g per parameter (n,)
 
@@ -170,6 +197,9 @@ class CopyAttention:
     @_batched
     def mean_loss(self, theta: torch.Tensor, T: torch.Tensor, A: torch.Tensor | None = None) -> torch.Tensor:
         """Mean over sequences and positions of ||f_a − y_a||² (not divided by V), per chain."""
+        if T is self.T_test and self.counts_test is not None:
+            A = self.attention_of(theta) if A is None else A
+            return self.counts_test.sse(A, self.split(theta)[2]) / (self.T_test.shape[1] * self.L)
         if T is self.T_test and self.scores_kind == "position":  # position-major fast path (batched matmul)
             if A is None:
                 A = self.attention_of(theta)
@@ -212,25 +242,31 @@ class CopyAttention:
             A = self.attention_of(theta, self.T_test).mean(1)
             return U.detach(), sse.detach(), A, g
         V, L, Kc = self.V, self.L, theta.shape[0]
-        Q, K, _ = self.split(theta)
+        Q, K, W = self.split(theta)
         M = torch.bmm(Q.transpose(1, 2), K) / self.d_k
         A = self._attend(M)
-        H = self._H(theta, self._T_rows)                               # (K, L, P·V)
-        R = torch.bmm(A, H).sub_(self._T_lpv)                          # residual f − y
-        sse = (R * R).sum((1, 2))
+        if self.counts is not None:                                    # from the co-occurrence counts
+            sse, dA, gW = self.counts.sse_grad(A, W)
+            dA.div_(self.sigma2)
+            gW = gW.div_(2 * self.sigma2).flatten(1)
+        else:
+            H = self._H(theta, self._T_rows)                           # (K, L, P·V)
+            R = torch.bmm(A, H).sub_(self._T_lpv)                      # residual f − y
+            sse = (R * R).sum((1, 2))
+            G = R.div_(self.sigma2)                                    # dU/df
+            dA = torch.bmm(G, H.transpose(1, 2))                       # Σ_α G_α H_αᵀ   (K, L, L)
+            dH = torch.bmm(A.transpose(1, 2), G)                       # (K, L, P·V)
+            gWt = torch.bmm(dH.view(Kc, -1, V).transpose(1, 2), self._T_rows)   # dU/dW_t = Σ_α dH_αᵀ T_α
+            gWp = dH.view(Kc, L, -1, V).sum(2).transpose(1, 2)                  # dU/dW_p
+            gW = torch.cat([gWt, gWp], 2).flatten(1)
         U = sse / (2 * self.sigma2) + self.prior_energy(theta)
-        G = R.div_(self.sigma2)                                        # dU/df
-        dA = torch.bmm(G, H.transpose(1, 2))                           # Σ_α G_α H_αᵀ   (K, L, L)
-        dH = torch.bmm(A.transpose(1, 2), G)                           # (K, L, P·V)
-        gWt = torch.bmm(dH.view(Kc, -1, V).transpose(1, 2), self._T_rows)   # dU/dW_t = Σ_α dH_αᵀ T_α
-        gWp = dH.view(Kc, L, -1, V).sum(2).transpose(1, 2)                  # dU/dW_p
         if self.attention == "linear":
             dM = dA.div_(self.L * self.d_k)
         else:
             dM = dA.sub_((dA * A).sum(2, keepdim=True)).mul_(A).div_(self.d_k)
         gQ = torch.bmm(K, dM.transpose(1, 2))
         gK = torch.bmm(Q, dM)
-        g = torch.cat([gQ.flatten(1), gK.flatten(1), torch.cat([gWt, gWp], 2).flatten(1)], 1)
+        g = torch.cat([gQ.flatten(1), gK.flatten(1), gW], 1)
         g.addcmul_(theta, self._prec)                                  # prior: w θ / g
         return U, sse, A, g
 
