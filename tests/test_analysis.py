@@ -253,3 +253,14 @@ def test_theory_pattern_cosine():
     assert cos.dims == ("optimizer", "P", "seed")
     assert np.isnan(cos.values[0, 0]).all()  # the theory predicts A = 0 at P=2: undefined
     assert cos.values[0, 1, 0] == pytest.approx(1.0) and np.isnan(cos.values[0, 1, 1])  # diverged run
+
+
+def test_inverse_size_fit_recovers_a_known_line():
+    from copyhead.analysis.fits import fit_inverse_dk, row_error
+    dk = np.array([32, 64, 128, 256])
+    f = fit_inverse_dk(dk, 0.05 - 3.2 / dk, np.full(4, 0.01))
+    assert f["a"] == pytest.approx(0.05, abs=1e-12) and f["b"] == pytest.approx(-3.2, abs=1e-9)
+    assert f["n"] == 4 and 0 < f["a_err"] < 0.05 and f["chi2_dof"] == pytest.approx(0, abs=1e-12)
+    assert np.isnan(fit_inverse_dk([32], [0.1], [0.01])["a"])
+    assert row_error({"error": 0.3, "theory_error": 0.4}) == pytest.approx(0.5)
+    assert row_error({"error": 0.3, "theory_error": None}) == pytest.approx(0.3)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from copyhead import config as c
-from copyhead.config import ActionParams, TheoryParams, theory_params
+from copyhead.config import TheoryParams, theory_params
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,12 +66,3 @@ def test_old_dict_params_still_accepted_by_exported_actions():
     c1, cG = [0.1, 0.2], [0.3, -0.1]
     assert np.array_equal(action_linear(c1, cG, 40, d), action_linear(c1, cG, 40, p))
     assert np.array_equal(action_softmax([0.5, 2.0], 40, d), action_softmax([0.5, 2.0], 40, p))
-
-
-def test_predict_reexports():
-    """theory.predict was split (models, scan, ranges, scaling); its names still import from it."""
-    from copyhead.theory import models, predict, ranges, scan
-    assert predict.analyse is scan.analyse and predict.make_model is ranges.make_model
-    assert predict.LinearModel is models.LinearModel
-    p = predict.params_from_config(cfg(), "gaussian")
-    assert isinstance(p, ActionParams) and p.prior == "gaussian" and p.d_k == 8

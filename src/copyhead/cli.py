@@ -129,12 +129,6 @@ def _cmd_results(a) -> int:
     return 0
 
 
-def _cmd_finite_size(a) -> int:
-    from .studies.finite_size import write_finite_size
-    write_finite_size(a.studies, Path(a.out))
-    return 0
-
-
 def _cmd_study_config(a) -> int:
     from .studies.spec import write_study_config
     write_study_config(a.spec, a.name, Path(a.out))
@@ -234,12 +228,6 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--out", required=True, help="output .json (the results) or .md (the page and its appendix; "
                                                   "with --inputs the .json goes beside it)")
     rs.set_defaults(func=_cmd_results)
-
-    fs = sub.add_parser("finite-size", help="compare studies at several d_k: theory-experiment gap vs 1/d_k "
-                                            "-> Markdown + JSON + fig9_finite_size.png")
-    fs.add_argument("studies", nargs="+", help="results JSON of each study (copyhead results)")
-    fs.add_argument("--out", required=True, help="output .md (the .json and the figure go beside it)")
-    fs.set_defaults(func=_cmd_finite_size)
 
     sc = sub.add_parser("study-config", help="write one study's config from config/studies.yaml (P grid placed "
                                              "around the study's own closed-form transitions)")

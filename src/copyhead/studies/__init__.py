@@ -5,6 +5,7 @@ A study is the main workflow (Snakefile) run in its own folder ``studies/<name>`
 from ``config/studies.yaml`` (:mod:`copyhead.studies.spec`): a shared base config (model, SGLD recipes,
 theory settings) plus the study's (L, V, d_k, σ²), with a P grid placed at fixed multiples of the study's
 own closed-form transitions (they move with d_k, L, V and σ²). The comparisons across studies read the
-studies' results JSON files (``copyhead results``): :mod:`copyhead.studies.finite_size` (gap to the theory
-against 1/d_k), :mod:`copyhead.studies.scaling` (transition points against L and V, σ² collapse).
+studies' results JSON files (``copyhead results``): :mod:`copyhead.studies.tables` (the numbers: gaps and
+transitions against 1/size, scaling in L and V, the σ² and step-size twins; fits in
+:mod:`copyhead.analysis.fits`) and :mod:`copyhead.studies.report` (the page and its figures).
 """

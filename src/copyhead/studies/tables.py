@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from copyhead.provenance import DataFileError
-from copyhead.studies.finite_size import fit_inverse_dk, row_error
+from copyhead.analysis.fits import fit_inverse_dk, row_error
 from copyhead.studies.spec import REFERENCE
 
 Z95 = 1.959963984540054
