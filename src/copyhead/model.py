@@ -32,8 +32,9 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from . import suffstats
 from .config import ATTENTIONS, ModelParams
+from .schedules import cheapest_energy
+from .suffstats import Cooccurrence
 from .task import CopyData, one_hot
 
 
@@ -72,11 +73,11 @@ def energy_kind(V: int, L: int, P: int, scores: str = "position", device: str = 
                 requested: str = "auto") -> str:
     """How U and ∇U of a chain with P sequences are computed: ``direct`` (products over the sequences;
     always for token+position scores) or ``dense`` / ``sparse`` co-occurrence counts
-    (:func:`copyhead.suffstats.choose`, a function of the chain's own sizes only, so a chain's numbers do
+    (:func:`copyhead.schedules.cheapest_energy`, a function of the chain's own sizes only, so a chain's numbers do
     not depend on its batch)."""
     if scores != "position":
         return "direct"
-    return suffstats.choose(V, L, P, device) if requested == "auto" else requested
+    return cheapest_energy(V, L, P, device) if requested == "auto" else requested
 
 
 class CopyAttention:
@@ -115,7 +116,7 @@ class CopyAttention:
         self.test_kind = energy_kind(self.V, self.L, datas[0].test.shape[0], self.scores_kind,
                                      self.device.type, energy)
         count = lambda kind, toks: (None if kind == "direct" else
-                                    suffstats.Cooccurrence(toks, self.V, kind, dtype, self.device))
+                                    Cooccurrence(toks, self.V, kind, dtype, self.device))
         self.counts = count(self.energy_kind, [d.train for d in datas])
         self.counts_test = count(self.test_kind, [d.test for d in datas])
         # precomputed one-hots: T (K, P, L, V) is both the token part of X and the target Y (a list of

@@ -22,13 +22,13 @@ import xarray as xr
 
 from . import order_params as op
 from .config import ConfigError, RunConfig, config_hash
-from .model import CopyAttention
+from .model import CopyAttention, energy_kind
 from .provenance import atomic_write, code_fingerprint, now_iso, provenance_attrs, write_dataset
-from .schedules import record_steps, sample_steps
+from .schedules import record_steps, sample_steps, step_size
 from .task import make_data, noise_seed, torch_seed
 from .train import SAMPLE_VARS, BatchState, Interrupted, NoiseStreams, new_state, run_chains
 
-__all__ = ["train_job", "train_run", "resolve_device", "checkpoint_path", "Interrupted"]
+__all__ = ["train_job", "train_points", "train_run", "resolve_device", "checkpoint_path", "Interrupted"]
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -159,13 +159,23 @@ def train_job(run_cfg: dict, P: int, seeds, outs, device: str | None = None,
     (without P and seed); ``device`` overrides ``numerics.device``; ``log`` receives progress lines
     (default: stdout, i.e. the job's log); ``_stop_after`` (tests only) interrupts the job right after
     the first checkpoint at or beyond that step."""
-    seeds, outs = [int(s) for s in seeds], [Path(o) for o in outs]
-    P = int(P)
-    if P < 1:
-        raise ConfigError(f"P = {P} is impossible; it must be >= 1")
-    if any(s < 0 for s in seeds):
-        raise ConfigError(f"seeds must be >= 0, got {seeds}")
-    _check_outputs(outs, seeds)
+    return train_points(run_cfg, [(P, seeds, outs)], device, _stop_after, log)
+
+
+def train_points(run_cfg: dict, points, device: str | None = None, _stop_after: int | None = None,
+                 log=None) -> list[xr.Dataset]:
+    """Train several points ``(P, seeds, outs)`` of one (attention, recipe) in this process and return
+    the Datasets in the order given. Chains whose energy uses co-occurrence counts (the same kind) form
+    ONE batch across P; chains on the direct path form one batch per P. Each file equals the one
+    :func:`train_job` writes for its point alone (a chain's numbers do not depend on its batch), except
+    the job attributes (times, ``packed_P``)."""
+    points = [(int(P), [int(s) for s in seeds], [Path(o) for o in outs]) for P, seeds, outs in points]
+    for P, seeds, outs in points:
+        if P < 1:
+            raise ConfigError(f"P = {P} is impossible; it must be >= 1")
+        if any(s < 0 for s in seeds):
+            raise ConfigError(f"seeds must be >= 0, got {seeds}")
+        _check_outputs(outs, seeds)
     rc = RunConfig.from_dict({k: run_cfg[k] for k in ("attention", "optimizer", "recipe", "task", "model",
                                                        "numerics")})
     recipe = rc.recipe
@@ -174,54 +184,76 @@ def train_job(run_cfg: dict, P: int, seeds, outs, device: str | None = None,
                           f"burn_in = {recipe.burn_in}, thin = {recipe.thin}: it needs burn_in + thin <= steps)")
     if log is None:
         log = lambda line: print(line, flush=True)
-    start_time, t0 = now_iso(), time.perf_counter()
     dev = resolve_device(device if device is not None else rc.device)
     task = rc.task
-    datas = [make_data(seed, task.V, task.L, P, task.n_test) for seed in seeds]
-    prior_weight = recipe.prior_weight if recipe.method == "adam" else 1.0
+    batches: dict[tuple, list] = {}  # (energy kind, P or None) -> chains (point index, chain in point)
+    for i, (P, seeds, _) in enumerate(points):
+        kind = energy_kind(task.V, task.L, P, rc.model.scores, dev)
+        batches.setdefault((kind, P if kind == "direct" else None), []).extend((i, k) for k in range(len(seeds)))
+    packed = " ".join(str(P) for P, _, _ in points)
     threads_before = torch.get_num_threads()
     if dev == "cpu":  # small problems: extra threads only add overhead (COPYHEAD_THREADS)
         torch.set_num_threads(int(os.environ.get("COPYHEAD_THREADS", "1")))
+    out: dict[tuple, xr.Dataset] = {}
     try:
-        model = CopyAttention(datas, rc.attention, rc.model, DTYPES[rc.dtype], dev, prior_weight)
-        log(f"copyhead train: {rc.attention} attention, recipe {rc.optimizer} ({recipe.method}), P={P}, "
-            f"seeds {seeds} as one batch of {len(seeds)} chains on {dev} ({rc.dtype}), {recipe.steps} steps")
-        state = _run_batch(rc, model, P, seeds, outs, dev, _stop_after, log)
-        wall = round(time.perf_counter() - t0, 3)
-        out = []
-        for k, (seed, path) in enumerate(zip(seeds, outs)):
-            dstep = int(state.diverged_step[k])
-            status = "ok" if dstep < 0 else "diverged"
-            ds = _dataset(rc, model, state, k, status)
-            extra = {"status": status, "diverged_step": dstep, "device": dev, "dtype": rc.dtype,
-                     "start_time": start_time, "end_time": now_iso(), "wall_time_s": wall,
-                     "attention": rc.attention, "optimizer": rc.optimizer, "method": recipe.method,
-                     "P": P, "seed": seed, "torch_version": torch.__version__, "scores": model.scores_kind,
-                     "n_samples": int(len(ds.sample)), "torch_threads": torch.get_num_threads(),
-                     "batch_seeds": " ".join(map(str, seeds)), "batch_chain": k,
-                     "noise_seed": noise_seed(seed, recipe.init) if recipe.sgld else -1}
-            run_k = dict(rc.as_dict(), P=P, seed=seed)
-            ds.attrs = provenance_attrs(
-                "run", run_k, title=f"copyhead run: {rc.attention} attention, {rc.optimizer} "
-                                    f"({recipe.method}), P={P}, seed={seed}", extra=extra)
-            write_dataset(ds, path)
-            log(f"seed {seed}: {status}" + (f" (diverged at step {dstep})" if dstep >= 0 else "")
-                + f"; wrote {path}")
-            out.append(ds)
-        checkpoint_path(outs).unlink(missing_ok=True)
-        return out
+        for (kind, _), chains in batches.items():
+            out.update(_train_batch(rc, points, chains, kind, dev, packed, _stop_after, log))
     finally:
         torch.set_num_threads(threads_before)
+    return [out[(i, k)] for i, (_, seeds, _) in enumerate(points) for k in range(len(seeds))]
 
 
-def _run_batch(rc: RunConfig, model: CopyAttention, P: int, seeds, outs, dev, stop_after, log) -> BatchState:
+def _train_batch(rc: RunConfig, points, chains, kind: str, dev: str, packed: str, stop_after, log) -> dict:
+    """Train the chains ``(point index, chain in point)`` of ``points`` as one batch; write their files."""
+    recipe, task = rc.recipe, rc.task
+    start_time, t0 = now_iso(), time.perf_counter()
+    Ps = [points[i][0] for i, _ in chains]
+    seeds = [points[i][1][k] for i, k in chains]
+    outs = [points[i][2][k] for i, k in chains]
+    datas = [make_data(seed, task.V, task.L, P, task.n_test) for P, seed in zip(Ps, seeds)]
+    prior_weight = recipe.prior_weight if recipe.method == "adam" else 1.0
+    model = CopyAttention(datas, rc.attention, rc.model, DTYPES[rc.dtype], dev, prior_weight, energy=kind)
+    where = f"P={Ps[0]}" if len(set(Ps)) == 1 else f"P in {sorted(set(Ps))}"
+    log(f"copyhead train: {rc.attention} attention, recipe {rc.optimizer} ({recipe.method}), {where}, "
+        f"seeds {seeds} as one batch of {len(seeds)} chains on {dev} ({rc.dtype}, energy: {kind}), "
+        f"{recipe.steps} steps")
+    state = _run_batch(rc, model, Ps, seeds, outs, dev, stop_after, log)
+    wall = round(time.perf_counter() - t0, 3)
+    done = {}
+    for j, (i, k) in enumerate(chains):
+        P, point_seeds, _ = points[i]
+        seed, path = seeds[j], outs[j]
+        dstep = int(state.diverged_step[j])
+        status = "ok" if dstep < 0 else "diverged"
+        ds = _dataset(rc, model, state, j, status)
+        extra = {"status": status, "diverged_step": dstep, "device": dev, "dtype": rc.dtype,
+                 "start_time": start_time, "end_time": now_iso(), "wall_time_s": wall,
+                 "attention": rc.attention, "optimizer": rc.optimizer, "method": recipe.method,
+                 "P": P, "seed": seed, "torch_version": torch.__version__, "scores": model.scores_kind,
+                 "n_samples": int(len(ds.sample)), "torch_threads": torch.get_num_threads(),
+                 "batch_seeds": " ".join(map(str, point_seeds)), "batch_chain": k,
+                 "energy": kind, "packed_P": packed,
+                 "noise_seed": noise_seed(seed, recipe.init) if recipe.sgld else -1}
+        run_k = dict(rc.as_dict(), P=P, seed=seed)
+        ds.attrs = provenance_attrs(
+            "run", run_k, title=f"copyhead run: {rc.attention} attention, {rc.optimizer} "
+                                f"({recipe.method}), P={P}, seed={seed}", extra=extra)
+        write_dataset(ds, path)
+        log(f"P={P} seed {seed}: {status}" + (f" (diverged at step {dstep})" if dstep >= 0 else "")
+            + f"; wrote {path}")
+        done[(i, k)] = ds
+    checkpoint_path(outs).unlink(missing_ok=True)
+    return done
+
+
+def _run_batch(rc: RunConfig, model: CopyAttention, Ps, seeds, outs, dev, stop_after, log) -> BatchState:
     recipe = rc.recipe
     noise = None
     if recipe.sgld:
         gens = [torch.Generator(device=dev).manual_seed(noise_seed(s, recipe.init)) for s in seeds]
         noise = NoiseStreams(gens, model.layout.n, model.dtype, dev)
     ckpt = checkpoint_path(outs)
-    key = config_hash({"run": rc.as_dict(), "P": P, "seeds": seeds, "device": dev,
+    key = config_hash({"run": rc.as_dict(), "P": Ps, "seeds": seeds, "device": dev,
                       "code": code_fingerprint("train")})  # resume only under the same code
     state = None
     if ckpt.exists():
@@ -242,8 +274,9 @@ def _run_batch(rc: RunConfig, model: CopyAttention, P: int, seeds, outs, dev, st
     def save(d: dict):
         atomic_write(ckpt, lambda tmp: torch.save(dict(d, key=key), tmp))
 
-    return run_chains(model, recipe, state, noise, checkpoint=save, checkpoint_every=recipe.checkpoint_every,
-                      stop_after=stop_after, log=log)
+    eta = [step_size(recipe, P) for P in Ps] if recipe.sgld else None
+    return run_chains(model, recipe, state, noise, eta=eta, checkpoint=save,
+                      checkpoint_every=recipe.checkpoint_every, stop_after=stop_after, log=log)
 
 
 def train_run(run_cfg: dict, out: Path, device: str | None = None, _stop_after: int | None = None,

@@ -19,8 +19,8 @@ the Gram matrix of the values and the target cross term are
 and ∂/∂G = AᵀA, ∂/∂C = −2A carry the gradient to W through the same counts read the other way
 (Nᵀ). One step then costs O(L² V²) (dense counts) or O(nnz) (sparse counts, nnz ≤ P·L(L−1)/2) per chain
 instead of the direct O(P L² V), and chains of different P share every tensor shape. The choice between
-the direct path and dense or sparse counts is :func:`choose`'s cost rule (calibrated by
-``benchmarks/bench_train.py --energy``, docs/engine.md). Equal to the direct path to rounding
+the direct path and dense or sparse counts is :func:`copyhead.schedules.energy_kind`'s cost rule
+(calibrated by ``benchmarks/bench_train.py --energy``, docs/engine.md). Equal to the direct path to rounding
 (tests/test_engine_counts.py).
 """
 from __future__ import annotations
@@ -29,42 +29,6 @@ import warnings
 
 import numpy as np
 import torch
-
-KINDS = ("direct", "dense", "sparse")
-# Cost rule: seconds per unit of work on one CPU thread (float64), fitted to benchmarks/bench_train.py
-# --energy on the 2-core AMD EPYC machine of docs/engine.md. Direct: multiply-adds of its five matrix
-# products (compute-bound GEMMs); dense counts: count entries read (two memory-bound passes over N);
-# sparse counts: stored non-zeros (two CSR products).
-COST_S = {"direct": 5.0e-11, "dense": 1.2e-9, "sparse": 3.0e-9}
-
-
-def direct_work(V: int, L: int, P: int) -> float:
-    """Multiply-adds of the direct path per chain and call: 3 P L² V (A H, G Hᵀ, Aᵀ G) + 2 P L V² (H, ∂W_t)."""
-    return 3.0 * P * L * L * V + 2.0 * P * L * V * V
-
-
-def expected_nnz(V: int, L: int, P: int) -> float:
-    """Expected non-zero pair counts of one chain: pairs × V² × P(a cell is hit by one of P sequences)."""
-    pairs = L * (L - 1) // 2
-    return pairs * V * V * -np.expm1(P * np.log1p(-1.0 / (V * V)))
-
-
-def costs(V: int, L: int, P: int) -> dict:
-    """Predicted seconds per chain of one energy-and-gradient call by each kind (the cost rule; the
-    per-call costs shared by the batch are left out, so the choice depends on the chain alone)."""
-    pairs = L * (L - 1) // 2
-    work = {"direct": direct_work(V, L, P), "dense": 2.0 * pairs * V * V, "sparse": 2.0 * expected_nnz(V, L, P)}
-    return {k: COST_S[k] * work[k] for k in KINDS}
-
-
-def choose(V: int, L: int, P: int, device: str = "cpu") -> str:
-    """The cheapest kind by :func:`costs` (on CUDA: dense counts whenever they need fewer multiply-adds
-    than the direct path; the device is launch-bound at these sizes and sparse products are not worth it)."""
-    if torch.device(device).type == "cuda":
-        return "dense" if L * (L - 1) * V * V < direct_work(V, L, P) else "direct"
-    c = costs(V, L, P)
-    return min(c, key=c.get)
-
 
 def _csr32(m: torch.Tensor) -> torch.Tensor:
     """The CSR matrix with int32 indices (what MKL's sparse product takes; int64 is converted per call)."""
