@@ -161,15 +161,19 @@ def test_prior_warmup_ramps_the_prior_gradient():
 CFG = dict(scores="position", d_k=6, g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=0.1)
 
 
-def _batch(seeds, att="softmax", scores="position", rec=None, scale=None, dtype=torch.float64):
-    """Run chains of ``seeds`` (each its own data, init and noise) as one batch; returns the state."""
+def _batch(seeds, att="softmax", scores="position", rec=None, scale=None, dtype=torch.float64,
+           energy="auto", Ps=None, eta=None):
+    """Run chains of ``seeds`` (each its own data, init and noise; P = 8 unless ``Ps``) as one batch;
+    returns the state."""
     rec = rec or recipe(method="sgld", steps=300, burn_in=100, thin=20, eta=2e-3, log_points=6)
-    m = CopyAttention([make_data(s, 4, 6, 8, 8) for s in seeds], att, dict(CFG, scores=scores), dtype=dtype)
+    Ps = Ps or [8] * len(seeds)
+    m = CopyAttention([make_data(s, 4, 6, P, 8) for s, P in zip(seeds, Ps)], att, dict(CFG, scores=scores),
+                      dtype=dtype, energy=energy)
     theta = torch.stack([m.init_prior(torch.Generator().manual_seed(s)) for s in seeds])
     if scale is not None:
         theta = theta * torch.tensor(scale, dtype=dtype)[:, None]
     noise = noise_for(m, [noise_seed(s, "prior") for s in seeds]) if rec.sgld else None
-    return run_chains(m, rec, new_state(m, rec, theta), noise)
+    return run_chains(m, rec, new_state(m, rec, theta), noise, eta=eta)
 
 
 def _chain(state, k):
@@ -178,15 +182,18 @@ def _chain(state, k):
             "theta": state.theta[k], "A_sum": state.A_sum[k], "M_sum": state.M_sum[k]}
 
 
-@pytest.mark.parametrize("att,scores,method", [("softmax", "position", "sgld"), ("linear", "position", "adam"),
-                                               ("linear", "token+position", "sgld"),
-                                               ("softmax", "token+position", "adam")])
-def test_a_chain_does_not_depend_on_its_batch(att, scores, method):
-    """Seed 3 trained alone and among 7 others (in another position): bit-identical in float64 on CPU."""
+@pytest.mark.parametrize("att,scores,method,energy", [
+    ("softmax", "position", "sgld", "direct"), ("linear", "position", "adam", "direct"),
+    ("softmax", "position", "sgld", "sparse"), ("linear", "position", "adam", "dense"),
+    ("linear", "token+position", "sgld", "auto"), ("softmax", "token+position", "adam", "auto")])
+def test_a_chain_does_not_depend_on_its_batch(att, scores, method, energy):
+    """Seed 3 trained alone and among 7 others (in another position; with counts, of other P too):
+    bit-identical in float64 on CPU."""
     rec = (recipe(method="sgld", steps=300, burn_in=100, thin=20, eta=2e-3, log_points=6) if method == "sgld"
            else recipe(method="adam", steps=300, lr=0.01, log_points=6))
-    alone = _chain(_batch([3], att, scores, rec), 0)
-    among = _chain(_batch([5, 0, 3, 1, 2, 7, 6, 4], att, scores, rec), 2)
+    alone = _chain(_batch([3], att, scores, rec, energy=energy), 0)
+    Ps = [5, 12, 8, 3, 8, 9, 1, 20] if energy in ("dense", "sparse") else None
+    among = _chain(_batch([5, 0, 3, 1, 2, 7, 6, 4], att, scores, rec, energy=energy, Ps=Ps), 2)
     for k in alone:
         assert torch.equal(alone[k], among[k]) or (
             torch.isnan(alone[k]).equal(torch.isnan(among[k])) and
@@ -226,11 +233,21 @@ def test_divergence_bound_catches_finite_blow_up():
     assert st.diverged_step[0] > 0
 
 
-def test_batch_resumes_bit_identically(tmp_path):
+def test_each_chain_has_its_own_step_size():
+    """A chain run with η = 1e-3 among chains with other η equals the chain run alone with that η."""
+    rec = recipe(method="sgld", steps=200, burn_in=100, thin=20, eta=1e-3, log_points=6)
+    alone = _chain(_batch([1], rec=rec, energy="sparse"), 0)
+    among = _batch([0, 1, 2], rec=rec, energy="sparse", Ps=[4, 8, 16], eta=[4e-3, 1e-3, 2.5e-4])
+    assert all(torch.equal(alone[n], _chain(among, 1)[n]) for n in alone)
+    assert not torch.equal(_chain(among, 0)["theta"], _chain(_batch([0], rec=rec, energy="sparse", Ps=[4]), 0)["theta"])
+
+
+@pytest.mark.parametrize("energy", ["direct", "sparse", "dense"])
+def test_batch_resumes_bit_identically(tmp_path, energy):
     from copyhead.train import BatchState, Interrupted
     rec = recipe(method="sgld", steps=400, burn_in=100, thin=20, eta=2e-3, log_points=8, checkpoint_every=50)
-    full = _batch([0, 1, 2], rec=rec)
-    m = CopyAttention([make_data(s, 4, 6, 8, 8) for s in (0, 1, 2)], "softmax", CFG)
+    full = _batch([0, 1, 2], rec=rec, energy=energy)
+    m = CopyAttention([make_data(s, 4, 6, 8, 8) for s in (0, 1, 2)], "softmax", CFG, energy=energy)
     theta = torch.stack([m.init_prior(torch.Generator().manual_seed(s)) for s in (0, 1, 2)])
     saved = {}
     with pytest.raises(Interrupted):
