@@ -440,3 +440,46 @@ def test_the_page_names_the_recipes_and_warns_when_the_config_is_not_the_runs(pa
     assert "| sgld | sgld | prior | 20000 | 0.001 | 10000 | 100 | – |" in md
     assert "warning**: the softmax runs" in md and "recipes sgld_copy differ" in md
     assert "warning**: the linear runs" not in md
+
+
+def _numbers(a, b, path=""):
+    """Every leaf of ``a`` that differs from ``b`` (numbers within rel 1e-6 / abs 1e-9, else exactly)."""
+    if isinstance(a, dict):
+        assert set(a) <= set(b), (path, sorted(set(a) - set(b)))
+        return [d for k in a for d in _numbers(a[k], b[k], f"{path}/{k}")]
+    if isinstance(a, list):
+        assert len(a) == len(b), path
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _numbers(x, y, f"{path}[{i}]")]
+    if isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
+        return [] if b == pytest.approx(a, rel=1e-6, abs=1e-9) else [(path, a, b)]
+    return [] if a == b else [(path, a, b)]
+
+
+def test_the_results_tables_keep_every_number_of_the_refactor_base():
+    """The tables of the synthetic page fixture equal, number for number, those the code before the issue-18
+    refactor (commit 9109f6e) computed (tests/data/results_tables_9109f6e.json); the refactor only adds
+    keys (summary, nonfinite, n_nonfinite). The unified estimator changes no table: the summary reads the
+    tables' own rows (fig8's old grid reading of the softmax jump was not in the tables)."""
+    from pathlib import Path
+    ag, th, same = known_posterior(n_seeds=4, n_draws=100)
+    ag_s, _ = hysteresis_sweep(n_draws=60)
+    th_s = fake_theory("softmax", np.geomspace(2, 200, 100), {"saddle": (lambda P: 1 - P / 300, lambda P: P / 300),
+                                                              "mean": (lambda P: 1 - P / 300, lambda P: P / 300)},
+                       scalars={"P_star": 18.0, "P_spinodal_low": 11.0, "P_spinodal_high": 22.0})
+    new = jsonable(build_tables({"aggregate_linear": ag, "theory_linear": th, "datasets_linear": same,
+                                 "aggregate_softmax": ag_s, "theory_softmax": th_s}, n_boot=50))
+    old = json.loads((Path(__file__).parent / "data" / "results_tables_9109f6e.json").read_text())
+    assert _numbers(old, new) == []
+    assert set(new) - set(old) == {"summary"}
+    for att, sa in new["summary"]["attentions"].items():
+        for r in sa["transitions"]:
+            for method in ("sgld", "adam"):
+                c = r[method]
+                if c is None:
+                    continue
+                row = [t for t in new["attentions"][att]["transitions"] if t["recipe"] == c["recipe"]
+                       and t["transition"].startswith({"crossover": "crossover", "onset": "onset", "jump": "jump",
+                                                       "hysteresis_lower": "hysteresis window, lower",
+                                                       "hysteresis_upper": "hysteresis window, upper"}[r["kind"]])]
+                assert len(row) == 1 and (c["estimate"], c["ci_lo"], c["ci_hi"]) == \
+                    (row[0]["estimate"], row[0]["ci_lo"], row[0]["ci_hi"])

@@ -1,4 +1,4 @@
-"""Command line: ``copyhead train | theory | aggregate | summary | figure | audit``.
+"""Command line: ``copyhead <command>``, one subcommand per step of the workflow (``copyhead --help`` lists them).
 
 Thin: parse arguments, validate the config before any compute, call the package, map known failures
 (bad config, unreadable file) to a one-line message and exit status 2 instead of a traceback.
@@ -143,15 +143,23 @@ def _cmd_studies_report(a) -> int:
 
 def _cmd_publish_studies(a) -> int:
     from .studies.report import publish
-    print(f"published to {publish(a.report, a.docs)} and {Path(a.docs) / 'results.md'}")
+    print(f"published to {publish(a.report, a.docs)}")
     return 0
 
 
 def _cmd_check_config(a) -> int:
+    """Every file is checked and reported (ok, or each of its problems); exit 2 if any is bad."""
+    bad = 0
     for path in a.configs:
-        cfgmod.load(path)
-        print(f"{path}: ok")
-    return 0
+        try:
+            cfgmod.load(path)
+            print(f"{path}: ok")
+        except cfgmod.ConfigError as e:
+            bad += 1
+            print(f"copyhead check-config: error: {e}", file=sys.stderr)
+    if bad:
+        print(f"{bad} of {len(a.configs)} config file(s) invalid", file=sys.stderr)
+    return 2 if bad else 0
 
 
 def _cmd_audit(a) -> int:
@@ -160,8 +168,12 @@ def _cmd_audit(a) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="copyhead", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
+    p = argparse.ArgumentParser(
+        prog="copyhead",
+        description="copyhead: the command line of the pipeline for 'Phase Transitions in Attention' (Lavie et "
+                    "al., 2026). The Snakemake workflow calls these commands; each also runs by hand. "
+                    "`copyhead <command> --help` describes one.")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="<command>")
 
     t = sub.add_parser("train", help="train the seeds of one (attention, optimizer, P) as one batch of "
                                      "chains -> one netCDF file per seed")
@@ -237,15 +249,14 @@ def build_parser() -> argparse.ArgumentParser:
     sc.set_defaults(func=_cmd_study_config)
 
     sr = sub.add_parser("studies-report", help="finite-size, scaling and sigma^2 comparisons of the studies "
-                                               "-> Markdown + JSON + figures (docs/studies.md)")
+                                               "-> Markdown + JSON + figures (docs/studies/studies.md)")
     sr.add_argument("spec", help="the study spec (config/studies.yaml)")
     sr.add_argument("studies", nargs="+", help="results JSON of each study (studies/<name>/results/docs/results.json)")
     sr.add_argument("--converged", help="results JSON of the default-size study, put on the paper's sigma^2 = 1 scale")
     sr.add_argument("--out", required=True, help="output .md (the .json and the figures go beside it)")
     sr.set_defaults(func=_cmd_studies_report)
 
-    ps = sub.add_parser("publish-studies", help="copy the studies report to DOCS/studies/ and put its conclusions "
-                                                "into DOCS/results.md")
+    ps = sub.add_parser("publish-studies", help="copy the studies report to DOCS/studies/")
     ps.add_argument("report", nargs="?", default="studies/report", help="the report folder (studies/report)")
     ps.add_argument("--docs", default="docs", help="the docs folder (docs)")
     ps.set_defaults(func=_cmd_publish_studies)
@@ -268,10 +279,42 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class Terminated(BaseException):
+    """SIGTERM (Slurm's scancel or time limit, `kill`): unwinds like Ctrl-C, so that atomic writes
+    remove their temporaries and the command says what it leaves behind."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
+def _stopped(args) -> str:
+    """What a command stopped by a signal leaves: for `train`, the checkpoint the rerun resumes from."""
+    if args.cmd == "train" and args.out:
+        from .run import checkpoint_path
+        ckpt = checkpoint_path([Path(o) for o in args.out])
+        if ckpt.exists():
+            return (f"checkpoint {ckpt} is kept: rerun the same command (or snakemake) to resume from it; "
+                    "no output file was written")
+        return "no checkpoint was written yet (the rerun starts from step 0); no output file was written"
+    return "no partial output file is left"
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    import signal
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         return args.func(args)
+    except (Terminated, KeyboardInterrupt) as e:
+        why = "SIGTERM" if isinstance(e, Terminated) else "Ctrl-C (SIGINT)"
+        print(f"copyhead {args.cmd}: stopped by {why}; {_stopped(args)}", file=sys.stderr)
+        return 143 if isinstance(e, Terminated) else 130
+    except BrokenPipeError:     # `copyhead summary ... | head`: the reader left; say nothing more
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as e:
         agg = sys.modules.get("copyhead.aggregate")   # imported lazily (xarray): only then can it raise
         known = (cfgmod.ConfigError, DataFileError) + ((agg.AggregateError,) if agg else ())
@@ -279,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"copyhead {args.cmd}: error: {e}", file=sys.stderr)
         return 2
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

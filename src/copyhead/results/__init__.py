@@ -124,13 +124,15 @@ def build_tables(datasets: dict, config: dict | None = None, *, n_boot: int = 10
     return out
 
 
-def jsonable(obj):
-    """``obj`` with NaN/inf as None and numpy scalars as Python numbers (strict JSON)."""
+def jsonable(obj, drop: tuple = ()):
+    """``obj`` as strict JSON: NaN/inf as None, numpy scalars as Python numbers, tuple keys joined by "|",
+    and the dict keys in ``drop`` left out (at every level). The one converter of the package's JSON."""
     import numpy as np
     if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
+        return {("|".join(map(str, k)) if isinstance(k, tuple) else str(k)): jsonable(v, drop)
+                for k, v in obj.items() if k not in drop}
     if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
+        return [jsonable(v, drop) for v in obj]
     if isinstance(obj, (np.bool_, bool)):
         return bool(obj)
     if isinstance(obj, (np.integer,)):

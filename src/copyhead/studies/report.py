@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from copyhead.analysis.summary import PAPER
+from copyhead.results import jsonable
 from copyhead.results.format import ci, g, pm, table, yn
 from copyhead.studies import tables as T
 
@@ -690,18 +691,6 @@ def build(spec: dict, paths: list[str | Path], converged: str | Path | None = No
     return rep
 
 
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {("|".join(k) if isinstance(k, tuple) else k): _jsonable(v) for k, v in obj.items() if k != "config"}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (np.floating, np.integer)):
-        return obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
 def write_report(spec_path: str | Path, paths: list[str | Path], out_md: str | Path,
                  converged: str | Path | None = None) -> dict:
     from copyhead.studies.spec import load_spec
@@ -723,47 +712,15 @@ def write_report(spec_path: str | Path, paths: list[str | Path], out_md: str | P
     if "twins" in rep:
         plot_twins(rep["twins"], out_md.parent / FIGURES["twins"])
     out_md.write_text("\n".join(render(rep, str(spec_path))) + "\n")
-    out_md.with_suffix(".json").write_text(json.dumps(_jsonable(rep), indent=1, sort_keys=True))
+    out_md.with_suffix(".json").write_text(json.dumps(jsonable(rep, drop=("config",)), indent=1, sort_keys=True))
     return rep
 
 
 # ---------------------------------------------------------------- publishing into docs/
 
-BEGIN, END = "<!-- studies:begin (copyhead publish-studies; do not edit) -->", "<!-- studies:end -->"
-
-
-def summary_section(rep: dict, link: str) -> list[str]:
-    """The studies' conclusions as a section of docs/results.md (read from the report's JSON)."""
-    out = [BEGIN, "## Finite size, scaling and σ² (issue 13)", "",
-           f"*From [{link}]({link}) (`snakemake -s workflow/studies.smk --cores 2`), inserted by "
-           "`copyhead publish-studies`; the numbers and the rules behind each verdict are there.*", ""]
-    fs = rep.get("finite_size")
-    if fs:
-        out += [f"**Finite d_k** (L = {fs['L']}, d_k = {', '.join(map(str, fs['values']))}):", ""] + fs["conclusion"] + [""]
-    fl = rep.get("finite_L")
-    if fl:
-        out += [f"**L at fixed d_k/L = {g(fl['d_k_over_L'])}** (L = {', '.join(map(str, fl['values']))}):", ""] + \
-            fl["conclusion"] + [""]
-    sc = rep.get("scaling")
-    if sc:
-        out += ["**Scaling in L and V:**", ""] + sc["conclusion"] + [""]
-    for c in rep.get("twins", []):
-        what = "σ² collapse" if c["differs"] == "σ²" else "SGLD step size (η/2)"
-        out.append(f"- {what}: `{c['study']}` against `{c['ref']}`: {c['n_within_2']} of {c['n']} order parameters "
-                   f"equal within 2σ (RMS z {g(c['rms_z'])}); {c['n_within_2_theory']} of {c['n']} differences equal to "
-                   f"the same-dataset theory's (RMS z {g(c['rms_z_theory'])}).")
-        out += ["  " + line for line in _collapse_verdict(c)]
-    if rep.get("paper_scale"):
-        out += [""] + rep["paper_scale"]
-    studies = rep.get("studies", [])
-    if studies:
-        out += [""] + convergence_summary(studies)
-    return out + ["", END]
-
-
 def publish(report_dir: str | Path, docs: str | Path) -> Path:
-    """Copy the report folder to ``docs/studies/`` and put its conclusions into ``docs/results.md`` (between
-    the markers; replaced on every publish, appended the first time)."""
+    """Copy the report folder to ``docs/studies/`` (replacing it). docs/results.md has one writer (the
+    results_doc rule); it links to docs/studies/studies.md instead of carrying a copy of its conclusions."""
     import shutil
 
     report_dir, docs = Path(report_dir), Path(docs)
@@ -771,13 +728,4 @@ def publish(report_dir: str | Path, docs: str | Path) -> Path:
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(report_dir, dest)
-    rep = json.loads((dest / "studies.json").read_text())
-    results = docs / "results.md"
-    text = results.read_text() if results.exists() else ""
-    section = "\n".join(summary_section(rep, "studies/studies.md"))
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    results.write_text(text)
     return dest
