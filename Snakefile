@@ -12,10 +12,13 @@ min_version("9.0")
 
 
 # The config files are read strictly first: a YAML syntax error or a key given twice stops here naming
-# the file, line and column (Snakemake's own reader names neither and lets the last duplicate win).
+# the file, line and column (Snakemake's own reader names neither and lets the last duplicate win). What
+# this reader gives is the config the workflow uses (common.smk): it also reads YAML 1.2 numbers such as
+# `lr: 1e-2`, which Snakemake's YAML 1.1 reader leaves as the string '1e-2'.
+FILE_CONFIG = {}
 for _cfgfile in workflow.overwrite_configfiles or ["config.yaml"]:
     try:
-        chcfg.load_yaml(_cfgfile)
+        FILE_CONFIG = chcfg.merge_overrides(FILE_CONFIG, chcfg.load_mapping(_cfgfile))
     except chcfg.ConfigError as err:
         raise WorkflowError(str(err)) from None
 

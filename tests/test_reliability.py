@@ -88,14 +88,15 @@ def test_code_fingerprint_changes_with_the_code_of_its_concern_only(pkg_copy):
     assert after["aggregate"] != before["aggregate"]
     assert {c: after[c] for c in ("train", "theory", "figures")} == \
         {c: before[c] for c in ("train", "theory", "figures")}
-    # a module of the theory package counts for the theory; config for training (not the aggregate)
+    # a module of the theory package counts for the theory; config for training and for the aggregate
+    # (which checks each run's defining config with copyhead.config.run_identity)
     th = pkg_copy / "theory/prior.py"
     th.write_text(th.read_text() + "\nX_NEW = 1\n")
     assert _fp(pkg_copy)["theory"] != after["theory"]
     cfg = pkg_copy / "config.py"
     cfg.write_text(cfg.read_text() + "\nY_NEW = 2\n")
     last = _fp(pkg_copy)
-    assert last["train"] != after["train"] and last["aggregate"] == after["aggregate"]
+    assert last["train"] != after["train"] and last["aggregate"] != after["aggregate"]
 
 
 def test_code_fingerprint_covers_engine_modules_added_later(pkg_copy):
@@ -235,9 +236,11 @@ def test_audit_fix_removes_broken_files_so_snakemake_remakes_them(mini, tmp_path
     assert "removed results/runs/linear/adam/P4/seed0.nc (unreadable netCDF file)" in r.stdout
     for p in (run0, png, lone, temp, wd / "results/figures/fig6_linear_loss_curves.pdf"):
         assert not p.exists(), p
-    # what is good stays: the other run and the aggregate (Snakemake remakes it from the new run)
+    # the aggregate made from the broken run goes too (else Snakemake, seeing it up to date, would not
+    # remake the run: tests/test_workflow.py runs that sequence); the good run stays
+    assert "removed results/aggregate/linear.nc (made from results/runs/linear/adam/P4/seed0.nc" in r.stdout
     assert (wd / "results/runs/linear/adam/P4/seed1.nc").exists()
-    assert (wd / "results/aggregate/linear.nc").exists()
+    assert not (wd / "results/aggregate/linear.nc").exists()
 
 
 def test_audit_fix_changed_run_removes_the_aggregate_made_from_it(mini, tmp_path):
@@ -379,3 +382,47 @@ def test_figure_role_datasets_expects_a_same_dataset_theory_file(mini, tmp_path,
                str(tmp_path / "f.pdf")])
     err = capsys.readouterr().err
     assert rc == 2 and "seed0.nc: a copyhead run file, expected a theory file" in err, err
+
+
+# ------------------------------------------------------------------ a full disk: named, nothing left
+@pytest.mark.parametrize("error,free,needle", [
+    (OSError(28, "No space left on device"), 10 * 2**30, "the disk is full"),          # errno 28
+    (RuntimeError("NetCDF: HDF error"), 2**20, "the disk is full"),                    # HDF5 says no more
+    (RuntimeError("NetCDF: HDF error"), 10 * 2**30, "no partial file was left"),       # space left: not called full
+])
+def test_failed_write_names_file_and_free_space_and_leaves_nothing(tmp_path, monkeypatch, error, free, needle):
+    import shutil
+    from collections import namedtuple
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(2 * free, free, free))
+    target = tmp_path / "results/runs/r.nc"
+
+    def write(tmp):
+        Path(tmp).write_bytes(b"partial")
+        raise error
+    with pytest.raises(prov.WriteError) as e:
+        prov.atomic_write(target, write)
+    msg = str(e.value)
+    assert str(target) in msg and f"{free / 2**20:.1f} MiB free" in msg and needle in msg
+    assert ("disk is full" in msg) == (needle == "the disk is full")
+    assert list(target.parent.iterdir()) == []                  # no partial file, no temporary
+
+
+def test_failed_write_through_the_cli_is_one_line(tmp_path, monkeypatch, capsys):
+    """`copyhead aggregate` whose output cannot be written: one error line naming the file, exit 2."""
+    from copyhead import cli
+    from copyhead import config as c
+    from copyhead.run import train_run
+    run = tmp_path / "seed0.nc"
+    train_run(c.run_config(c.load(ROOT / "tests/configs/tiny.yaml"), "linear", "adam", 4, 0), run, log=lambda s: None)
+    real = prov.atomic_write
+
+    def full(path, write):
+        return real(path, lambda tmp: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    monkeypatch.setattr(prov, "atomic_write", full)
+    out = tmp_path / "agg.nc"
+    assert cli.main(["aggregate", "--attention", "linear", "--out", str(out), str(run)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(out) in err[0] and "the disk is full" in err[0] and "MiB free" in err[0], err
+    assert not out.exists()

@@ -376,3 +376,100 @@ def test_code_edits_rerun_exactly_their_products(pipeline, tmp_path, monkeypatch
     jobs = planned_jobs(wd)
     assert jobs.get("theory") == 2 and "aggregate" not in jobs
     assert not any(k.startswith("train") for k in jobs)
+
+
+# ------------------------------------------ issue 17: damaged, non-finite, foreign results (real sequences)
+def _audit_clean(wd):
+    """`copyhead audit --all --strict` passes; the one warning allowed is the dirty working tree of a
+    development checkout (the code version of every product then ends in -dirty; none on a clean clone)."""
+    r = _audit(wd, "--all", "--strict")
+    out = r.stdout + r.stderr
+    assert "PROBLEM" not in out and "Traceback" not in out, out
+    warnings = [line for line in out.splitlines() if "WARNING" in line and "dirty working tree" not in line]
+    assert not warnings, out
+    assert r.returncode == 0 or "dirty working tree" in out, out
+    return r
+
+
+def _rewrite_run(path: Path, **change):
+    from copyhead.provenance import read_dataset, write_dataset
+    ds = read_dataset(path).load()
+    for v, value in change.items():
+        ds[v] = ds[v] * 0 + value
+    write_dataset(ds, path)
+
+
+def test_fix_then_plain_snakemake_remakes_damaged_run_and_theory(pipeline, tmp_path):
+    wd = _edit(pipeline, tmp_path, lambda cfg: None)
+    run, theory = wd / "results/runs/linear/adam/P4/seed0.nc", wd / "results/theory/linear.nc"
+    for f in (run, theory):
+        f.write_bytes(f.read_bytes()[:300])                        # truncated (a crash, a full disk)
+    r = _audit(wd, "--all", "--fix")
+    assert "removed results/runs/linear/adam/P4/seed0.nc (unreadable netCDF file)" in r.stdout, r.stdout
+    assert "removed results/aggregate/linear.nc (made from" in r.stdout      # and what was made from it
+    assert not run.exists() and not theory.exists()
+    out = smk(wd).stderr
+    assert "Nothing to be done" not in out
+    assert run.exists() and theory.exists()
+    _audit_clean(wd)
+    assert planned_jobs(wd) == {}
+
+
+def test_nonfinite_value_in_an_ok_run_is_counted_named_and_refused(pipeline, tmp_path):
+    from copyhead.provenance import read_dataset
+    wd = _edit(pipeline, tmp_path, lambda cfg: None)
+    run = wd / "results/runs/linear/adam/P4/seed0.nc"
+    good = float(read_dataset(wd / "results/runs/linear/adam/P4/seed1.nc")["c1"])
+    _rewrite_run(run, c1=np.nan, c1_sample=np.nan)                # status still ok
+    smk(wd)                                                        # the aggregate is remade from the new file
+    ag = read_dataset(wd / "results/aggregate/linear.nc")
+    cell = ag.sel(optimizer="adam", P=4)
+    assert str(cell["status"].sel(seed=0).values) == "nonfinite"
+    assert int(cell["n_ok"]) == 1 and int(cell["n_nonfinite"]) == 1 and ag.attrs["n_nonfinite"] == 1
+    assert json.loads(ag.attrs["nonfinite_json"]) == {"results/runs/linear/adam/P4/seed0.nc": ["c1", "c1_sample"]}
+    assert float(cell["c1_mean"]) == pytest.approx(good) and np.isnan(float(cell["c1_sem"]))
+    assert "nonfinite" in (wd / "results/logs/aggregate/linear.log").read_text()      # the warning
+    summary = subprocess.run([sys.executable, "-m", "copyhead", "summary", "results/aggregate/linear.nc"],
+                             cwd=wd, capture_output=True, text=True).stdout
+    assert "[left out: 1 nonfinite]" in summary and "seed0.nc: c1, c1_sample" in summary
+    runs = sorted(str(p.relative_to(wd)) for p in (wd / "results/runs/linear").rglob("*.nc"))
+    r = subprocess.run([sys.executable, "-m", "copyhead", "aggregate", "--attention", "linear", "--strict",
+                        "--config", "config.yaml", "--out", "strict.nc", *runs], cwd=wd, capture_output=True, text=True)
+    assert r.returncode == 2 and "non-finite values in c1, c1_sample" in r.stderr and not (wd / "strict.nc").exists()
+    r = _audit(wd, "--all", "--strict")
+    assert r.returncode == 1 and "seed0.nc: status ok but non-finite values in c1, c1_sample" in r.stdout
+    _audit(wd, "--all", "--fix")
+    smk(wd)
+    assert np.isfinite(float(read_dataset(run)["c1"]))
+    _audit_clean(wd)
+
+
+def test_run_from_another_config_is_left_out_refused_and_quarantined(pipeline, tmp_path):
+    import copyhead.config as c
+    from copyhead.provenance import read_dataset
+    from copyhead.run import train_run
+    wd = _edit(pipeline, tmp_path, lambda cfg: None)
+    run = wd / "results/runs/linear/adam/P4/seed0.nc"
+    other = c.validate(yaml.safe_load((wd / "config.yaml").read_text()))
+    other["model"]["sigma2"] = 0.2
+    train_run(c.run_config(other, "linear", "adam", 4, 0), tmp_path / "foreign.nc", log=lambda line: None)
+    shutil.copy(tmp_path / "foreign.nc", run)                     # under a valid name
+    smk(wd)
+    ag = read_dataset(wd / "results/aggregate/linear.nc")
+    cell = ag.sel(optimizer="adam", P=4)
+    assert str(cell["status"].sel(seed=0).values) == "foreign" and int(cell["n_ok"]) == 1
+    why = json.loads(ag.attrs["foreign_json"])["results/runs/linear/adam/P4/seed0.nc"]
+    assert why == ["'model.sigma2' = 0.2 (expected 0.1)"]
+    runs = sorted(str(p.relative_to(wd)) for p in (wd / "results/runs/linear").rglob("*.nc"))
+    for how in (["--config", "config.yaml"], []):     # without a config: the recipe's runs disagree
+        r = subprocess.run([sys.executable, "-m", "copyhead", "aggregate", "--attention", "linear", "--strict", *how,
+                            "--out", "strict.nc", *runs], cwd=wd, capture_output=True, text=True)
+        assert r.returncode == 2 and "seed0.nc" in r.stderr and "config" in r.stderr, r.stderr
+    r = _audit(wd, "--all", "--strict")
+    assert r.returncode == 1 and "'model.sigma2' = 0.2 (expected 0.1)" in r.stdout
+    r = _audit(wd, "--all", "--fix")
+    assert "moved results/runs/linear/adam/P4/seed0.nc to results/quarantine/runs/linear/adam/P4/seed0.nc" in r.stdout
+    assert (wd / "results/quarantine/runs/linear/adam/P4/seed0.nc").exists()     # kept, not deleted
+    smk(wd)
+    assert json.loads(read_dataset(run).attrs["config_json"])["model"]["sigma2"] == 0.1
+    _audit_clean(wd)

@@ -8,7 +8,11 @@ their results are NaN, and ``n_ok`` counts the runs behind each summary. The var
 the run files: a variable some runs lack (files written by older code) is NaN for those runs, counted
 (variable attribute ``n_missing``, global ``missing_json``) and warned about, never blanking the runs
 that have it. Runs made by different code (``code_fingerprint``) are flagged (``mixed_code``, a warning)
-or refused (``strict``). Seed summaries ``<var>_mean`` and ``<var>_sem`` (standard error over the seeds
+or refused (``strict``). Two kinds of run are never averaged in (status ``nonfinite`` and ``foreign``,
+results blanked like a diverged run, counted per point in ``n_nonfinite``/``n_foreign``, named in the
+global ``nonfinite_json``/``foreign_json``, a warning; refused under ``strict``): a run whose file says ok
+but holds a NaN or infinite value, and a run whose recorded defining config (``config_json``) is not the
+one the current config gives it (``run_configs``: per recipe :func:`copyhead.config.run_config`). Seed summaries ``<var>_mean`` and ``<var>_sem`` (standard error over the seeds
 that have a value, NaN with fewer than two; the definition of ``copyhead.analysis.mean_sem``) are stored
 next to the runs. Sampled recipes also get chain diagnostics (``<v>_rhat``, ``<v>_ess`` per (optimizer, P);
 ``<v>_mcse`` per run; :func:`_convergence`). The sha256 of every input file is recorded (``inputs_json``) for the audit.
@@ -22,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from .config import config_diff, run_identity
 from .order_params import PAPER_NAMES, paper_order_parameters
 from .provenance import DataFileError, provenance_attrs, read_dataset, sha256_file, write_dataset
 
@@ -42,7 +47,27 @@ class AggregateError(ValueError):
     """Run files that cannot be aggregated together (the message names them)."""
 
 
-def _one_run(path: Path) -> tuple[tuple[str, int, int], xr.Dataset, dict]:
+def nonfinite_variables(ds: xr.Dataset) -> list[str]:
+    """The float variables of a run holding a NaN or infinite value (none in a healthy ok run)."""
+    return sorted(str(v) for v in ds.data_vars if ds[v].dtype.kind == "f" and not np.isfinite(ds[v].values).all())
+
+
+def foreign_config(attrs: dict, run_configs: dict | None, key: tuple[str, int, int]) -> list[str]:
+    """Where a run's recorded defining config differs from the one the current config gives it
+    (``run_configs``: recipe -> :func:`copyhead.config.run_config`); [] if it matches or nothing to check."""
+    if run_configs is None:
+        return []
+    opt, P, seed = key
+    if opt not in run_configs:
+        return [f"recipe {opt!r} is not swept by the current config (swept: {sorted(run_configs)})"]
+    try:
+        got = json.loads(attrs.get("config_json", ""))
+    except json.JSONDecodeError:
+        return ["no readable config_json attribute"]
+    return config_diff(got, run_identity(run_configs[opt], P, seed))
+
+
+def _one_run(path: Path, run_configs: dict | None = None) -> tuple[tuple[str, int, int], xr.Dataset, dict]:
     ds = read_dataset(path)
     a = ds.attrs
     kind = a.get("copyhead_kind", "run")
@@ -54,11 +79,15 @@ def _one_run(path: Path) -> tuple[tuple[str, int, int], xr.Dataset, dict]:
         raise DataFileError(f"{path}: not a copyhead run file (attribute {e} missing)") from None
     status = str(a.get("status", "ok"))
     ds = ds.drop_vars([v for v in ("status",) if v in ds.variables])
+    meta = {"status": status, "path": str(path), "sha256": sha256_file(path)}
+    if status == "ok":
+        meta["nonfinite"] = nonfinite_variables(ds)
+        meta["foreign"] = foreign_config(a, run_configs, key)
+        status = meta["status"] = "foreign" if meta["foreign"] else "nonfinite" if meta["nonfinite"] else "ok"
     if status != "ok":  # keep the curves (they show where it diverged), blank the results
         for v in ds.data_vars:
             if "step" not in ds[v].dims and ds[v].dtype.kind == "f":
                 ds[v] = ds[v] * np.nan
-    meta = {"status": status, "path": str(path), "sha256": sha256_file(path)}
     for k, name in RUN_ATTRS.items():
         if name:
             meta[name] = a.get(k, "")
@@ -114,9 +143,43 @@ def _assemble(runs, optimizers, Ps, seeds) -> tuple[xr.Dataset, dict[str, np.nda
     return out, present
 
 
-def aggregate_datasets(paths, attention: str, strict: bool = False) -> xr.Dataset:
-    """Aggregate run files; ``strict`` refuses runs made by different code (else they are flagged)."""
-    runs = [_one_run(Path(p)) for p in paths]
+def _excluded(runs, attention: str, strict: bool) -> dict[str, dict[str, list[str]]]:
+    """The runs excluded from the statistics, per kind (nonfinite, foreign): path -> what is wrong.
+    Refused (AggregateError) under ``strict``, else a warning that names each."""
+    out = {kind: {m["path"]: m[kind] for _, _, m in runs if m["status"] == kind} for kind in ("nonfinite", "foreign")}
+    what = {"nonfinite": "status ok but non-finite values in", "foreign": "made with another config:"}
+    lines = [f"{path}: {what[kind]} {', '.join(items)}" for kind, bad in out.items() for path, items in bad.items()]
+    if lines:
+        msg = (f"{attention} aggregate: {len(lines)} run(s) left out of every mean (status nonfinite/foreign; "
+               "`copyhead audit --all --fix` removes them and the next `snakemake` trains them again):\n  "
+               + "\n  ".join(lines))
+        if strict:
+            raise AggregateError(msg)
+        warnings.warn(msg, stacklevel=3)
+    return out
+
+
+def _check_configs_agree(runs, attention: str, strict: bool):
+    """Without the current config: the runs of one recipe must at least share one defining config."""
+    groups: dict[str, dict[str, list[str]]] = {}
+    for (opt, _, _), ds, meta in runs:
+        rec = {k: v for k, v in json.loads(ds.attrs.get("config_json", "{}") or "{}").items() if k not in ("P", "seed")}
+        groups.setdefault(opt, {}).setdefault(json.dumps(rec, sort_keys=True), []).append(meta["path"])
+    mixed = {opt: g for opt, g in groups.items() if len(g) > 1}
+    if mixed:
+        msg = f"{attention} runs of one recipe made with different configs (give --config to check against yours): " + \
+            "; ".join(f"{opt}: " + " vs ".join(f"{len(ps)} run(s), e.g. {ps[0]}" for ps in g.values())
+                      for opt, g in sorted(mixed.items()))
+        if strict:
+            raise AggregateError(msg)
+        warnings.warn(msg, stacklevel=3)
+
+
+def aggregate_datasets(paths, attention: str, strict: bool = False, run_configs: dict | None = None) -> xr.Dataset:
+    """Aggregate run files; ``strict`` refuses runs made by different code (else they are flagged), runs
+    with non-finite values and, given ``run_configs`` (recipe -> :func:`copyhead.config.run_config` of the
+    current config), runs made with another config (else they are left out of the means and named)."""
+    runs = [_one_run(Path(p), run_configs) for p in paths]
     if not runs:
         raise AggregateError("no run files to aggregate")
     for key, ds, meta in runs:
@@ -139,6 +202,9 @@ def aggregate_datasets(paths, attention: str, strict: bool = False) -> xr.Datase
         if strict:
             raise AggregateError(msg + " (rerun the stale runs, or aggregate without --strict)")
         warnings.warn(msg, stacklevel=2)
+    excluded = _excluded(runs, attention, strict)
+    if run_configs is None:
+        _check_configs_agree(runs, attention, strict)
     optimizers = sorted({k[0] for k, _, _ in runs})
     Ps = sorted({k[1] for k, _, _ in runs})
     seeds = sorted({k[2] for k, _, _ in runs})
@@ -152,7 +218,10 @@ def aggregate_datasets(paths, attention: str, strict: bool = False) -> xr.Datase
         status[idx] = meta["status"]
         for name in meta_vars:
             meta_vars[name][idx] = str(meta[name])
-    out["status"] = (GRID, status.astype(str), {"long_name": "run status (ok | diverged | absent)"})
+    out["status"] = (GRID, status.astype(str), {
+        "long_name": "run status (ok | diverged | nonfinite | foreign | absent)",
+        "comment": "nonfinite: the file says ok but holds NaN/inf values; foreign: made with another config "
+                   "(nonfinite_json, foreign_json); neither is in any mean"})
     for name, arr in meta_vars.items():
         out[name] = (GRID, arr.astype(str))
     ran = status != "absent"
@@ -165,7 +234,12 @@ def aggregate_datasets(paths, attention: str, strict: bool = False) -> xr.Datase
                       stacklevel=2)
     ok = out["status"] == "ok"
     n = ok.sum("seed")
+    out["n_diverged"] = (out["status"] == "diverged").sum("seed").assign_attrs(
+        long_name="runs left out of the means: status diverged", units="1")
     out["n_ok"] = n.assign_attrs(long_name="runs with status ok", units="1")
+    for kind in excluded:
+        out[f"n_{kind}"] = (out["status"] == kind).sum("seed").assign_attrs(
+            long_name=f"runs left out of the means: status {kind}", units="1")
     for v in SUMMARY_VARS:
         if v not in out:
             continue
@@ -188,7 +262,10 @@ def aggregate_datasets(paths, attention: str, strict: bool = False) -> xr.Datase
                "n_absent": int((status == "absent").sum()),
                "missing_json": json.dumps(missing, sort_keys=True),
                "n_missing_values": int(sum(missing.values())),
-               "run_code_fingerprints": ",".join(fingerprints), "mixed_code": int(mixed)})
+               "run_code_fingerprints": ",".join(fingerprints), "mixed_code": int(mixed),
+               **{f"{kind}_json": json.dumps(bad, sort_keys=True) for kind, bad in excluded.items()},
+               **{f"n_{kind}": len(bad) for kind, bad in excluded.items()},
+               "run_configs_json": json.dumps(run_configs, sort_keys=True) if run_configs is not None else ""})
     return out
 
 
@@ -233,8 +310,9 @@ def _convergence(out: xr.Dataset, ok: xr.DataArray):
             "units": "1"})
 
 
-def aggregate_runs(paths, out: Path, attention: str, strict: bool = False) -> xr.Dataset:
-    ds = aggregate_datasets(paths, attention, strict=strict)
+def aggregate_runs(paths, out: Path, attention: str, strict: bool = False,
+                   run_configs: dict | None = None) -> xr.Dataset:
+    ds = aggregate_datasets(paths, attention, strict=strict, run_configs=run_configs)
     write_dataset(ds, out)
     return ds
 
@@ -259,5 +337,11 @@ def summary_table(ag: xr.Dataset) -> str:
             for mean, sem in zip(means, sems):
                 m, s = float(mean.sel(optimizer=opt, P=P)), float(sem.sel(optimizer=opt, P=P))
                 cells.append(f"{m:7.3f} ± {s:5.3f}" if np.isfinite(s) else f"{m:7.3f}        ")
-            lines.append(f"{str(opt):<12} {int(P):>5} {n:>4}  " + "  ".join(cells))
+            left = [f"{int(ag[f'n_{k}'].sel(optimizer=opt, P=P))} {k}" for k in ("diverged", "nonfinite", "foreign")
+                    if f"n_{k}" in ag and int(ag[f"n_{k}"].sel(optimizer=opt, P=P))]
+            lines.append(f"{str(opt):<12} {int(P):>5} {n:>4}  " + "  ".join(cells)
+                         + (f"  [left out: {', '.join(left)}]" if left else ""))
+    for kind in ("nonfinite", "foreign"):
+        for path, why in json.loads(ag.attrs.get(f"{kind}_json", "") or "{}").items():
+            lines.append(f"  {kind}: {path}: {', '.join(why)}")
     return "\n".join(lines)

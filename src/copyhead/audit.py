@@ -24,9 +24,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .provenance import (CODE_MODULES, KIND_CONCERN, DataFileError, code_fingerprint, read_dataset,
-                         sha256_file, stale_temps)
-from .recovery import STALE_TEMP_S
+from .provenance import CODE_MODULES, KIND_CONCERN, DataFileError, code_fingerprint, read_dataset, sha256_file
+from .repair import FOREIGN, broken_results, remove_broken, with_dependents
 
 
 @dataclass
@@ -107,6 +106,8 @@ class _Auditor:
         path = self._resolve(recorded_path)
         if not path.exists():
             rep.problems.append(f"{recorded_path}: missing ({what})")
+            for c in consumer:     # made from it: removed, so that snakemake remakes both
+                rep.remove.setdefault(str(self._resolve(c)), f"made from {recorded_path}, which is missing")
             return None
         if path not in self._files:
             try:
@@ -197,6 +198,24 @@ class _Auditor:
             rep.warnings.append(f"made from a dirty working tree: {', '.join(sorted(dirty))}")
         return rep
 
+    def _check_run_content(self, rep: Report, ds, agg_attrs: dict, path: str):
+        """A run the aggregate must not average: non-finite values in an ok run, or a defining config
+        other than the one the aggregate's config gives it (``run_configs_json``)."""
+        from .aggregate import foreign_config, nonfinite_variables
+
+        if str(ds.attrs.get("status", "ok")) != "ok":
+            return
+        bad = nonfinite_variables(ds)
+        if bad:
+            rep.problems.append(f"{path}: status ok but non-finite values in {', '.join(bad)}")
+            rep.remove[str(self._resolve(path))] = "non-finite values in a run marked ok"
+        recorded = agg_attrs.get("run_configs_json", "")
+        key = (str(ds.attrs.get("optimizer")), int(ds.attrs.get("P", 0)), int(ds.attrs.get("seed", 0)))
+        diff = foreign_config(ds.attrs, json.loads(recorded), key) if recorded else []
+        if diff:
+            rep.problems.append(f"{path}: {FOREIGN} than its aggregate's: {'; '.join(diff)}")
+            rep.remove[str(self._resolve(path))] = f"{FOREIGN}: {'; '.join(diff)}"
+
     def _audit_runs(self, rep: Report, attrs: dict, agg_path: str):
         try:
             inputs = json.loads(attrs.get("inputs_json", "{}"))
@@ -216,37 +235,11 @@ class _Auditor:
                 if why:
                     run["stale"] = why
                 self._note_version(rep, a, path)
+                self._check_run_content(rep, ds, attrs, path)
             job = _snakemake_record(self.root, path)
             if job:
                 run["snakemake"] = job
             rep.runs.append(run)
-
-
-def broken_results(results: Path) -> dict[str, str]:
-    """Files under ``results`` that no reader can use: unreadable netCDF files (runs, aggregates,
-    theory) or ones without copyhead's attributes, and temporary files of killed writes older than STALE_TEMP_S: path -> reason."""
-    out = {}
-    for nc in sorted(results.glob("**/*.nc")):
-        try:
-            if "copyhead_kind" not in read_dataset(nc).attrs:
-                out[str(nc)] = "not a copyhead product (no copyhead_kind attribute)"
-        except DataFileError:
-            out[str(nc)] = "unreadable netCDF file"
-    for tmp in stale_temps(results, STALE_TEMP_S):
-        out[str(tmp)] = "temporary file of a killed write"
-    return out
-
-
-def remove_broken(remove: dict[str, str], out=sys.stdout) -> int:
-    """Delete the files `--fix` chose (each named with the reason); return how many were removed."""
-    n = 0
-    for path, why in sorted(remove.items()):
-        p = Path(path)
-        if p.exists():
-            p.unlink()
-            n += 1
-            print(f"removed {os.path.relpath(p)} ({why})", file=out)
-    return n
 
 
 def audit_figures(figures, root: Path = Path(".")) -> list[Report]:
@@ -311,9 +304,9 @@ def main(args) -> int:
         remove = {str(Path(p).resolve()): why for r in reports for p, why in r.remove.items()}
         for p, why in broken_results(results).items():
             remove.setdefault(str(Path(p).resolve()), why)
-        n = remove_broken(remove, out=sys.stderr if args.json else sys.stdout)
-        print(f"--fix: removed {n} broken file(s); the next `snakemake` makes them again",
-              file=sys.stderr if args.json else sys.stdout)
+        n = remove_broken(with_dependents(remove, results, root), results, out=sys.stderr if args.json else sys.stdout)
+        print(f"--fix: removed {n} file(s) (broken, and what was made from them); the next `snakemake` "
+              "makes them again", file=sys.stderr if args.json else sys.stdout)
     if args.strict and any(r.warnings for r in reports):
         return 1
     return 0 if all(r.ok for r in reports) else 1

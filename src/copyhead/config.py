@@ -12,6 +12,7 @@ import copy
 import hashlib
 import json
 import math
+import re
 from importlib import resources
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -213,6 +214,15 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+# YAML 1.2 floats: PyYAML follows YAML 1.1, where a float needs a dot ("1.0e-2"), so "lr: 1e-2" would be
+# the string '1e-2' and refused as "not a number". Read the way the user meant (and YAML 1.2 says).
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"""^[-+]?(?:[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?|\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+                |[0-9][0-9_]*[eE][-+]?[0-9]+|\.inf|\.Inf|\.INF|\.nan|\.NaN|\.NAN)$""", re.X),
+    list("-+0123456789."))
+
+
 def _yaml_error(where: str, e: yaml.YAMLError) -> ConfigError:
     """One line naming the file (or --config entry), line and column."""
     mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
@@ -235,10 +245,20 @@ def load_yaml(path: str | Path) -> Any:
         raise _yaml_error(str(path), e) from None
 
 
+def load_mapping(path: str | Path) -> dict:
+    """:func:`load_yaml` of a config file that must hold a mapping of sections (an empty file or a list
+    is an error naming the file)."""
+    cfg = load_yaml(path)
+    if not isinstance(cfg, dict):
+        what = "is empty" if cfg is None else f"holds a {type(cfg).__name__}, not a mapping of sections"
+        raise ConfigError(f"{path}: the config file {what} (expected task:, model:, optimizers:, ... at the top level)")
+    return cfg
+
+
 def load(path: str | Path) -> dict:
     """Read and validate a YAML config file."""
     path = Path(path)
-    cfg = load_yaml(path)
+    cfg = load_mapping(path)
     try:
         return validate(cfg)
     except ConfigError as e:
@@ -328,6 +348,23 @@ def run_config(cfg: dict, attention: str, optimizer: str, P: int | None = None,
             raise ConfigError(f"seed = {seed} is impossible; it must be >= 0")
         out["seed"] = int(seed)
     return out
+
+
+def run_identity(run_cfg: dict, P: int, seed: int) -> dict:
+    """The defining config a run file records (its ``config_json``): :func:`run_config` (P and seed
+    omitted) normalised through :class:`RunConfig`, plus P and seed. Two runs with equal identities are
+    the same computation; the aggregate and the audit compare a run file's record with it."""
+    return dict(RunConfig.from_dict(run_cfg).as_dict(), P=int(P), seed=int(seed))
+
+
+def config_diff(got: Any, want: Any, path=()) -> list[str]:
+    """Every key where ``got`` differs from ``want``, as "'key' = got (expected want)" lines."""
+    if isinstance(got, dict) and isinstance(want, dict):
+        return [d for k in sorted(set(got) | set(want), key=str)
+                for d in config_diff(got.get(k, "<absent>"), want.get(k, "<absent>"), (*path, k))]
+    if got == want:
+        return []
+    return [f"'{_key(path)}' = {got!r} (expected {want!r})"]
 
 
 def theory_config(cfg: dict) -> dict:

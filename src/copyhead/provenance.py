@@ -34,6 +34,10 @@ class DataFileError(RuntimeError):
     """A data file that is missing, truncated or not what it claims to be (the message names it)."""
 
 
+class WriteError(DataFileError):
+    """A product could not be written (the message names the file and the free space)."""
+
+
 def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -50,9 +54,9 @@ _CODE_PATHS = ("src", "workflow", "Snakefile", "pyproject.toml")
 # this module (file writing and provenance records).
 CODE_MODULES = {
     "train": ("copyhead.task", "copyhead.model", "copyhead.train", "copyhead.run", "copyhead.order_params",
-              "copyhead.schedules", "copyhead.engine", "copyhead.config"),
+              "copyhead.schedules", "copyhead.engine", "copyhead.suffstats", "copyhead.config"),
     "theory": ("copyhead.theory", "copyhead.task", "copyhead.config"),
-    "aggregate": ("copyhead.aggregate", "copyhead.order_params", "copyhead.analysis"),
+    "aggregate": ("copyhead.aggregate", "copyhead.order_params", "copyhead.analysis", "copyhead.config"),
     "figures": ("copyhead.figures", "copyhead.analysis", "copyhead.results", "copyhead.order_params",
                 "copyhead.config"),
     "results": ("copyhead.results", "copyhead.analysis", "copyhead.order_params", "copyhead.config"),
@@ -297,10 +301,32 @@ def atomic_write(path: str | Path, write) -> Path:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         tmp.unlink(missing_ok=True)
+        if isinstance(e, (OSError, RuntimeError)):     # netCDF/HDF5 report a full disk as "HDF error"
+            raise WriteError(_write_failure(path, e)) from e
         raise
     return path
+
+
+# below this much free space a failed write is called a full disk (HDF5 does not say why it failed)
+LOW_SPACE_BYTES = 64 * 2**20
+
+
+def _write_failure(path: Path, e: BaseException) -> str:
+    """One line: the file, the error, and the free space where it was written (errno 28 or little left:
+    the disk is full). Nothing is left behind: the temporary file is already removed."""
+    import errno
+    import shutil
+    try:
+        free = shutil.disk_usage(path.parent).free
+    except OSError:
+        free = None
+    full = getattr(e, "errno", None) == errno.ENOSPC or (free is not None and free < LOW_SPACE_BYTES)
+    where = f"{free / 2**20:.1f} MiB free on {path.parent}" if free is not None else "free space unknown"
+    return (f"{path}: could not be written ({type(e).__name__}: {e}); {where}"
+            + ("; the disk is full: free space and rerun (no partial file was left)" if full
+               else " (no partial file was left)"))
 
 
 def write_dataset(ds, path: str | Path) -> Path:

@@ -8,6 +8,9 @@ rule aggregate:
     output:
         "results/aggregate/{attention}.nc",
     params:
+        # the defining config of every recipe: a run made with another config is named and left out
+        run_configs=lambda w: chcfg.canonical_json(
+            {opt: chcfg.run_config(CONFIG, w.attention, opt) for opt in CONFIG["sweep"][w.attention]}),
         code=CODE["aggregate"],
     conda:
         ENV
@@ -19,4 +22,5 @@ rule aggregate:
         runtime=10,
         mem_mb=2000,
     shell:
-        "copyhead aggregate --attention {wildcards.attention} --out {output} {input} > {log} 2>&1"
+        "copyhead aggregate --attention {wildcards.attention} --run-configs {params.run_configs:q}"
+        " --out {output} {input} > {log} 2>&1"

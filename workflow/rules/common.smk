@@ -14,7 +14,7 @@ from copyhead.resources import train_resources
 # the schema, so `g_Q: 1` and `g_Q: 1.0` give the same params.
 try:
     CONFIG = chcfg.validate(
-        chcfg.merge_overrides(config, chcfg.parse_overrides(workflow.config_settings.config))
+        chcfg.merge_overrides(FILE_CONFIG, chcfg.parse_overrides(workflow.config_settings.config))
     )
 except chcfg.ConfigError as err:
     raise WorkflowError(str(err)) from None
