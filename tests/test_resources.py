@@ -146,3 +146,13 @@ def test_sweep_seconds_sums_the_jobs_and_the_time_limit_covers_each(default_cfg)
                 for recipes in default_cfg["sweep"].values() for opt, v in recipes.items())
     floor = n_jobs * R.STARTUP_S["gpu"] + steps * R.STEP_OVERHEAD_S["gpu"]
     assert floor <= R.sweep_seconds(default_cfg, "gpu") <= 3 * floor
+
+
+def test_packed_process_needs_less_than_its_jobs_and_more_than_any(default_cfg):
+    """One process for every P of a recipe: at most the per-P jobs' sum (one start-up, one footprint),
+    at least the largest of them."""
+    jobs = [R.train_resources(default_cfg, "softmax", "sgld", P) for P in default_cfg["sweep"]["softmax"]["sgld"]["P"]]
+    packed = R.packed_resources(default_cfg, "softmax", "sgld")
+    for key in ("runtime", "mem_mb"):
+        assert max(j[key] for j in jobs) <= packed[key] <= sum(j[key] for j in jobs)
+    assert packed["mem_mb"] < sum(j["mem_mb"] for j in jobs) and packed["gpu"] == jobs[0]["gpu"]

@@ -198,3 +198,23 @@ def test_recipe_without_samples_is_a_config_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "'optimizers.sgld.burn_in' + 'thin'" in err and "no samples" in err
     assert not (tmp_path / "x.nc").exists()
+
+
+def test_packed_group_command(tmp_path, capsys):
+    """``python -m copyhead.engine`` trains every (P, seed) of a recipe in one process, P-major outputs;
+    a wrong number of outputs or bad JSON is refused (exit 2) before anything is trained."""
+    import json
+
+    from copyhead import engine
+
+    rc = cfgmod.run_config(tiny_config(), "linear", "adam")
+    outs = [str(tmp_path / f"P{P}_s{s}.nc") for P in (4, 8) for s in (0, 1)]
+    args = ["--run-config", json.dumps(rc), "--P", "4", "8", "--seeds", "0", "1"]
+    assert engine.main([*args, "--out", *outs[:3]]) == 2
+    assert "need 4 --out files" in capsys.readouterr().err
+    assert engine.main(["--run-config", "{", "--P", "4", "--seeds", "0", "--out", outs[0]]) == 2
+    assert not any(Path(o).exists() for o in outs)
+    assert engine.main([*args, "--out", *outs]) == 0
+    for o, (P, s) in zip(outs, [(4, 0), (4, 1), (8, 0), (8, 1)]):
+        ds = read_dataset(o)
+        assert (ds.attrs["P"], ds.attrs["seed"], ds.attrs["packed_P"]) == (P, s, "4 8")

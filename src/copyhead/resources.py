@@ -121,6 +121,20 @@ def train_resources(cfg: Mapping[str, Any], attention: str, optimizer: str, P: i
     return estimate(_sizes(run_config(cfg, attention, optimizer), P, n_chains), attempt=attempt)
 
 
+def packed_resources(cfg: Mapping[str, Any], attention: str, optimizer: str, attempt: int = 1) -> dict:
+    """Resources of ONE process training every P of (attention, recipe) (``COPYHEAD_TRAIN_PACK=recipe``,
+    :mod:`copyhead.engine`): the per-P jobs' budgets without their repeated start-up (one interpreter,
+    one CUDA context) and their memory on one host footprint; ``{"runtime", "mem_mb", "gpu"}``."""
+    Ps = cfg["sweep"][attention][optimizer]["P"]
+    jobs = [train_resources(cfg, attention, optimizer, P, attempt) for P in Ps]
+    gpu = jobs[0]["gpu"]
+    kind = "gpu" if gpu else "cpu"
+    startup_min = SAFETY * STARTUP_S[kind] / 60.0 * max(1, int(attempt))
+    runtime = max(MIN_RUNTIME_MIN, math.ceil(sum(j["runtime"] for j in jobs) - (len(jobs) - 1) * startup_min))
+    mem_mb = sum(j["mem_mb"] for j in jobs) - (len(jobs) - 1) * BASE_MEM_MB[kind]
+    return {"runtime": int(runtime), "mem_mb": int(mem_mb), "gpu": gpu}
+
+
 SUBMISSION_CAPS = {  # resource -> (environment variable, sinfo field of the node size, fallback)
     "cpus": ("COPYHEAD_SLURM_CPUS_PER_SUBMISSION", "%c", 8),
     "mem_mb": ("COPYHEAD_SLURM_MEM_MB_PER_SUBMISSION", "%m", 32000),
