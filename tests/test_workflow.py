@@ -125,6 +125,9 @@ def test_report_renders(pipeline):
     smk(pipeline, "--report", "results/report.html")
     html = (pipeline / "results/report.html").read_text(errors="ignore")
     assert "fig4_softmax_order_params" in html
+    # captions are reStructuredText: "|z|" would be an undefined substitution, embedded as an ERROR
+    for needle in ("System Message", "ERROR/3", "Undefined substitution"):
+        assert needle not in html, needle
 
 
 def test_no_change_schedules_nothing(pipeline):
@@ -287,6 +290,23 @@ def test_yaml_errors_through_snakemake_name_file_and_line(tmp_path):
     (wd / "config.yaml").write_text(good.replace("  adam:\n", "  adam:\n    lr: 0.5\n", 1))
     r = smk(wd, "-n", check=False)
     assert r.returncode != 0 and "duplicate key 'lr'" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("text,needle", [("", "config.yaml: the config file is empty"),
+                                         ("- a\n", "config.yaml: the config file holds a list")])
+def test_empty_or_list_config_is_named(tmp_path, text, needle):
+    wd = _fresh_workflow(tmp_path / "wd")
+    (wd / "config.yaml").write_text(text)
+    r = smk(wd, "-n", check=False)
+    assert r.returncode != 0 and needle in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_yaml_1_2_number_through_snakemake(tmp_path):
+    wd = _fresh_workflow(tmp_path / "wd")
+    (wd / "config.yaml").write_text(TINY.read_text().replace("lr: 0.01", "lr: 1e-2"))
+    r = smk(wd, "-n", "-p", check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert '"lr":0.01' in r.stdout + r.stderr
 
 
 def test_config_override_of_a_section_key(tmp_path):
@@ -473,3 +493,14 @@ def test_run_from_another_config_is_left_out_refused_and_quarantined(pipeline, t
     smk(wd)
     assert json.loads(read_dataset(run).attrs["config_json"])["model"]["sigma2"] == 0.1
     _audit_clean(wd)
+
+
+def test_captions_render_without_docutils_errors():
+    """Every report caption is valid reStructuredText (what `snakemake --report` embeds)."""
+    import docutils.core
+    captions = sorted((ROOT / "workflow/report").glob("*.rst"))
+    assert captions
+    for rst in captions:
+        html = docutils.core.publish_parts(rst.read_text(), writer_name="html",
+                                           settings_overrides={"warning_stream": False})["html_body"]
+        assert "System Message" not in html, rst.name
