@@ -110,7 +110,7 @@ def test_order_parameter_figure_plots_the_aggregates_mean_and_sem(files):
     ag = synthetic_aggregate()
     for opt, label in (("adam", "Adam"), ("sgld", "SGLD")):
         for var, name in (("c1", "$\\hat c_1$"), ("cG", "$\\hat c_G$")):
-            x, y, half = bars[f"{name} {label}"]
+            x, y, half = bars[f"_{name} {label}"]
             np.testing.assert_array_equal(x, [4, 8])
             np.testing.assert_allclose(y, ag[f"{var}_mean"].sel(optimizer=opt).values)
             np.testing.assert_allclose(half, ag[f"{var}_sem"].sel(optimizer=opt).values)  # NaN for sgld
@@ -142,5 +142,47 @@ def test_transition_outside_the_swept_range_leaves_no_stray_label(files):
     labels = {t.get_text(): t for t in ax.texts}
     assert {"onset 2", "crossover 18"} <= set(labels)
     lo, hi = ax.get_xlim()
-    assert all(t.get_clip_on() for t in labels.values()) and not lo <= 2.0 <= hi
+    marks = [t for s, t in labels.items() if s.startswith(("onset", "crossover"))]
+    assert marks and all(t.get_clip_on() for t in marks) and not lo <= 2.0 <= hi
+    # without a results JSON the experimental transitions are not drawn, and the panel says so
+    assert "no results JSON: experimental transitions not drawn" in labels
+    plt.close(fig)
+
+
+def _scaling_theory(attention):
+    """A theory file with the scaling scan fig8 draws (P_*_vs_L at L = 8..64; the run's L = 32)."""
+    Ls = np.array([8, 16, 32, 64])
+    ds = xr.Dataset(coords={"P": np.geomspace(1, 50, 12), "scaling_L": Ls})
+    for k, base in (("P_onset_vs_L", 5.0), ("P_crossover_vs_L", 10.0), ("P_star_vs_L", 18.0)):
+        ds[k] = ("scaling_L", base * (Ls / 32.0) ** 0.3)
+    ds.attrs.update(copyhead_kind="theory", config_hash="th", attention=attention,
+                    config_json=json.dumps({"task": {"L": 32}}))
+    return ds
+
+
+def test_fig8_draws_the_results_models_transitions_with_their_cis(tmp_path):
+    """fig8's experimental marks are the summary's numbers (the estimator of the results page), with bars."""
+    import matplotlib.pyplot as plt
+    cell = lambda e, lo, hi: {"recipe": "sgld", "estimate": e, "ci_lo": lo, "ci_hi": hi}   # noqa: E731
+    summary = {"attentions": {"linear": {"transitions": [{"kind": "crossover", "sgld": cell(15.4, 14.6, 16.2)}]},
+                              "softmax": {"transitions": [{"kind": "jump", "sgld": cell(24.3, 20.2, 26.0)}]}}}
+    res = tmp_path / "results.json"
+    res.write_text(json.dumps({"summary": summary}))
+    inputs = {f"theory_{a}": str(write_dataset(_scaling_theory(a), tmp_path / f"th_{a}.nc"))
+              for a in ("linear", "softmax")}
+    fig = FIGURES["fig8_scaling"].draw(dict(inputs, results=str(res)), {})
+    bars = _errorbars(fig)
+    for label, (e, lo, hi) in (("SGLD crossover at $L=32$, 95% CI", (15.4, 14.6, 16.2)),
+                               ("SGLD jump at $L=32$, 95% CI", (24.3, 20.2, 26.0))):
+        x, y, _ = bars[label]
+        assert y == pytest.approx([e])
+        seg = fig.axes[0].containers[[c.get_label() for c in fig.axes[0].containers].index(label)].lines[2][0]
+        assert sorted(seg.get_segments()[0][:, 1]) == pytest.approx([lo, hi])
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any("paper" in s and "L\\ln^2L" in s for s in labels) and len(labels) <= 4
+    assert {"onset", "crossover", "$P^*$"} <= {t.get_text() for t in fig.axes[0].texts}   # named directly
+    plt.close(fig)
+    fig = FIGURES["fig8_scaling"].draw(inputs, {})   # no results JSON: said on the panel, nothing made up
+    assert not _errorbars(fig)
+    assert any("no results JSON" in t.get_text() for t in fig.axes[0].texts)
     plt.close(fig)

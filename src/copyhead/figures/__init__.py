@@ -21,7 +21,7 @@ from typing import Callable
 @dataclass(frozen=True)
 class Figure:
     name: str
-    function: str                         # name of the drawing function in copyhead.figures.draw
+    function: str                         # drawing function in copyhead.figures.draw (fig3/fig4: .orders)
     needs: tuple = ()                     # (kind, attention) pairs: kind in {aggregate, theory}
     options: Callable[[dict], dict] = field(default=lambda cfg: {})
     attention: str = ""                   # passed to the drawing function when set (one function, two figures)
@@ -35,8 +35,8 @@ class Figure:
     @property
     def draw(self) -> Callable:
         """``draw(inputs, options) -> matplotlib Figure`` (imports the drawing code on first use)."""
-        from . import draw
-        f = getattr(draw, self.function)
+        from . import draw, orders
+        f = getattr(draw, self.function, None) or getattr(orders, self.function)
         return partial(f, attention=self.attention) if self.attention else f
 
     def available(self, attentions) -> bool:

@@ -13,11 +13,11 @@ EXACT_MEAN_LS = (0, (3, 1, 1, 1, 1, 1))   # dataset-averaged exact action, poste
 LOSS_LINESTYLES = {"adam": "-", "adam_map": "--"}
 OPT_COLORS = {"adam": "tab:blue", "sgld": "tab:red", "adam_map": "tab:gray", "sgld_copy": "tab:purple"}
 
-# theory transition points: label (None: unlabelled), colour, line style
+# theory transition points: label, colour, line style (every drawn line is named on the plot)
 TRANSITION_STYLES = {
     "P_onset": ("onset", "0.35", ":"), "P_crossover": ("crossover", "0.35", "--"),
-    "P_star": ("$P^*$ closed form", "k", "-."), "P_spinodal_low": (None, "0.6", (0, (1, 3))),
-    "P_spinodal_high": (None, "0.6", (0, (1, 3))), "P_star_exact": ("$P^*$ exact avg.", "tab:red", "-."),
+    "P_star": ("$P^*$ closed form", "k", "-."), "P_spinodal_low": ("lower spinodal", "0.5", (0, (1, 2))),
+    "P_spinodal_high": ("upper spinodal", "0.5", (0, (1, 2))), "P_star_exact": ("$P^*$ exact avg.", "tab:red", "-."),
     "P_crossover_exact": ("crossover exact avg.", "tab:red", "--")}
 
 
@@ -70,15 +70,32 @@ def op_names(attention: str) -> tuple[str, str]:
 
 
 def status_note(ag) -> str:
-    n_div = int((ag["status"] == "diverged").sum())
-    return f"{n_div} diverged run(s) excluded" if n_div else ""
+    """'k diverged run(s) excluded' and 'k non-finite run(s) excluded' (aggregate status "nonfinite": the
+    file said ok but a result is not finite), or ''."""
+    notes = []
+    for status, what in (("diverged", "diverged"), ("nonfinite", "non-finite")):
+        n = int((ag["status"] == status).sum())
+        if n:
+            notes.append(f"{n} {what} run(s) excluded")
+    return "; ".join(notes)
 
 
 def annotate_status(ax, ag):
-    """Count diverged runs on the panel (they are excluded from the plotted means)."""
+    """Count diverged and non-finite runs on the panel (they are excluded from the plotted means)."""
     note = status_note(ag)
     if note:
         ax.text(0.02, 0.02, note, transform=ax.transAxes, fontsize=6, color="red")
+
+
+def mark_nonfinite(ax, ag, optimizer: str) -> int:
+    """A red ✕ at the bottom of ``ax`` at every P where a run of ``optimizer`` has a non-finite result
+    (aggregate status "nonfinite"; older aggregates have none). Returns how many P are marked."""
+    st = ag["status"].sel(optimizer=optimizer)
+    Ps = [float(P) for P in ag["P"].values if (st.sel(P=P) == "nonfinite").any()]
+    if Ps:
+        ax.plot(Ps, [0.03] * len(Ps), "x", color="red", ms=5, mew=1.2, transform=ax.get_xaxis_transform(),
+                zorder=8, clip_on=False)
+    return len(Ps)
 
 
 def errorbar_points(ax, P, mean, sem, **kw):
@@ -98,8 +115,9 @@ def mark_transitions(ax, th, kinds):
         P = float(th[k])
         ax.axvline(P, color=color, ls=ls, lw=0.8, zorder=0)
         if label:  # clipped like the line: a transition outside the swept P range is not labelled
-            ax.text(P, 0.5, f"{label} {P:.3g}", transform=ax.get_xaxis_transform(), fontsize=5.5,
-                    rotation=90, va="center", ha="right", color=color, clip_on=True)
+            ax.text(P, 0.5, f"{label} {P:.3g}", transform=ax.get_xaxis_transform(), fontsize=5,
+                    rotation=90, va="center", ha="right", color=color, clip_on=True, zorder=9,
+                    bbox=dict(boxstyle="square,pad=0.05", fc="white", ec="none", alpha=0.75))
 
 
 def hollow_points(ax, P, y, marker, color, ms=4):
@@ -129,7 +147,9 @@ def residual_axis(ax, reference: dict):
 
 def rhat_panel(ax, rows, keys, colors, rhat_max):
     """Split-R̂ vs P per SGLD recipe (marker) and order parameter (colour); rows ``a+b`` (prior and copy
-    start pooled) as black-edged markers of the copy recipe; the threshold as a dashed line."""
+    start pooled) as black-edged markers of the copy recipe; the threshold as a dashed line, always inside
+    the axis; the legend names the recipes with neutral markers (the colours are the order parameters')."""
+    seen, top = {}, rhat_max
     for key, color in zip(keys, colors):
         by = {}
         for r in rows:
@@ -138,10 +158,18 @@ def rhat_panel(ax, rows, keys, colors, rhat_max):
         for recipe, pts in by.items():
             P, R = zip(*sorted(pts))
             pooled = "+" in recipe
-            ax.plot(P, R, opt_marker(recipe.split("+")[-1]) + ("" if pooled else ":"), color=color, ms=3.5, lw=0.6,
-                    mec="k" if pooled else color, label=f"{recipe}" if key == keys[-1] else None)
+            mk = opt_marker(recipe.split("+")[-1])
+            ax.plot(P, R, mk + ("" if pooled else ":"), color=color, ms=3, lw=0.6, mec="k" if pooled else color)
+            seen[recipe] = (mk, pooled)
+            top = max(top, max(R))
     ax.axhline(rhat_max, color="r", ls="--", lw=0.7)
+    if top > 5:
+        ax.set_yscale("log")
+    ax.set_ylim(min(0.98, ax.get_ylim()[0]), max(top * 1.08, rhat_max * 1.03))
     ax.set_ylabel("split-$\\hat R$")
-    ax.set_title(f"convergence (dashed: {rhat_max:g})", fontsize=6)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=5, loc="upper left")
+    ax.set_title(f"convergence (red dashed: {rhat_max:g})", fontsize=6)
+    for recipe, (mk, pooled) in seen.items():
+        ax.plot([], [], mk, color="0.6", mec="k" if pooled else "0.6", ms=3, ls="none",
+                label=recipe.replace("+", " + ") + (" (pooled)" if pooled else ""))
+    if seen:
+        ax.legend(fontsize=5, loc="upper left", handletextpad=0.2)
