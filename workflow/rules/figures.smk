@@ -1,5 +1,7 @@
 # One rule per figure (generated from the registry copyhead.figures.FIGURES, so the inputs each figure
-# needs are declared once). Each writes .pdf, .png and a .provenance.json sidecar.
+# needs are declared once). Each writes .pdf, .png and a .provenance.json sidecar. fig3/fig4/fig8 also read
+# the results model (RESULTS_JSON, rule results_tables below) for the experimental transitions they mark.
+RESULTS_JSON = "results/docs/results.json"
 
 
 for _fig in FIGURES.values():
@@ -45,9 +47,6 @@ for _fig in FIGURES.values():
 # numbers and the summary every page and figure reads (analysis.summary), as one JSON file; then the pages
 # rendered from it with the figures they show, into results/docs/ (a self-contained folder). docs/results.md
 # in the repository is a verbatim copy of the one config/converged.yaml produces (README).
-RESULTS_JSON = "results/docs/results.json"
-
-
 rule results_tables:
     input:
         **role_paths((kind, att) for att in ATTENTIONS for kind in INPUT_PATHS),
