@@ -152,7 +152,9 @@ def test_atomic_write_leaves_nothing(tmp_path, monkeypatch):
 
     monkeypatch.setattr(xr.Dataset, "to_netcdf", broken)
     out = tmp_path / "x.nc"
-    with pytest.raises(OSError):
+    from copyhead.provenance import WriteError
+
+    with pytest.raises(WriteError, match="x.nc: could not be written"):   # names the file (issue 17)
         train_run(run_cfg("linear", "adam"), out)
     assert list(tmp_path.iterdir()) == []
 
