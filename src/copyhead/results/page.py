@@ -14,6 +14,11 @@ OTHER_FIGURES = [("fig1_stages", "mean attention per stage"), ("fig2_landscapes"
                  ("fig5_coverage", "coverage of Ā by span{J, I}"), ("fig6_linear_loss_curves", "linear Adam loss"),
                  ("fig7_softmax_loss_curves", "softmax Adam loss")]
 METHOD = {"sgld": "SGLD", "adam": "Adam"}
+SOURCE = {"same": "same-dataset", "exact": "exact-average", "closed": "closed-form"}
+
+
+def _curve(t: dict) -> str:
+    return f"{SOURCE[t['source']]} {'posterior mean' if t['kind'] == 'mean' else 'minimiser'}"
 
 
 def _cell(c: dict | None) -> str:
@@ -26,15 +31,10 @@ def _cell(c: dict | None) -> str:
 
 
 def _theory(r: dict) -> str:
-    parts = []
-    for m in ("sgld", "adam"):
-        c = r[m]
-        if c and c["theory"]:
-            t = c["theory"]
-            parts.append(f"{g(t['value'])} ({METHOD[m]}: {t['source']} {'posterior mean' if t['kind'] == 'mean' else 'minimiser'})")
-    if len(parts) == 2 and parts[0].split(" (")[0] == parts[1].split(" (")[0] and \
-            r["sgld"]["theory"]["label"] == r["adam"]["theory"]["label"]:
-        parts = [parts[0].replace("(SGLD: ", "(both: ")]
+    cells = [(m, r[m]["theory"]) for m in ("sgld", "adam") if r[m] and r[m]["theory"]]
+    if len(cells) == 2 and cells[0][1]["label"] == cells[1][1]["label"]:
+        cells = [("both", cells[0][1])]
+    parts = [f"{g(t['value'])} ({METHOD.get(m, m)}: {_curve(t)})" for m, t in cells]
     closed = r["closed_form"]["value"]
     if ok(closed):
         parts.append(f"closed form {g(closed)}")
@@ -80,10 +80,9 @@ def _headline(summ: dict) -> list[str]:
             c = main["sgld"]
             t = c["theory"]
             bits.append(f"SGLD {main['label']} at P = {_cell(c)}" + (
-                f" (theory: {g(t['value'])}, {t['source']} posterior mean; closed form "
-                f"{g(main['closed_form']['value'])})" if t else ""))
+                f" ({_curve(t)} {g(t['value'])}; closed form {g(main['closed_form']['value'])})" if t else ""))
         if agr and agr["n_away"]:
-            bits.append(f"order parameters: {agr['verdict']['outcome']} with the {agr['curve_label']} "
+            bits.append(f"SGLD order parameters against the {agr['curve_label']}: {agr['verdict']['outcome']} "
                         f"(RMS z = {g(agr['rms_z'])}, {agr['n_within_2']} of {agr['n_away']} points within 2σ)")
         if bits:
             out.append(f"- **{a}**: " + "; ".join(bits) + ".")
@@ -127,7 +126,10 @@ def render_page(tables: dict, figure_dir: str = "results_figures", appendix_name
     out += ["", "R̂ across chains compares chains on different training sets, so it also grows with the "
             "dataset-to-dataset variation that the error bars already contain (the spread of the chain means); "
             "a chain whose own halves differ has not mixed, and there its Monte Carlo error — and the "
-            "error bar and z built on it — is likely too small. Those points are drawn hollow in fig3/fig4.", "",
+            "error bar and z built on it — is likely too small: at those points |z| overstates the disagreement and "
+            "the agreement verdicts above are provisional. The transition CIs resample seeds, so they contain the "
+            "spread between chains but not a bias all chains share (e.g. prior-started chains that have not yet "
+            "jumped). Those points are drawn hollow in fig3/fig4.", "",
             "## Key figures", ""]
     for fname, what in KEY_FIGURES:
         out += [f"![{fname}: {what}]({figure_dir}/{fname}.png)", ""]
