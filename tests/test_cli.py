@@ -7,7 +7,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 import yaml
 
 from copyhead import config as c

@@ -93,7 +93,7 @@ def test_code_fingerprint_changes_with_the_code_of_its_concern_only(pkg_copy):
     th = pkg_copy / "theory/prior.py"
     th.write_text(th.read_text() + "\nX_NEW = 1\n")
     assert _fp(pkg_copy)["theory"] != after["theory"]
-    cfg = pkg_copy / "config.py"
+    cfg = pkg_copy / "config/runs.py"
     cfg.write_text(cfg.read_text() + "\nY_NEW = 2\n")
     last = _fp(pkg_copy)
     assert last["train"] != after["train"] and last["aggregate"] != after["aggregate"]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import sqlite3
 import sys
 from dataclasses import dataclass, field
