@@ -1,0 +1,187 @@
+"""The phase-map figures (issue 20; docs/phase_map.md): ``draw_map`` (linear crossover / softmax copy point
+over (L, V) on each d_k path, the ratio = 1 contours, where the theory's assumptions fail hatched, and the
+V = 16 slice with the exact dataset average) and ``draw_prior`` (the prior of the projection of QᵀK/d_k
+against sampling, the off-plane norm of rank-deficient score matrices, the effect on the transitions).
+``python -m copyhead.figures.phase_map --map M.nc --exact E.nc --prior C.nc --out DIR`` writes
+fig_phase_map.png and fig_prior_check.png.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from .style import COL, WIDE, fixed_ticks, pyplot
+
+PRIOR_LABEL = {"large_deviation": "large-dev.", "gaussian": "Gaussian"}
+PATH_COLORS = {"d_k=16": "tab:blue", "d_k=32": "tab:green", "d_k=64": "tab:purple", "d_k=L": "tab:orange",
+               "d_k=2L": "tab:red"}
+
+
+def _edges(v):
+    lv = np.log2(np.asarray(v, float))
+    mid = (lv[1:] + lv[:-1]) / 2
+    return np.concatenate([[lv[0] - (mid[0] - lv[0])], mid, [lv[-1] + (lv[-1] - mid[-1])]])
+
+
+def _hatch_cells(ax, mask, eL, eV, hatch, color):
+    from matplotlib.patches import Rectangle
+    for i, j in zip(*np.where(mask)):
+        ax.add_patch(Rectangle((eL[i], eV[j]), eL[i + 1] - eL[i], eV[j + 1] - eV[j], fill=False, hatch=hatch,
+                               ec=color, lw=0, zorder=2))
+
+
+def map_panel(ax, ds, path, n_min, norm, cmap):
+    """log2(ratio) of the large-deviation closed form over (L, V) on one path, values written in the cells;
+    ratio = 1 contours of both priors; d_k < L and N < n_min V² hatched."""
+    L, V = ds["L"].values, ds["V"].values
+    eL, eV = _edges(L), _edges(V)
+    sub = ds.sel(path=path)
+    r = sub["ratio"].sel(prior="large_deviation").values                  # (L, V)
+    mesh = ax.pcolormesh(eL, eV, np.log2(r).T, cmap=cmap, norm=norm, shading="flat")
+    for i in range(len(L)):
+        for j in range(len(V)):
+            if np.isfinite(r[i, j]):
+                ax.text(np.log2(L[i]), np.log2(V[j]), f"{r[i, j]:.2f}", ha="center", va="center", fontsize=5,
+                        zorder=4)
+    X, Y = np.meshgrid(np.log2(L), np.log2(V), indexing="ij")
+    for prior, ls in (("large_deviation", "-"), ("gaussian", "--")):
+        z = np.log(sub["ratio"].sel(prior=prior).values)
+        if np.nanmin(z) < 0 < np.nanmax(z):
+            cs = ax.contour(X, Y, z, levels=[0.0], colors="k", linestyles=ls, linewidths=1.1, zorder=3)
+            ax.clabel(cs, fmt={0.0: "1"}, fontsize=5.5)
+    dk = sub["d_k"].values
+    _hatch_cells(ax, (dk < L)[:, None] & np.ones(len(V), bool)[None, :], eL, eV, "///", "0.3")
+    nv = sub["N_over_V2"].sel(prior="large_deviation").values
+    _hatch_cells(ax, nv < n_min, eL, eV, "..", "0.45")
+    ax.set_xlim(eL[0], eL[-1])
+    ax.set_ylim(eV[0], eV[-1])
+    ax.set_xticks(np.log2(L), [str(x) for x in L])
+    ax.set_yticks(np.log2(V), [str(x) for x in V])
+    ax.set_title(path.replace("d_k", "$d_k$"))
+    return mesh
+
+
+def slice_panel(ax, ex):
+    """Ratio against L at V = 16 on every path: closed form (lines) and exact dataset average (markers),
+    large-deviation prior."""
+    for path, color in PATH_COLORS.items():
+        s = ex.sel(path=path, prior="large_deviation")
+        L = s["L"].values
+        ax.plot(L, s["ratio"].values, "-", color=color, lw=1.0)
+        ax.plot(L, s["ratio_exact"].values, "o", color=color, ms=3, mfc="white")
+        ax.text(L[-1] * 1.08, s["ratio"].values[-1], path.replace("d_k", "$d_k$"), color=color, fontsize=5.5,
+                va="center")
+    ax.axhline(1.0, color="k", lw=0.6, ls=":")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    L = ex["L"].values
+    ax.set_xlim(L[0] / 1.2, L[-1] * 2.2)
+    fixed_ticks(ax.xaxis, [int(x) for x in L])
+    fixed_ticks(ax.yaxis, [0.5, 0.7, 1.0, 1.5])
+    ax.set_xlabel("$L$")
+    ax.set_ylabel("ratio")
+    ax.set_title(f"$V$ = {int(ex['V'])}, large-dev.: lines closed form,\ncircles exact average (2 datasets)",
+                 fontsize=6.5)
+
+
+def draw_map(ds, ex, n_min, out):
+    from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.patches import Patch
+    from matplotlib.lines import Line2D
+    plt = pyplot()
+    plt.rcParams["hatch.linewidth"] = 0.5
+    fig, axes = plt.subplots(2, 3, figsize=(WIDE, 5.3))
+    fig.subplots_adjust(hspace=0.42, wspace=0.32, right=0.86)
+    norm, cmap = TwoSlopeNorm(vmin=-2.0, vcenter=0.0, vmax=1.0), "RdBu_r"
+    paths = list(ds["path"].values)
+    for ax, path in zip(axes.flat, paths):
+        mesh = map_panel(ax, ds, path, n_min, norm, cmap)
+    for ax in axes[1, :2]:
+        ax.set_xlabel("sequence length $L$")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("vocabulary $V$")
+    slice_panel(axes.flat[len(paths)], ex)
+    cb = fig.colorbar(mesh, cax=fig.add_axes([0.885, 0.56, 0.015, 0.32]))
+    cb.set_label("ratio = linear crossover /\nsoftmax $P^*$ (large-dev.)", fontsize=6.5)
+    cb.set_ticks(np.log2([0.25, 0.5, 1, 2]), labels=["0.25", "0.5", "1", "2"])
+    handles = [Line2D([], [], color="k", ls="-", label="ratio = 1, large-dev. prior"),
+               Line2D([], [], color="k", ls="--", label="ratio = 1, Gaussian prior"),
+               Patch(fc="none", ec="0.35", hatch="////", label="$d_k < L$ (rank deficient)"),
+               Patch(fc="none", ec="0.55", hatch="....", label=f"$N = PL < {n_min:g}\\,V^2$ ($\\sigma^2$ = 0.1)")]
+    fig.legend(handles=handles, loc="upper center", ncol=4, fontsize=6, bbox_to_anchor=(0.47, 0.99))
+    fig.savefig(out)
+    plt.close(fig)
+
+
+def draw_prior(pc, out):
+    """(a, b) formula − sampled −ln p along the copy and pooling lines, per d_k; (c) fraction of ||M||² in
+    span{J, I} for score matrices drawn at the copy point, bound d_k/(L−1); (d) transitions vs d_k."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 4, figsize=(WIDE, 2.2))
+    dks = pc["d_k"].values
+    colors = plt.cm.viridis(np.linspace(0, 0.85, len(dks)))
+    L = int(pc.attrs["L"])
+    for ax, line, xlabel in ((axes[0], "copy", "$m_P$ (on $m_1 = 0$)"), (axes[1], "pool", "$x = L m_1 + m_P$ (on $m_P = 0$)")):
+        for dk, col in zip(dks, colors):
+            s = pc.sel(d_k=dk, line=line)
+            t = s["t"].values
+            err = s["rate_large_deviation"].values - s["rate_mc"].values
+            ax.errorbar(t, err, yerr=2 * s["rate_mc_se"].values, fmt="o-", color=col, ms=2.5, lw=0.8,
+                        label=f"$d_k$ = {dk}" + (" < L" if dk < L else ""))
+            ax.plot(t, s["rate_exact"].values - s["rate_mc"].values, ":", color=col, lw=0.6)
+        ax.axhline(0, color="k", lw=0.5)
+        ax.set_xlabel(xlabel)
+    axes[0].set_ylabel("formula − sampled $-\\ln p$ (nats)")
+    axes[0].set_title("(a) large-dev. rate, copy line", fontsize=7)
+    axes[1].set_title("(b) pooling line; dotted: exact", fontsize=7)
+    axes[0].legend(fontsize=5, loc="lower left")
+    ax = axes[2]
+    beta = pc["beta"].values
+    for dk, col in zip(dks, colors):
+        ax.plot(beta, pc["coverage_M"].sel(d_k=dk).values, "-", color=col, lw=1.0)
+        if dk < L - 1:
+            ax.axhline(dk / (L - 1) * L / (L - 1), color=col, ls="--", lw=0.6)
+    ax.set_xlabel("copy logit $\\beta$ (draws at $m_P = \\beta$)")
+    ax.set_ylabel("$\\|\\Pi M\\|^2 / \\|M\\|^2$")
+    ax.set_ylim(0, 1.05)
+    ax.set_title("(c) in-plane norm; dashed: rank bound", fontsize=7)
+    ax = axes[3]
+    for key, style, label in (("P_copy_ld", "ko-", "softmax $P^*$, large-dev. rate"),
+                              ("P_copy_exact_prior", "k^--", "softmax $P^*$, exact prior"),
+                              ("P_crossover_ld", "bD-", "linear crossover, large-dev."),
+                              ("P_crossover_exact_prior", "bv--", "linear crossover, exact")):
+        ax.plot(dks, pc[key].values, style, ms=3, lw=0.8, mfc="none" if "exact" in key else None, label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    fixed_ticks(ax.xaxis, [int(d) for d in dks])
+    fixed_ticks(ax.yaxis, [5, 10, 20, 30])
+    ax.axvline(L, color="0.6", lw=0.6, ls=":")
+    ax.set_xlabel("$d_k$")
+    ax.set_ylabel("$P$ (sequences)")
+    ax.set_title(f"(d) transitions, $L$ = $V$ = {L}", fontsize=7)
+    ax.legend(fontsize=5, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+
+
+def main(argv=None):
+    from copyhead.provenance import read_dataset
+    from copyhead.theory.phase_map import N_OVER_V2_MIN
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--map", required=True)
+    ap.add_argument("--exact", required=True)
+    ap.add_argument("--prior")
+    ap.add_argument("--out", required=True, help="output folder")
+    a = ap.parse_args(argv)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    draw_map(read_dataset(a.map), read_dataset(a.exact), N_OVER_V2_MIN, out / "fig_phase_map.png")
+    if a.prior:
+        draw_prior(read_dataset(a.prior), out / "fig_prior_check.png")
+
+
+if __name__ == "__main__":
+    main()
