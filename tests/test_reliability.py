@@ -416,11 +416,12 @@ def test_failed_write_through_the_cli_is_one_line(tmp_path, monkeypatch, capsys)
     from copyhead.run import train_run
     run = tmp_path / "seed0.nc"
     train_run(c.run_config(c.load(ROOT / "tests/configs/tiny.yaml"), "linear", "adam", 4, 0), run, log=lambda s: None)
-    real = prov.atomic_write
+    from copyhead import datafiles
+    real = datafiles.atomic_write
 
     def full(path, write):
         return real(path, lambda tmp: (_ for _ in ()).throw(OSError(28, "No space left on device")))
-    monkeypatch.setattr(prov, "atomic_write", full)
+    monkeypatch.setattr(datafiles, "atomic_write", full)
     out = tmp_path / "agg.nc"
     assert cli.main(["aggregate", "--attention", "linear", "--out", str(out), str(run)]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -1,0 +1,184 @@
+"""Data files: checksums, atomic writes (a target is old, new or absent; a failed write names the file
+and the free space and leaves nothing), reading netCDF with one-line errors, and the temporaries a killed
+write leaves. (Provenance attributes and code fingerprints: copyhead.provenance, which re-exports these.)"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+
+class DataFileError(RuntimeError):
+    """A data file that is missing, truncated or not what it claims to be (the message names it)."""
+
+
+class WriteError(DataFileError):
+    """A product could not be written (the message names the file and the free space)."""
+
+
+def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def input_checksums(paths) -> dict[str, str]:
+    """{path: sha256} for the inputs of a product (paths as given, usually relative to the repo root)."""
+    return {str(p): sha256_file(p) for p in paths}
+
+
+# Temporary files of atomic writes: ``.<target name>.<8 random characters of mkstemp>.tmp`` beside the
+# target. A process killed during a write leaves one behind; the next write of the same target removes
+# those older than the writing process (``_tmp_beside``) and the workflow's start removes old ones
+# anywhere under results/ (``stale_temps``).
+_TMP_RE = re.compile(r"^\.(?P<target>.+)\.[a-z0-9_]{8}\.tmp$")
+_PROCESS_START = time.time()
+
+
+def _is_temp_of(name: str, target: str | None = None) -> bool:
+    m = _TMP_RE.match(name)
+    return bool(m) and (target is None or m["target"] == target)
+
+
+def stale_temps(root: str | Path, older_than_s: float) -> list[Path]:
+    """Temporary files of atomic writes under ``root`` not modified for ``older_than_s`` seconds (a
+    write takes seconds; such a file was left by a killed process)."""
+    root, cutoff, out = Path(root), time.time() - older_than_s, []
+    if root.is_dir():
+        for dirpath, _, names in os.walk(root):
+            for n in names:
+                p = Path(dirpath, n)
+                try:
+                    if _is_temp_of(n) and p.stat().st_mtime < cutoff:
+                        out.append(p)
+                except OSError:  # removed meanwhile
+                    pass
+    return sorted(out)
+
+
+def _tmp_beside(path: Path) -> Path:
+    """A new temporary file beside ``path``; temporaries of the same target left by an earlier (killed)
+    process are removed first."""
+    try:
+        for entry in os.scandir(path.parent):
+            if _is_temp_of(entry.name, path.name) and entry.stat().st_mtime < _PROCESS_START:
+                Path(entry.path).unlink(missing_ok=True)
+    except OSError:
+        pass
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    return Path(tmp)
+
+
+def _umask() -> int:
+    """The process umask (read without changing it where /proc tells it)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: str | Path, write) -> Path:
+    """Call ``write(tmp_path)`` then rename onto ``path``; the target is either old, new, or absent.
+
+    The file gets the mode a plain ``open(path, "w")`` would give (0o666 minus the umask), not
+    mkstemp's 0o600, so results on a shared file system are readable by the group as the umask allows.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp_beside(path)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)
+        if isinstance(e, (OSError, RuntimeError)):     # netCDF/HDF5 report a full disk as "HDF error"
+            raise WriteError(_write_failure(path, e)) from e
+        raise
+    return path
+
+
+# below this much free space a failed write is called a full disk (HDF5 does not say why it failed)
+LOW_SPACE_BYTES = 64 * 2**20
+
+
+def _write_failure(path: Path, e: BaseException) -> str:
+    """One line: the file, the error, and the free space where it was written (errno 28 or little left:
+    the disk is full). Nothing is left behind: the temporary file is already removed."""
+    import errno
+    import shutil
+    try:
+        free = shutil.disk_usage(path.parent).free
+    except OSError:
+        free = None
+    full = getattr(e, "errno", None) == errno.ENOSPC or (free is not None and free < LOW_SPACE_BYTES)
+    where = f"{free / 2**20:.1f} MiB free on {path.parent}" if free is not None else "free space unknown"
+    return (f"{path}: could not be written ({type(e).__name__}: {e}); {where}"
+            + ("; the disk is full: free space and rerun (no partial file was left)" if full
+               else " (no partial file was left)"))
+
+
+def write_dataset(ds, path: str | Path) -> Path:
+    """Write an xarray Dataset to netCDF atomically (engine netcdf4, zlib-compressed variables)."""
+    enc = {v: {"zlib": True, "complevel": 4} for v in ds.data_vars
+           if ds[v].dtype.kind in "fiub" and ds[v].ndim > 0}
+    return atomic_write(path, lambda tmp: ds.to_netcdf(tmp, engine="netcdf4", encoding=enc))
+
+
+def write_json(obj: Any, path: str | Path) -> Path:
+    def w(tmp):
+        Path(tmp).write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+    return atomic_write(path, w)
+
+
+def read_dataset(path: str | Path):
+    """Open a netCDF file fully into memory, or raise DataFileError naming the file and the problem."""
+    import xarray as xr
+    path = Path(path)
+    if not path.exists():
+        raise DataFileError(f"{path}: file is missing")
+    try:
+        with xr.open_dataset(path, engine="netcdf4") as ds:
+            return ds.load()
+    except Exception as e:  # netCDF4 raises OSError/RuntimeError/ValueError for damaged files
+        raise DataFileError(f"{path}: not a readable netCDF file (truncated or corrupted?): "
+                            f"{type(e).__name__}: {e}") from None
+
+
+def require_kind(path: str | Path, kind: str, attention: str | None = None) -> None:
+    """Raise DataFileError (one line naming the file) unless ``path`` is a readable copyhead product of
+    ``kind`` (run, aggregate, theory) and, where given and recorded, of that attention type."""
+    import xarray as xr
+    path = Path(path)
+    if not path.exists():
+        raise DataFileError(f"{path}: file is missing")
+    try:
+        with xr.open_dataset(path, engine="netcdf4") as ds:
+            attrs = dict(ds.attrs)
+    except Exception as e:
+        raise DataFileError(f"{path}: not a readable netCDF file (truncated or corrupted?): "
+                            f"{type(e).__name__}: {e}") from None
+    found = attrs.get("copyhead_kind")
+    article = "an" if kind[0] in "aeiou" else "a"
+    if found is None:
+        raise DataFileError(f"{path}: not a copyhead file (no copyhead_kind attribute); expected {article} "
+                            f"{kind} file")
+    if found != kind:
+        raise DataFileError(f"{path}: a copyhead {found} file, expected {article} {kind} file")
+    if attention and attrs.get("attention", attention) != attention:
+        raise DataFileError(f"{path}: a {attrs['attention']}-attention {kind} file, expected {attention}")
