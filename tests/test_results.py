@@ -483,3 +483,33 @@ def test_the_results_tables_keep_every_number_of_the_refactor_base():
                                                        "hysteresis_upper": "hysteresis window, upper"}[r["kind"]])]
                 assert len(row) == 1 and (c["estimate"], c["ci_lo"], c["ci_hi"]) == \
                     (row[0]["estimate"], row[0]["ci_lo"], row[0]["ci_hi"])
+
+
+def test_a_run_with_a_non_finite_result_is_named_and_marked(tmp_path):
+    """Aggregate status "nonfinite" (issue 17: the file said ok, a result is not finite) with the per-recipe
+    n_nonfinite and the nonfinite_json attribute: the tables count it, the page names it, fig3 marks its P."""
+    import matplotlib.pyplot as plt
+    from copyhead.figures import FIGURES
+    from copyhead.provenance import write_dataset
+    from copyhead.results import write_pages
+    ag, th, same = known_posterior(n_seeds=4, n_draws=40)
+    P = float(ag["P"].values[2])
+    ag["status"] = ag["status"].astype("<U9")
+    ag["status"].loc[dict(optimizer="sgld", P=int(P), seed=1)] = "nonfinite"
+    ag.attrs["nonfinite_json"] = json.dumps({f"results/runs/linear/sgld/P{int(P)}/seed1.nc": ["c1", "c1_sample"]})
+    tables = jsonable(build_tables({"aggregate_linear": ag, "theory_linear": th}, n_boot=10))
+    assert tables["attentions"]["linear"]["sweep"]["sgld"]["n_nonfinite"] == 1
+    assert tables["summary"]["attentions"]["linear"]["nonfinite"] == [
+        {"recipe": "sgld", "P": P, "seed": 1, "variables": ["c1", "c1_sample"]}]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(tables))
+    write_pages(path, tmp_path / "results.md")
+    md = (tmp_path / "results.md").read_text()
+    assert f"**non-finite result**: linear `sgld` P = {int(P)} seed 1 (c1, c1_sample)" in md
+    files = {"aggregate_linear": str(write_dataset(ag, tmp_path / "ag.nc")),
+             "theory_linear": str(write_dataset(th, tmp_path / "th.nc"))}
+    fig = FIGURES["fig3_linear_order_params"].draw(dict(files, results=str(path)), {})
+    marks = [ln for ln in fig.axes[0].lines if ln.get_marker() == "x" and ln.get_color() == "red"]
+    assert len(marks) == 1 and list(marks[0].get_xdata()) == [P]
+    assert any("1 non-finite run(s) excluded" in t.get_text() for t in fig.axes[1].texts)
+    plt.close(fig)

@@ -62,7 +62,7 @@ def fig_stages(inputs, options):
 def _barrier_top(sm) -> float:
     """y limit that shows both softmax minima and the barrier between them (not the steep walls): 1.3 × the
     highest barrier top of the landscapes that have two local minima, else the 30th percentile of S."""
-    from ..results.tables import _local_minima_1d
+    from ..results.adam import _local_minima_1d
     tops = []
     for row in np.asarray(sm["action_landscape"].transpose("landscape_P", "beta_grid").values, float):
         mins = _local_minima_1d(row)

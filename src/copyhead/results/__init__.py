@@ -3,8 +3,9 @@ theory files (issue 11).
 
 - :mod:`.inputs` — recipes (method, start, copy twin), per-run and per-chain values of the plotted order
   parameters, theory curves at the runs' P and the theory's transition points.
-- :mod:`.tables` — convergence (split-R̂, ESS, MCSE), agreement (z per point, summaries), transitions with
-  bootstrap intervals, Adam against the MAP landscape; the definitions are in its docstring.
+- :mod:`.tables` — convergence (split-R̂, ESS, MCSE), agreement (z per point, summaries); the definitions
+  are in its docstring. :mod:`.transitions` — transitions with bootstrap intervals; :mod:`.adam` — Adam
+  against the MAP landscape.
 - :mod:`.page`, :mod:`.appendix` — the Markdown pages, every number read from the JSON (:mod:`.format`:
   number formatting and tables).
 
@@ -24,9 +25,10 @@ import re
 from pathlib import Path
 
 from .inputs import CURVES, KEYS, NAMES, Recipe, config_of, recipes
-from .tables import (RHAT_MAX, adam_table, agreement_summaries, agreement_table, convergence_table,
-                     figure_statistics, flagged_points, point_estimate, reference_curve, softmax_landscape_minima,
-                     transition_table)
+from .adam import adam_table, softmax_landscape_minima
+from .tables import (RHAT_MAX, agreement_summaries, agreement_table, convergence_table, figure_statistics,
+                     flagged_points, point_estimate, reference_curve)
+from .transitions import transition_table
 
 from ..analysis.summary import build_summary
 from ..config import ATTENTIONS

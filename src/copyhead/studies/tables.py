@@ -297,3 +297,32 @@ def start_agreement(studies: list[dict]) -> dict:
     z = z[np.isfinite(z)]
     return {"n": int(len(z)), "n_within_2": int(np.sum(np.abs(z) <= 2)),
             "rms_z": float(np.sqrt(np.mean(z ** 2))) if len(z) else math.nan}
+
+
+def theory_lines(rows: list[dict], grid_n: int = 161) -> dict:
+    """Closed-form transitions along L at the scaling studies' most common V and d_k/L, both priors."""
+    from copyhead.config import ActionParams
+    from copyhead.theory.scaling import closed_form_transitions
+
+    if not rows:
+        return {}
+    Vs = [r["V"] for r in rows]
+    V = max(set(Vs), key=Vs.count)
+    ratios = [r["d_k"] / r["L"] for r in rows if r["V"] == V]
+    q = max(set(ratios), key=ratios.count)
+    Ls = [r["L"] for r in rows if r["V"] == V and r["d_k"] / r["L"] == q]
+    # from below the smallest studied L to L = 128 (where the paper's asymptotic forms are meant to hold)
+    L_line = sorted(set(np.unique(np.round(np.geomspace(min(Ls) * 0.75, max(128, max(Ls)), 11))).astype(int)) | set(Ls))
+    out = {"V": V, "dk_per_L": q}
+    for prior in ("large_deviation", "gaussian"):
+        for att in ("linear", "softmax"):
+            line = {"L": [], "P_crossover": [], "P_star": []}
+            for L in L_line:
+                p = ActionParams(V=V, L=int(L), d_k=int(round(q * L)), g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=rows[0]["sigma2"],
+                                 prior=prior)
+                res = closed_form_transitions(att, p, grid_n)
+                line["L"].append(int(L))
+                line["P_crossover"].append(float(res["P_crossover"]))
+                line["P_star"].append(float(res["P_star"]))
+            out[(att, prior)] = line
+    return out

@@ -1,0 +1,203 @@
+"""The studies report's figures (fig8 of the studies, fig9, fig9b, fig10), from the numbers of
+:mod:`copyhead.studies.tables` (``copyhead studies-report`` writes them beside docs/studies/studies.md)."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from copyhead.results.format import g
+from copyhead.studies import tables as T
+from copyhead.studies.conclude import PRIOR_LABEL
+
+
+def twin_label(c: dict, ref: bool = False) -> str:
+    """The parameter a twin pair differs in, with the study's (or the reference's) value."""
+    sfx = "_ref" if ref else ""
+    return f"σ² = {g(c['sigma2' + sfx])}" if c["differs"] == "σ²" else f"η = {g(c['eta' + sfx])}"
+
+
+def plot_finite_size(fs: dict, out_png: Path, title: str):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    B = fs["by"]
+    fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.9))
+    for ax, att in zip(axes[:2], ("linear", "softmax")):
+        rows = [r for r in fs["gaps"] if r["attention"] == att and r["recipe"] == "sgld"]
+        ratios = sorted({r["ratio"] for r in rows})
+        cmap = plt.get_cmap("viridis")
+        for r in rows:
+            color = cmap(ratios.index(r["ratio"]) / max(1, len(ratios) - 1) * 0.9)
+            x = np.array([1.0 / p["x"] for p in r["points"]])
+            y = np.array([p["gap"] for p in r["points"]])
+            e = np.array([p["error"] for p in r["points"]])
+            line = ax.errorbar(x, y, yerr=Z(e), fmt="o" if r["param"].endswith("G") else "s", ms=3.5, capsize=2,
+                               color=color, mfc=color if r["param"].endswith("G") else "none",
+                               label=f"{r['name']}, P = {g(r['ratio'])}·P_ref")
+            f = r["fit"]
+            if math.isfinite(f["a"]):
+                xs = np.linspace(0, x.max() * 1.05, 20)
+                ax.plot(xs, f["a"] + f["b"] * xs, "--", lw=0.8, color=line[0].get_color())
+        ax.axhline(0, color="k", lw=0.6)
+        ax.set_xlim(left=0)
+        ax.set_xlabel(f"1/{B}")
+        ax.set_ylabel("SGLD − same-dataset theory")
+        ax.set_title(f"({'ab'[att == 'softmax']}) {att}: order parameters, prior starts (95% bars)", fontsize=9)
+        ax.legend(fontsize=5.5, ncol=2)
+    ax = axes[2]
+    for t in fs["transitions"]:
+        x = np.array([1.0 / p["x"] for p in t["points"]])
+        y = np.array([p["ratio"] for p in t["points"]])
+        e = np.array([p["error"] for p in t["points"]])
+        if not np.isfinite(y).any():
+            continue
+        filled = t["prior"] == "large_deviation"
+        line = ax.errorbar(x * (1.0 if filled else 1.02), y, yerr=Z(e), fmt="o" if t["attention"] == "linear" else "D",
+                           ms=4, capsize=2, mfc=None if filled else "none",
+                           color="C0" if t["attention"] == "linear" else "C3",
+                           label=f"{t['attention']} {'crossover' if t['attention'] == 'linear' else 'jump'}, "
+                                 f"{PRIOR_LABEL[t['prior']]} prior")
+        f = t["fit"]
+        if math.isfinite(f["a"]):
+            xs = np.linspace(0, x.max() * 1.05, 20)
+            ax.plot(xs, f["a"] + f["b"] * xs, "--" if filled else ":", lw=0.8, color=line[0].get_color())
+    ax.axhline(1, color="k", lw=0.6)
+    ax.set_xlim(left=0)
+    ax.set_xlabel(f"1/{B}")
+    ax.set_ylabel("transition P: SGLD / closed-form theory")
+    ax.set_title(f"(c) transition points (95% CI), fits r_∞ + b/{B}", fontsize=9)
+    ax.legend(fontsize=6)
+    fig.suptitle(title + " (dashed: weighted fits)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=150)
+    plt.close(fig)
+
+
+def Z(e):
+    """1σ errors → 95% error bars."""
+    return np.asarray(e) * T.Z95
+
+
+def _log_L_axis(ax, theory_lines: dict):
+    from copyhead.figures.style import fixed_ticks
+
+    ax.set_xscale("log")
+    Ls = sorted({int(L) for k, v in theory_lines.items() if isinstance(k, tuple) for L in v["L"]})
+    fixed_ticks(ax.xaxis, [L for L in (8, 12, 16, 24, 32, 48, 64, 96, 128) if Ls and Ls[0] <= L <= Ls[-1]])
+    ax.set_xlabel("L")
+
+
+def plot_scaling(rows: list[dict], theory_lines: dict, out_png: Path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.8))
+    ax = axes[0]
+    for att, key, mk in (("linear", "P_crossover", "o"), ("softmax", "P_star", "D")):
+        for prior, ls in (("large_deviation", "-"), ("gaussian", ":")):
+            tl = theory_lines.get((att, prior))
+            if tl:
+                ax.plot(tl["L"], tl[key], ls, lw=1, color="C0" if att == "linear" else "C3",
+                        label=f"theory {att}, {PRIOR_LABEL[prior]}")
+        pts = [r for r in rows if att in r and r["V"] == theory_lines.get("V")]
+        if pts:
+            L = np.array([r["L"] for r in pts])
+            y = np.array([r[att]["estimate"] for r in pts])
+            lo = np.array([r[att]["ci_lo"] for r in pts])
+            hi = np.array([r[att]["ci_hi"] for r in pts])
+            ax.errorbar(L, y, yerr=[y - lo, hi - y], fmt=mk, color="C0" if att == "linear" else "C3", capsize=2,
+                        label=f"SGLD {att} {'crossover' if att == 'linear' else 'jump'}")
+    _log_L_axis(ax, theory_lines)
+    ax.set_yscale("log")
+    ax.set_ylabel("transition P (sequences)")
+    ax.set_title(f"(a) V = {theory_lines.get('V')}, d_k = {theory_lines.get('dk_per_L')}·L", fontsize=9)
+    ax.legend(fontsize=6)
+    ax = axes[1]
+    for prior, ls in (("large_deviation", "-"), ("gaussian", ":")):
+        tl = theory_lines.get(("softmax", prior))
+        if tl:
+            L = np.asarray(tl["L"], float)
+            ax.plot(L, np.asarray(tl["P_star"]) / np.log(L) ** 2, ls, color="C3", lw=1,
+                    label=f"theory P*/ln²L, {PRIOR_LABEL[prior]}")
+            ax.plot(L, np.asarray(tl["P_star"]) / (L * np.log(L) ** 2) * 10, ls, color="C2", lw=1,
+                    label=f"theory 10·P*/(L ln²L), {PRIOR_LABEL[prior]}")
+    pts = [r for r in rows if "softmax" in r and r["V"] == theory_lines.get("V")]
+    if pts:
+        L = np.array([r["L"] for r in pts], float)
+        y = np.array([r["softmax"]["estimate"] for r in pts])
+        lo = np.array([r["softmax"]["ci_lo"] for r in pts])
+        hi = np.array([r["softmax"]["ci_hi"] for r in pts])
+        for div, col, lab in ((np.log(L) ** 2, "C3", "SGLD P*/ln²L"), (L * np.log(L) ** 2 / 10, "C2", "SGLD 10·P*/(L ln²L)")):
+            ax.errorbar(L, y / div, yerr=[(y - lo) / div, (hi - y) / div], fmt="D", color=col, capsize=2, label=lab)
+    _log_L_axis(ax, theory_lines)
+    ax.set_ylabel("softmax P* / scaling form")
+    ax.set_title("(b) the paper's P* ~ L ln²L (flat = holds)", fontsize=9)
+    ax.legend(fontsize=6)
+    ax = axes[2]
+    for prior, ls in (("large_deviation", "-"), ("gaussian", ":")):
+        lin, sm = theory_lines.get(("linear", prior)), theory_lines.get(("softmax", prior))
+        if lin and sm:
+            L = np.asarray(lin["L"], float)
+            ax.plot(np.sqrt(L * theory_lines["V"]), np.asarray(lin["P_crossover"]) / np.asarray(sm["P_star"]), ls,
+                    color="C1", lw=1, label=f"theory along L (V = {theory_lines['V']}), {PRIOR_LABEL[prior]}")
+    rat = [r for r in rows if "ratio" in r]
+    if rat:
+        x = np.array([r["sqrt_LV"] for r in rat])
+        y = np.array([r["ratio"]["experiment"] for r in rat])
+        e = np.array([r["ratio"]["error"] for r in rat])
+        ax.errorbar(x, y, yerr=Z(e), fmt="o", color="k", capsize=2, label="SGLD (95%)")
+        for prior, mk in (("large_deviation", "x"), ("gaussian", "+")):
+            ax.plot(x, [r["ratio"][prior] for r in rat], mk, color="C1", ms=7, label=f"theory, {PRIOR_LABEL[prior]}")
+        for r in rat:
+            ax.annotate(f"L{r['L']} V{r['V']}", (r["sqrt_LV"], r["ratio"]["experiment"]), fontsize=6,
+                        xytext=(3, 3), textcoords="offset points")
+    ax.axhline(1, color="k", lw=0.5)
+    from copyhead.figures.style import fixed_ticks
+    ax.set_xscale("log")
+    fixed_ticks(ax.xaxis, [10, 15, 20, 30, 40])
+    ax.set_xlabel("√(LV)")
+    ax.set_ylabel("linear crossover P / softmax P*")
+    ax.set_title("(c) softmax advantage (paper: grows ∝ √(LV))", fontsize=9)
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=150)
+    plt.close(fig)
+
+
+def plot_twins(twins: list[dict], out_png: Path):
+    """One row per twin pair, one column per attention type: both twins' order parameters at equal P/σ²."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(twins), 2, figsize=(9.5, 3.3 * len(twins)), squeeze=False)
+    for row, c in zip(axes, twins):
+        for ax, att in zip(row, ("linear", "softmax")):
+            rows = [r for r in c["rows"] if r["attention"] == att and r["recipe"] == "sgld"]
+            for param, col in (("1", "C0"), ("G", "C3")):
+                rs = sorted((r for r in rows if r["param"].endswith(param)), key=lambda r: r["P_over_sigma2"])
+                if not rs:
+                    continue
+                x = np.array([r["P_over_sigma2"] for r in rs])
+                ax.errorbar(x, [r["value_ref"] for r in rs], yerr=Z([r["error_ref"] for r in rs]), fmt="o", mfc="none",
+                            color=col, capsize=2, label=f"{rs[0]['name']}, {twin_label(c, True)}")
+                ax.errorbar(x * 1.03, [r["value"] for r in rs], yerr=Z([r["error"] for r in rs]), fmt="x", color=col,
+                            capsize=2, label=f"{rs[0]['name']}, {twin_label(c)}")
+                ax.plot(x, [r["theory"] for r in rs], "-", lw=0.7, color=col, alpha=0.6)
+                ax.plot(x, [r["theory_ref"] for r in rs], "--", lw=0.7, color=col, alpha=0.6)
+            ax.set_xscale("log")
+            ax.set_xlabel("P / σ²")
+            ax.set_ylabel("order parameter (SGLD, prior starts)")
+            what = "σ² collapse" if c["differs"] == "σ²" else "step size"
+            ax.set_title(f"{what}, {att}: {c['study']} (×) vs {c['ref']} (○)\n95% bars; same-dataset theory: "
+                         f"solid {twin_label(c)}, dashed {twin_label(c, True)}", fontsize=8)
+            ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=150)
+    plt.close(fig)
+
+
