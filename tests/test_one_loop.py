@@ -1,0 +1,207 @@
+"""One-loop transverse correction (docs/theory.md, Sec. 13): Hessians against finite differences of the
+independent numpy evidence and prior, the permutation blocks, the Gaussian identity, the instability flag."""
+import numpy as np
+import pytest
+import torch
+
+from copyhead.theory import one_loop as ol
+from copyhead.theory.action import closed_form_nle, order_to_coeffs, population_moments
+from copyhead.theory.evidence import neg_log_evidence, neg_log_evidence_from_stats
+from copyhead.theory.prior import neg_log_prior_matrix
+
+torch.set_num_threads(1)            # small matrices: threads only cost
+
+
+def fd_hessian(f, x, h=1e-4):
+    """Central-difference gradient and Hessian of a numpy function of a flat vector."""
+    n = len(x)
+    E = np.eye(n) * h
+    g = np.array([(f(x + E[i]) - f(x - E[i])) / (2 * h) for i in range(n)])
+    H = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i, n):
+            H[i, j] = H[j, i] = (f(x + E[i] + E[j]) - f(x + E[i] - E[j]) - f(x - E[i] + E[j])
+                                 + f(x - E[i] - E[j])) / (4 * h * h)
+    return g, H
+
+
+def attention_np(M, attention):
+    if attention == "linear":
+        return M / M.shape[0]
+    e = np.exp(M - M.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+def plane(m1, mP, L):
+    return m1 * np.ones((L, L)) + mP * np.eye(L)
+
+
+@pytest.mark.parametrize("prior", ["large_deviation", "gaussian"])
+@pytest.mark.parametrize("L,m1,mP", [(3, 0.0, 0.0), (3, 0.4, 1.1), (4, -0.5, 0.3), (4, 0.2, -1.3),
+                                     (4, -0.25, 1.0)])          # last: L m1 + mP = 0 (one zero σ)
+def test_prior_rate_hessian_matches_finite_differences(prior, L, m1, mP):
+    c = 0.7
+    M = plane(m1, mP, L)
+    _, Hfd = fd_hessian(lambda v: neg_log_prior_matrix(v.reshape(L, L), 1, c, 1.0, prior), M.ravel())
+    H = ol.prior_rate_hessian(M, c, prior)
+    assert np.abs(H - Hfd).max() < 2e-6 * max(1.0, np.abs(H).max())
+    assert np.linalg.eigvalsh(H).min() > 0          # the rate is convex: Σ = (d_k H_I⊥)⁻¹ exists
+
+
+@pytest.mark.parametrize("attention", ["linear", "softmax"])
+@pytest.mark.parametrize("form", ["dataset", "ek"])
+@pytest.mark.parametrize("L,V,P", [(3, 3, 4), (4, 3, 3)])
+def test_evidence_gradient_and_hessian_match_finite_differences(attention, form, L, V, P):
+    rng = np.random.default_rng(L * 10 + V)
+    tok = rng.integers(0, V, (P, L))
+    g_O, s2 = 1.3, 0.4
+    if form == "dataset":
+        E = ol.evidence_dataset(tok, V, g_O, s2, attention)
+        f = lambda v: neg_log_evidence(tok, attention_np(v.reshape(L, L), attention), V, g_O, s2)
+    else:
+        N = P * L
+        E = ol.evidence_ek(N, V, L, g_O, s2, attention)
+
+        def f(v):
+            Gb, Bb, yy = population_moments(attention_np(v.reshape(L, L), attention), V)
+            return float(neg_log_evidence_from_stats(N * Gb, N * Bb, N * yy, N, g_O, s2))
+    for M in (rng.normal(size=(L, L)), plane(0.3, 0.9, L)):
+        assert float(E(torch.as_tensor(M))) == pytest.approx(f(M.ravel()), rel=1e-12)
+        gfd, Hfd = fd_hessian(f, M.ravel())
+        g, H = ol.grad_hessian(E, M)
+        scale = max(1.0, np.abs(Hfd).max())
+        assert np.abs(g - gfd).max() < 1e-6 * max(1.0, np.abs(g).max())
+        assert np.abs(H - Hfd).max() < 1e-5 * scale
+        d = rng.normal(size=(2, L, L))
+        assert np.allclose(ol.hvp(E, M, d), d.reshape(2, -1) @ H, atol=1e-9 * scale)
+
+
+def test_ek_evidence_on_the_plane_is_the_closed_form():
+    """On M = m1 J + mP I the equivalent-kernel evidence is Eq. (12)."""
+    V, L, P = 5, 4, 7
+    E = ol.evidence_ek(P * L, V, L, 1.0, 0.3)
+    for m1, mP in [(0.0, 0.0), (0.2, 0.7), (-0.3, 1.5)]:
+        assert float(E(torch.as_tensor(plane(m1, mP, L)))) == pytest.approx(
+            float(closed_form_nle(m1, mP, P, V, L, 1.0, 0.3)), rel=1e-12)
+
+
+@pytest.mark.parametrize("L", [3, 4, 5, 7])
+def test_isotypic_bases_are_invariant_and_complete(L):
+    b = ol.isotypic_bases(L)
+    std = b["standard"].transpose(1, 0, 2).reshape(L * L, -1)
+    assert [b["trivial"].shape[1], std.shape[1], b["sym22"].shape[1], b["anti211"].shape[1]] == \
+        [2, 3 * (L - 1), L * (L - 3) // 2, (L - 1) * (L - 2) // 2]
+    full = np.concatenate([b["trivial"], std, b["sym22"], b["anti211"]], 1)
+    assert np.abs(full.T @ full - np.eye(L * L)).max() < 1e-12          # orthonormal and complete
+    T = ol.transverse_basis(L)
+    assert np.abs(T.T @ np.eye(L).ravel()).max() < 1e-12 and np.abs(T.T @ np.ones(L * L)).max() < 1e-12
+    rng = np.random.default_rng(L)
+    Pi = np.eye(L)[rng.permutation(L)]
+    R = np.kron(Pi, Pi)                                                  # vec(Π M Πᵀ) = (Π⊗Π) vec(M)
+    for B in (b["trivial"], std, b["sym22"], b["anti211"]):
+        if B.shape[1]:
+            RB = R @ B
+            assert np.abs(RB - B @ (B.T @ RB)).max() < 1e-12              # the subspace is invariant
+    # the copies carry the same w: Π acts on each copy by the same (L−1)×(L−1) matrix
+    reps = [b["standard"][i].T @ R @ b["standard"][i] for i in range(3)]
+    assert np.allclose(reps[0], reps[1], atol=1e-12) and np.allclose(reps[0], reps[2], atol=1e-12)
+
+
+def test_averaged_hessian_is_block_diagonal_and_dataset_hessian_is_not():
+    L, V, P = 5, 4, 6
+    M = plane(0.15, 0.8, L)
+    _, Hek = ol.grad_hessian(ol.evidence_ek(P * L, V, L, 1.0, 0.5), M)
+    rng = np.random.default_rng(3)
+    Pi = np.eye(L)[rng.permutation(L)]
+    R = np.kron(Pi, Pi)
+    assert np.abs(R @ Hek - Hek @ R).max() < 1e-10 * np.abs(Hek).max()   # commutes with permutations
+    bd = ol.block_decompose(Hek, L)
+    assert bd["off_block"] < 1e-12 and bd["dims"] == [2, 12, 5, 6]
+    bp = ol.block_decompose(ol.prior_rate_hessian(M, 1.0), L)
+    assert bp["off_block"] < 1e-12
+    tok = rng.integers(0, V, (P, L))
+    _, Hd = ol.grad_hessian(ol.evidence_dataset(tok, V, 1.0, 0.5), M)
+    assert ol.block_decompose(Hd, L)["off_block"] > 1e-3                # one dataset breaks the symmetry
+
+
+def test_block_form_equals_full_transverse_projection():
+    """Eq. (31) (five Hessian-vector products, block multiplicities) = Eq. (27) on full L²×L² Hessians."""
+    L, V, P, d_k = 5, 4, 6, 5
+    for m1, mP in [(0.0, 0.0), (0.1, 0.9), (0.3, 0.2)]:
+        M = plane(m1, mP, L)
+        E = ol.evidence_ek(P * L, V, L, 1.0, 0.5)
+        g, H = ol.grad_hessian(E, M)
+        T = ol.transverse_basis(L)
+        assert np.abs(T.T @ g).max() < 1e-10 * max(1.0, np.abs(g).max())  # g⊥ = 0 for the EK evidence
+        full = ol.one_loop(H, g, ol.prior_rate_hessian(M, 1.0), d_k)
+        blk = ol.one_loop_ek(m1, mP, P, V, L, d_k, 1.0, 1.0, 1.0, 0.5)
+        assert full.stable and blk.stable
+        assert blk.dS == pytest.approx(full.dS, rel=1e-10)
+        assert blk.min_eig == pytest.approx(full.min_eig, rel=1e-8)
+
+
+def test_gaussian_identity_by_quadrature():
+    """−ln ∫ N(x; 0, Σ) exp(−gᵀx − ½ xᵀHx) dx = Eq. (27), 2-D quadrature, H indefinite but Σ⁻¹ + H > 0."""
+    Sig = np.array([[0.8, 0.3], [0.3, 0.5]])
+    H = np.array([[0.9, -0.4], [-0.4, -0.7]])
+    g = np.array([0.6, -1.1])
+    assert np.linalg.eigvalsh(H).min() < 0 < np.linalg.eigvalsh(np.linalg.inv(Sig) + H).min()
+    x = np.linspace(-14, 14, 1401)
+    X = np.stack(np.meshgrid(x, x, indexing="ij"), -1)
+    Si = np.linalg.inv(Sig)
+    logN = -0.5 * np.einsum("...i,ij,...j", X, Si, X) - np.log(2 * np.pi) - 0.5 * np.log(np.linalg.det(Sig))
+    integrand = np.exp(logN - X @ g - 0.5 * np.einsum("...i,ij,...j", X, H, X))
+    exact = -np.log(integrand.sum() * (x[1] - x[0]) ** 2)
+    dS, ld, gr, ok, _, _ = ol.gaussian_correction(H, g, Si)
+    assert ok and dS == pytest.approx(exact, abs=1e-8)
+    assert ld == pytest.approx(0.5 * np.log(np.linalg.det(np.eye(2) + Sig @ H)), rel=1e-12)
+    assert gr == pytest.approx(-0.5 * g @ np.linalg.solve(H + Si, g), rel=1e-12)
+    # the naive "½ ln det of the total Hessian" differs from it by ½ ln det Σ⁻¹ (the prior's own
+    # normalisation, which the plane prior already carries) and misses the gradient term
+    naive = 0.5 * np.log(np.linalg.det(Si + H))
+    assert abs(naive - exact) > 0.1
+
+
+def test_instability_flag_planted():
+    H = np.diag([1.0, -3.0, 0.5])
+    Sinv = np.eye(3)
+    dS, _, _, ok, lmin, bad = ol.gaussian_correction(H, np.zeros(3), Sinv)
+    assert not ok and np.isnan(dS) and lmin == pytest.approx(-2.0)
+    assert bad.shape == (3, 1) and abs(abs(bad[1, 0]) - 1) < 1e-12
+
+
+def test_column_mode_unstable_in_the_pooling_regime():
+    """L = V = 4, d_k = 4, σ² = 0.1, P = 8 at (c1, cG) = (0.1, 0): d_k H_I⊥ + H_E⊥ has one negative
+    direction, a column mode M = 1 wᵀ (w ⊥ 1: every query attends to the same keys); at P = 32 it is stable."""
+    L = V = 4
+    m1, mP = map(float, order_to_coeffs(0.1, 0.0, L))
+    r = ol.one_loop_ek(m1, mP, 8, V, L, 4, 1.0, 1.0, 1.0, 0.1)
+    assert not r.stable and np.isnan(r.dS) and r.min_eig < 0
+    u = r.unstable_dirs[:, 0].reshape(L, L)
+    col = np.ones((L, 1)) * u.mean(0, keepdims=True)
+    assert np.sum(col**2) / np.sum(u**2) > 1 - 1e-10 and abs(u.sum()) < 1e-10
+    E = ol.evidence_ek(8 * L, V, L, 1.0, 0.1)
+    g, H = ol.grad_hessian(E, plane(m1, mP, L))
+    full = ol.one_loop(H, g, ol.prior_rate_hessian(plane(m1, mP, L), 1.0), 4)
+    assert not full.stable and full.min_eig == pytest.approx(r.min_eig, rel=1e-8)
+    assert ol.one_loop_ek(m1, mP, 32, V, L, 4, 1.0, 1.0, 1.0, 0.1).stable
+
+
+def test_plane_block_of_prior_hessian_is_the_2d_rate_curvature():
+    """The trivial block of Eq. (28) = the Hessian of the plane rate Eq. (9) in orthonormal plane
+    coordinates (I/√L, (J−I)/√(L(L−1))); ΔS_pref of Eq. (30) is its −½ ln det (constant for Gaussian)."""
+    from copyhead.theory.prior import neg_log_prior_family
+    L, c = 5, 0.8
+    a, b = 1 / np.sqrt(L), 1 / np.sqrt(L * (L - 1))
+
+    def f(u):
+        m1, mP = u[1] * b, u[0] * a - u[1] * b
+        return float(neg_log_prior_family(m1, mP, L, 1, c, 1.0))
+    for m1, mP in [(0.0, 0.0), (0.3, 1.2), (-0.4, 0.5)]:
+        u = np.array([(mP + m1) / a, m1 / b])
+        _, Hfd = fd_hessian(f, u)
+        bd = ol.block_decompose(ol.prior_rate_hessian(plane(m1, mP, L), c), L)
+        assert np.abs(bd["trivial"] - Hfd).max() < 1e-6
+        assert ol.prior_prefactor(m1, mP, L, c) == pytest.approx(-0.5 * np.log(np.linalg.det(Hfd)), abs=1e-5)
+    assert ol.prior_prefactor(0.3, 1.2, L, c, "gaussian") == pytest.approx(ol.prior_prefactor(0, 0, L, c,
+                                                                                             "gaussian"))
