@@ -217,10 +217,10 @@ def render(ds, ex, pc, command):
              f"- Closed form (Eq. 12) with both priors on L = {', '.join(map(str, s['L']))} × V = "
              f"{', '.join(map(str, s['V']))} along d_k = 16, 32, 64, d_k = L and d_k = 2L; σ² = {g(s['sigma2'])}, "
              f"g = 1; grid_n = {s['grid_n']}, {s['n_P']} P values on [P_c/8, 40 P_c] per point "
-             f"({g(float(ds.attrs['compute_seconds']))} s on one core).",
+             f"({g(float(ds.attrs['compute_seconds']))} s wall time on one core of the shared machine).",
              f"- Exact dataset average (Eq. 17) on V = {s['exact']['V']}, L = {', '.join(map(str, s['exact']['L']))}: "
              f"{s['exact']['n_datasets']} datasets, ≤ {s['exact']['max_points']} integer P, grid_n = "
-             f"{s['exact']['grid_n']} ({g(float(ex.attrs['compute_seconds']), 2)} s).",
+             f"{s['exact']['grid_n']} ({g(float(ex.attrs['compute_seconds']))} s).",
              "- ratio = linear crossover (cG overtakes c1) / softmax copy point (the first-order P* where there "
              "is a jump, else the P of fastest growth of âG). ratio > 1: softmax copies first. The closed-form "
              "ratio does not depend on σ² (every closed-form P ∝ σ²); N = P·L does.",
