@@ -180,7 +180,7 @@ def test_theory_setting_reruns_only_theory_and_figures(pipeline, tmp_path):
     jobs = planned_jobs(_edit(pipeline, tmp_path, edit))
     assert jobs.get("theory") == 2 and jobs.get("theory_datasets") == 2
     assert not train_jobs(jobs) and "aggregate" not in jobs
-    assert set(jobs) - {"theory", "theory_datasets", "results_doc", "all"} <= set(FIGS)
+    assert set(jobs) - {"theory", "theory_datasets", "results_tables", "results_doc", "all"} <= set(FIGS)
 
 
 def test_config_typo_fails_before_any_job(pipeline, tmp_path):
@@ -390,7 +390,7 @@ def test_code_edits_rerun_exactly_their_products(pipeline, tmp_path, monkeypatch
     edit("aggregate.py", 'GRID = ("optimizer", "P", "seed")', 'GRID = ("optimizer", "P", "seed")\nX = 1')
     jobs = planned_jobs(wd)
     assert jobs.get("aggregate") == 2 and "theory" not in jobs and not any(k.startswith("train") for k in jobs)
-    assert set(jobs) - {"aggregate", "all", "results_doc"} <= set(FIGS)
+    assert set(jobs) - {"aggregate", "all", "results_tables", "results_doc"} <= set(FIGS)
     edit("aggregate.py", 'GRID = ("optimizer", "P", "seed")\nX = 1', 'GRID = ("optimizer", "P", "seed")')
     (pkg / "theory/output.py").write_text((pkg / "theory/output.py").read_text() + "\nY = 2\n")
     jobs = planned_jobs(wd)
