@@ -20,12 +20,14 @@ import time
 import numpy as np
 import torch
 from scipy.interpolate import RectBivariateSpline
+from scipy.ndimage import binary_dilation, distance_transform_edt
 
 from copyhead.config import ActionParams
 from copyhead.theory import one_loop as ol
 from copyhead.theory.action import action_linear, order_to_coeffs
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+SOFT = 0.2      # a transverse mode with 1 + eig(Σ^½ H_E⊥ Σ^½) below this is near-critical (Sec. 13)
 
 
 def naive_extra(m1, mP, p):
@@ -60,12 +62,13 @@ def shifts(p, P, coarse=11, fine=161):
     dS = np.full((coarse, coarse), np.nan)
     pref = np.zeros((coarse, coarse))
     naive = np.zeros((coarse, coarse))
+    rel = np.zeros((coarse, coarse))
     E = ol.evidence_ek(P * p.L, p.V, p.L, p.g_O, p.sigma2)
     for i, x in enumerate(c1c):
         for j, y in enumerate(cGc):
             m1, mP = map(float, order_to_coeffs(x, y, p.L))
             r = ol.one_loop_ek(m1, mP, P, p.V, p.L, p.d_k, p.g_Q, p.g_K, p.g_O, p.sigma2, p.prior, E=E)
-            dS[i, j] = r.dS
+            dS[i, j], rel[i, j] = r.dS, r.min_rel_eig
             pref[i, j] = ol.prior_prefactor(m1, mP, p.L, p.g_Q * p.g_K, p.prior)
             naive[i, j] = naive_extra(m1, mP, p)
     bad = np.isnan(dS)
@@ -75,7 +78,12 @@ def shifts(p, P, coarse=11, fine=161):
     badf = bad[ii, jj]
     q0 = w * np.exp(-(S - S.min()))
     unstable_weight = float(q0[badf].sum() / q0.sum())
-    fill = np.where(bad, np.nanmax(dS) if (~bad).any() else 0.0, dS)   # only used where flagged
+    # unstable coarse points (Eq. (33)) take the value of the nearest stable one (no spline ringing) and the
+    # fine points nearest to them are dropped from the corrected posterior; their corrected weight and that
+    # of the fine points within one coarse cell of them are reported
+    near = distance_transform_edt(bad, return_distances=False, return_indices=True)
+    fill = dS[tuple(near)] if bad.any() else dS
+    dil = binary_dilation(bad, np.ones((3, 3), bool)) if bad.any() else bad
 
     def interp(Z):
         return RectBivariateSpline(c1c, cGc, Z, kx=3, ky=3)(c1f, cGf)
@@ -83,10 +91,15 @@ def shifts(p, P, coarse=11, fine=161):
     out = {"window": [[a1, b1], [a2, b2]], "unstable_weight": unstable_weight}
     variants = {"none": 0 * S, "one_loop": interp(fill), "one_loop+pref": interp(fill) + interp(pref),
                 "naive_total_hessian": interp(fill) + interp(naive)}
+    dilf = dil[ii, jj]
+    softf = (rel < SOFT)[ii, jj]
     for name, extra in variants.items():
         T = S + extra
         q = w * np.exp(-(T - T[~badf].min())) * (~badf if name != "none" else 1)
         out[name] = {"c1": float((q * C1).sum() / q.sum()), "cG": float((q * CG).sum() / q.sum())}
+        if name == "one_loop":
+            out["near_unstable_weight"] = float(q[dilf].sum() / q.sum())
+            out["soft_weight"] = float(q[softf].sum() / q.sum())
     return out
 
 
@@ -104,7 +117,7 @@ def main(argv=None):
             if g["attention"] == "linear" and g["recipe"] == a.recipe}
     rows = []
     print("ratio d_k  P  param | measured gap ± err | pred one_loop  +pref  naive | ×d_k: measured  one_loop  "
-          "+pref | unstable weight")
+          "+pref | unstable weight under S, near-unstable weight under S+ΔS, soft-mode weight under S+ΔS")
     for ratio in a.ratios:
         for d_k in a.dk:
             pts = {prm: next(q for q in gaps[(ratio, prm)]["points"] if q["d_k"] == d_k) for prm in ("c1", "cG")}
@@ -119,12 +132,13 @@ def main(argv=None):
                 row = {"ratio": ratio, "d_k": d_k, "P": P, "param": prm, "measured_gap": q["gap"],
                        "measured_err": q["error"], "theory_same_mean": q["theory"],
                        "closed_mean": r["none"][prm], "pred": pr, "unstable_weight": r["unstable_weight"],
-                       "window": r["window"]}
+                       "near_unstable_weight": r["near_unstable_weight"],
+                       "soft_weight": r["soft_weight"], "window": r["window"]}
                 rows.append(row)
                 print(f"{ratio:5} {d_k:4} {P:4.0f} {prm:3} | {q['gap']:+.4f} ± {q['error']:.4f} | "
                       f"{pr['one_loop']:+.4f} {pr['one_loop+pref']:+.4f} {pr['naive_total_hessian']:+.4f} | "
                       f"{q['gap'] * d_k:+.2f} {pr['one_loop'] * d_k:+.2f} {pr['one_loop+pref'] * d_k:+.2f} | "
-                      f"{r['unstable_weight']:.2g}  ({time.perf_counter() - t0:.0f} s)", flush=True)
+                      f"{r['unstable_weight']:.2g} {r['near_unstable_weight']:.2g} soft {r['soft_weight']:.2g}  ({time.perf_counter() - t0:.0f} s)", flush=True)
     for prm in ("c1", "cG"):
         for ratio in a.ratios:
             g = gaps[(ratio, prm)]["fit"]

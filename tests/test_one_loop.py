@@ -138,6 +138,7 @@ def test_block_form_equals_full_transverse_projection():
         assert full.stable and blk.stable
         assert blk.dS == pytest.approx(full.dS, rel=1e-10)
         assert blk.min_eig == pytest.approx(full.min_eig, rel=1e-8)
+        assert blk.min_rel_eig == pytest.approx(full.min_rel_eig, rel=1e-8)
 
 
 def test_gaussian_identity_by_quadrature():
@@ -152,8 +153,9 @@ def test_gaussian_identity_by_quadrature():
     logN = -0.5 * np.einsum("...i,ij,...j", X, Si, X) - np.log(2 * np.pi) - 0.5 * np.log(np.linalg.det(Sig))
     integrand = np.exp(logN - X @ g - 0.5 * np.einsum("...i,ij,...j", X, H, X))
     exact = -np.log(integrand.sum() * (x[1] - x[0]) ** 2)
-    dS, ld, gr, ok, _, _ = ol.gaussian_correction(H, g, Si)
+    dS, ld, gr, ok, _, _, rel = ol.gaussian_correction(H, g, Si)
     assert ok and dS == pytest.approx(exact, abs=1e-8)
+    assert rel == pytest.approx(np.linalg.eigvals(np.eye(2) + Sig @ H).real.min(), rel=1e-10)
     assert ld == pytest.approx(0.5 * np.log(np.linalg.det(np.eye(2) + Sig @ H)), rel=1e-12)
     assert gr == pytest.approx(-0.5 * g @ np.linalg.solve(H + Si, g), rel=1e-12)
     # the naive "½ ln det of the total Hessian" differs from it by ½ ln det Σ⁻¹ (the prior's own
@@ -165,8 +167,8 @@ def test_gaussian_identity_by_quadrature():
 def test_instability_flag_planted():
     H = np.diag([1.0, -3.0, 0.5])
     Sinv = np.eye(3)
-    dS, _, _, ok, lmin, bad = ol.gaussian_correction(H, np.zeros(3), Sinv)
-    assert not ok and np.isnan(dS) and lmin == pytest.approx(-2.0)
+    dS, _, _, ok, lmin, bad, rel = ol.gaussian_correction(H, np.zeros(3), Sinv)
+    assert not ok and np.isnan(dS) and lmin == pytest.approx(-2.0) and rel == pytest.approx(-2.0)
     assert bad.shape == (3, 1) and abs(abs(bad[1, 0]) - 1) < 1e-12
 
 

@@ -23,9 +23,9 @@ import dataclasses
 import functools
 
 import numpy as np
+import scipy.linalg as sla
 import torch
 
-from .action import order_to_coeffs
 from .evidence import LOG2PI
 
 BLOCKS = ("trivial", "standard", "sym22", "anti211")
@@ -215,22 +215,27 @@ class OneLoop:
     stable: bool              # d_k H_I⊥ + H_E⊥ positive definite (Eq. (33))
     min_eig: float            # smallest eigenvalue of d_k H_I⊥ + H_E⊥
     unstable_dirs: np.ndarray  # (L², k) the unstable directions in vec(M) coordinates (k = 0 if stable)
+    min_rel_eig: float = np.nan  # smallest eigenvalue of 1 + Σ^½ H_E⊥ Σ^½ (< 0 unstable, → 0⁺ critical)
 
 
 def gaussian_correction(H, g, Sinv, tol=1e-10):
     """−ln E_{x∼N(0,Σ)} exp(−gᵀx − ½xᵀHx) = ½ ln det(1 + ΣH) − ½ gᵀ(H + Σ⁻¹)⁻¹g (Eq. (31)), with its
-    parts; (NaN, stable = False) where H + Σ⁻¹ is not positive definite (the integral diverges)."""
+    parts: (ΔS, ln det part, gradient part, stable, λ_min(H + Σ⁻¹), unstable directions, smallest
+    eigenvalue of 1 + Σ^½HΣ^½); ΔS = NaN, stable = False where H + Σ⁻¹ is not positive definite (the
+    integral diverges). Near 0⁺ of the last number the mode is critical and ½ ln det → −∞: the Gaussian
+    order is not reliable there (Sec. 13)."""
     Sinv = 0.5 * (Sinv + Sinv.T)
     A = 0.5 * (H + H.T) + Sinv
     ev, evec = np.linalg.eigh(A)
     bad = ev <= tol * np.abs(ev).max()
+    rel = float(sla.eigh(A, Sinv, eigvals_only=True)[0])
     if bad.any():
-        return np.nan, np.nan, np.nan, False, float(ev[0]), evec[:, bad]
+        return np.nan, np.nan, np.nan, False, float(ev[0]), evec[:, bad], rel
     ls = np.linalg.eigvalsh(Sinv)
     logdet = 0.5 * (np.sum(np.log(ev)) - np.sum(np.log(ls)))
     y = evec.T @ g
     grad = -0.5 * float(np.sum(y**2 / ev))
-    return logdet + grad, logdet, grad, True, float(ev[0]), evec[:, :0]
+    return logdet + grad, logdet, grad, True, float(ev[0]), evec[:, :0], rel
 
 
 def one_loop(H_E, g_E, H_I, d_k, basis=None):
@@ -239,8 +244,8 @@ def one_loop(H_E, g_E, H_I, d_k, basis=None):
     unstable directions are returned in vec(M) coordinates."""
     L = int(round(np.sqrt(len(g_E))))
     T = transverse_basis(L) if basis is None else basis
-    dS, ld, gr, ok, lmin, bad = gaussian_correction(T.T @ H_E @ T, T.T @ g_E, d_k * (T.T @ H_I @ T))
-    return OneLoop(dS, ld, gr, ok, lmin, T @ bad)
+    dS, ld, gr, ok, lmin, bad, rel = gaussian_correction(T.T @ H_E @ T, T.T @ g_E, d_k * (T.T @ H_I @ T))
+    return OneLoop(dS, ld, gr, ok, lmin, T @ bad, rel)
 
 
 def _block_dirs(L):
@@ -260,35 +265,21 @@ def one_loop_ek(m1, mP, P, V, L, d_k, g_Q, g_K, g_O, sigma2, prior="large_deviat
     HE = D @ hvp(E, M, D.reshape(-1, L, L)).T
     HI = d_k * (D @ prior_rate_hessian(M, g_Q * g_K, prior) @ D.T)
     mult = np.array([L - 1] * 3 + [L * (L - 3) // 2, (L - 1) * (L - 2) // 2], float)
-    dS, ld, lmin, ok, bad = 0.0, 0.0, np.inf, True, []
+    ld, lmin, ok, bad, rel = 0.0, np.inf, True, [], np.inf
     for sl in (slice(0, 3), slice(3, 4), slice(4, 5)):
         n = mult[sl][0]
         if n == 0:
             continue
-        _, l_, _, ok_, lm, bd = gaussian_correction(HE[sl, sl], np.zeros(sl.stop - sl.start), HI[sl, sl])
-        lmin = min(lmin, lm)
+        _, l_, _, ok_, lm, bd, rl = gaussian_correction(HE[sl, sl], np.zeros(sl.stop - sl.start), HI[sl, sl])
+        lmin, rel = min(lmin, lm), min(rel, rl)
         if not ok_:
             ok = False
             bad.append(D[sl].T @ bd)
         else:
             ld += n * l_
     if not ok:
-        return OneLoop(np.nan, np.nan, np.nan, False, lmin, np.concatenate(bad, 1))
-    return OneLoop(ld, ld, 0.0, True, lmin, np.zeros((L * L, 0)))
-
-
-def one_loop_grid(c1, cG, P, p, attention="linear"):
-    """Eq. (32) on arrays of (c1, cG) points (linear attention), ActionParams p: (ΔS, stable)."""
-    c1, cG = np.broadcast_arrays(np.asarray(c1, float), np.asarray(cG, float))
-    m1, mP = order_to_coeffs(c1, cG, p.L)
-    E = evidence_ek(P * p.L, p.V, p.L, p.g_O, p.sigma2, attention)
-    dS = np.full(c1.shape, np.nan)
-    st = np.zeros(c1.shape, bool)
-    for i in np.ndindex(c1.shape):
-        r = one_loop_ek(float(m1[i]), float(mP[i]), P, p.V, p.L, p.d_k, p.g_Q, p.g_K, p.g_O, p.sigma2,
-                        p.prior, attention, E=E)
-        dS[i], st[i] = r.dS, r.stable
-    return dS, st
+        return OneLoop(np.nan, np.nan, np.nan, False, lmin, np.concatenate(bad, 1), rel)
+    return OneLoop(ld, ld, 0.0, True, lmin, np.zeros((L * L, 0)), rel)
 
 
 def prior_prefactor(m1, mP, L, c, prior="large_deviation"):
