@@ -4,7 +4,6 @@ One session-scoped fixture runs the whole DAG once (every rule, every figure) in
 workflow; the other tests dry-run edits of its config against that finished state, or audit/tamper with
 copies of its results.
 """
-import copy
 import json
 import re
 import shutil
@@ -435,63 +434,54 @@ def test_fix_then_plain_snakemake_remakes_damaged_run_and_theory(pipeline, tmp_p
     assert planned_jobs(wd) == {}
 
 
-def test_nonfinite_value_in_an_ok_run_is_counted_named_and_refused(pipeline, tmp_path):
-    from copyhead.provenance import read_dataset
-    wd = _edit(pipeline, tmp_path, lambda cfg: None)
-    run = wd / "results/runs/linear/adam/P4/seed0.nc"
-    good = float(read_dataset(wd / "results/runs/linear/adam/P4/seed1.nc")["c1"])
-    _rewrite_run(run, c1=np.nan, c1_sample=np.nan)                # status still ok
-    smk(wd)                                                        # the aggregate is remade from the new file
-    ag = read_dataset(wd / "results/aggregate/linear.nc")
-    cell = ag.sel(optimizer="adam", P=4)
-    assert str(cell["status"].sel(seed=0).values) == "nonfinite"
-    assert int(cell["n_ok"]) == 1 and int(cell["n_nonfinite"]) == 1 and ag.attrs["n_nonfinite"] == 1
-    assert json.loads(ag.attrs["nonfinite_json"]) == {"results/runs/linear/adam/P4/seed0.nc": ["c1", "c1_sample"]}
-    assert float(cell["c1_mean"]) == pytest.approx(good) and np.isnan(float(cell["c1_sem"]))
-    assert "nonfinite" in (wd / "results/logs/aggregate/linear.log").read_text()      # the warning
-    summary = subprocess.run([sys.executable, "-m", "copyhead", "summary", "results/aggregate/linear.nc"],
-                             cwd=wd, capture_output=True, text=True).stdout
-    assert "[left out: 1 nonfinite]" in summary and "seed0.nc: c1, c1_sample" in summary
-    runs = sorted(str(p.relative_to(wd)) for p in (wd / "results/runs/linear").rglob("*.nc"))
-    r = subprocess.run([sys.executable, "-m", "copyhead", "aggregate", "--attention", "linear", "--strict",
-                        "--config", "config.yaml", "--out", "strict.nc", *runs], cwd=wd, capture_output=True, text=True)
-    assert r.returncode == 2 and "non-finite values in c1, c1_sample" in r.stderr and not (wd / "strict.nc").exists()
-    r = _audit(wd, "--all", "--strict")
-    assert r.returncode == 1 and "seed0.nc: status ok but non-finite values in c1, c1_sample" in r.stdout
-    _audit(wd, "--all", "--fix")
-    smk(wd)
-    assert np.isfinite(float(read_dataset(run)["c1"]))
-    _audit_clean(wd)
-
-
-def test_run_from_another_config_is_left_out_refused_and_quarantined(pipeline, tmp_path):
+def test_nonfinite_and_foreign_runs_are_left_out_named_refused_and_remade(pipeline, tmp_path):
+    """Two faults at once, each a real sequence of commands on the tiny config: a NaN written into an ok
+    run (adam P4 seed 0) and a run made with sigma2 = 0.2 copied in under a valid name (adam P8 seed 0).
+    snakemake -> aggregate leaves both out and names them; --strict refuses; the audit fails naming them;
+    --fix removes the first and quarantines the second; snakemake -> both trained again; audit clean."""
     import copyhead.config as c
     from copyhead.provenance import read_dataset
     from copyhead.run import train_run
     wd = _edit(pipeline, tmp_path, lambda cfg: None)
-    run = wd / "results/runs/linear/adam/P4/seed0.nc"
+    nan_run, foreign_run = (wd / f"results/runs/linear/adam/P{P}/seed0.nc" for P in (4, 8))
+    good = float(read_dataset(wd / "results/runs/linear/adam/P4/seed1.nc")["c1"])
+    _rewrite_run(nan_run, c1=np.nan, c1_sample=np.nan)                       # status still ok
     other = c.validate(yaml.safe_load((wd / "config.yaml").read_text()))
     other["model"]["sigma2"] = 0.2
-    train_run(c.run_config(other, "linear", "adam", 4, 0), tmp_path / "foreign.nc", log=lambda line: None)
-    shutil.copy(tmp_path / "foreign.nc", run)                     # under a valid name
-    smk(wd)
+    train_run(c.run_config(other, "linear", "adam", 8, 0), tmp_path / "foreign.nc", log=lambda line: None)
+    shutil.copy(tmp_path / "foreign.nc", foreign_run)
+    smk(wd)                                                   # the aggregate is remade from the new files
     ag = read_dataset(wd / "results/aggregate/linear.nc")
-    cell = ag.sel(optimizer="adam", P=4)
-    assert str(cell["status"].sel(seed=0).values) == "foreign" and int(cell["n_ok"]) == 1
-    why = json.loads(ag.attrs["foreign_json"])["results/runs/linear/adam/P4/seed0.nc"]
-    assert why == ["'model.sigma2' = 0.2 (expected 0.1)"]
+    p4, p8 = ag.sel(optimizer="adam", P=4), ag.sel(optimizer="adam", P=8)
+    assert str(p4["status"].sel(seed=0).values) == "nonfinite" and str(p8["status"].sel(seed=0).values) == "foreign"
+    assert int(p4["n_ok"]) == 1 and int(p4["n_nonfinite"]) == 1 and ag.attrs["n_nonfinite"] == 1
+    assert int(p8["n_ok"]) == 1 and int(p8["n_foreign"]) == 1 and ag.attrs["n_foreign"] == 1
+    assert json.loads(ag.attrs["nonfinite_json"]) == {"results/runs/linear/adam/P4/seed0.nc": ["c1", "c1_sample"]}
+    assert json.loads(ag.attrs["foreign_json"]) == {
+        "results/runs/linear/adam/P8/seed0.nc": ["'model.sigma2' = 0.2 (expected 0.1)"]}
+    assert float(p4["c1_mean"]) == pytest.approx(good) and np.isnan(float(p4["c1_sem"]))
+    log = (wd / "results/logs/aggregate/linear.log").read_text()
+    assert "P4/seed0.nc: status ok but non-finite values in c1, c1_sample" in log and "P8/seed0.nc: made with" in log
+    summary = subprocess.run([sys.executable, "-m", "copyhead", "summary", "results/aggregate/linear.nc"],
+                             cwd=wd, capture_output=True, text=True).stdout
+    assert "[left out: 1 nonfinite]" in summary and "[left out: 1 foreign]" in summary
     runs = sorted(str(p.relative_to(wd)) for p in (wd / "results/runs/linear").rglob("*.nc"))
-    for how in (["--config", "config.yaml"], []):     # without a config: the recipe's runs disagree
+    for how in (["--config", "config.yaml"], []):      # without a config: the recipe's runs disagree
         r = subprocess.run([sys.executable, "-m", "copyhead", "aggregate", "--attention", "linear", "--strict", *how,
                             "--out", "strict.nc", *runs], cwd=wd, capture_output=True, text=True)
-        assert r.returncode == 2 and "seed0.nc" in r.stderr and "config" in r.stderr, r.stderr
+        assert r.returncode == 2 and "P8/seed0.nc" in r.stderr and not (wd / "strict.nc").exists(), r.stderr
+        if how:
+            assert "non-finite values in c1, c1_sample" in r.stderr
     r = _audit(wd, "--all", "--strict")
-    assert r.returncode == 1 and "'model.sigma2' = 0.2 (expected 0.1)" in r.stdout
+    assert r.returncode == 1 and "P4/seed0.nc: status ok but non-finite values in c1, c1_sample" in r.stdout
+    assert "'model.sigma2' = 0.2 (expected 0.1)" in r.stdout
     r = _audit(wd, "--all", "--fix")
-    assert "moved results/runs/linear/adam/P4/seed0.nc to results/quarantine/runs/linear/adam/P4/seed0.nc" in r.stdout
-    assert (wd / "results/quarantine/runs/linear/adam/P4/seed0.nc").exists()     # kept, not deleted
+    assert "removed results/runs/linear/adam/P4/seed0.nc (non-finite values in a run marked ok)" in r.stdout
+    assert "moved results/runs/linear/adam/P8/seed0.nc to results/quarantine/runs/linear/adam/P8/seed0.nc" in r.stdout
+    assert (wd / "results/quarantine/runs/linear/adam/P8/seed0.nc").exists()     # kept, not deleted
     smk(wd)
-    assert json.loads(read_dataset(run).attrs["config_json"])["model"]["sigma2"] == 0.1
+    assert np.isfinite(float(read_dataset(nan_run)["c1"]))
+    assert json.loads(read_dataset(foreign_run).attrs["config_json"])["model"]["sigma2"] == 0.1
     _audit_clean(wd)
 
 

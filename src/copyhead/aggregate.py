@@ -143,36 +143,32 @@ def _assemble(runs, optimizers, Ps, seeds) -> tuple[xr.Dataset, dict[str, np.nda
     return out, present
 
 
-def _excluded(runs, attention: str, strict: bool) -> dict[str, dict[str, list[str]]]:
-    """The runs excluded from the statistics, per kind (nonfinite, foreign): path -> what is wrong.
-    Refused (AggregateError) under ``strict``, else a warning that names each."""
+def _excluded(runs, attention: str) -> tuple[dict[str, dict[str, list[str]]], str]:
+    """The runs excluded from the statistics, per kind (nonfinite, foreign): path -> what is wrong; and
+    the message that names each ('' if none)."""
     out = {kind: {m["path"]: m[kind] for _, _, m in runs if m["status"] == kind} for kind in ("nonfinite", "foreign")}
     what = {"nonfinite": "status ok but non-finite values in", "foreign": "made with another config:"}
     lines = [f"{path}: {what[kind]} {', '.join(items)}" for kind, bad in out.items() for path, items in bad.items()]
     if lines:
-        msg = (f"{attention} aggregate: {len(lines)} run(s) left out of every mean (status nonfinite/foreign; "
-               "`copyhead audit --all --fix` removes them and the next `snakemake` trains them again):\n  "
-               + "\n  ".join(lines))
-        if strict:
-            raise AggregateError(msg)
-        warnings.warn(msg, stacklevel=3)
-    return out
+        return out, (f"{attention} aggregate: {len(lines)} run(s) left out of every mean (status nonfinite/foreign;"
+                     " `copyhead audit --all --fix` removes them and the next `snakemake` trains them again):\n  "
+                     + "\n  ".join(lines))
+    return out, ""
 
 
-def _check_configs_agree(runs, attention: str, strict: bool):
-    """Without the current config: the runs of one recipe must at least share one defining config."""
+def _configs_disagree(runs, attention: str) -> str:
+    """Without the current config: the runs of one recipe must at least share one defining config; the
+    message naming the groups where they do not ('' if they do)."""
     groups: dict[str, dict[str, list[str]]] = {}
     for (opt, _, _), ds, meta in runs:
         rec = {k: v for k, v in json.loads(ds.attrs.get("config_json", "{}") or "{}").items() if k not in ("P", "seed")}
         groups.setdefault(opt, {}).setdefault(json.dumps(rec, sort_keys=True), []).append(meta["path"])
     mixed = {opt: g for opt, g in groups.items() if len(g) > 1}
     if mixed:
-        msg = f"{attention} runs of one recipe made with different configs (give --config to check against yours): " + \
+        return f"{attention} runs of one recipe made with different configs (give --config to check against yours): " + \
             "; ".join(f"{opt}: " + " vs ".join(f"{len(ps)} run(s), e.g. {ps[0]}" for ps in g.values())
                       for opt, g in sorted(mixed.items()))
-        if strict:
-            raise AggregateError(msg)
-        warnings.warn(msg, stacklevel=3)
+    return ""
 
 
 def aggregate_datasets(paths, attention: str, strict: bool = False, run_configs: dict | None = None) -> xr.Dataset:
@@ -202,9 +198,12 @@ def aggregate_datasets(paths, attention: str, strict: bool = False, run_configs:
         if strict:
             raise AggregateError(msg + " (rerun the stale runs, or aggregate without --strict)")
         warnings.warn(msg, stacklevel=2)
-    excluded = _excluded(runs, attention, strict)
-    if run_configs is None:
-        _check_configs_agree(runs, attention, strict)
+    excluded, left_out = _excluded(runs, attention)
+    problems = [m for m in (left_out, _configs_disagree(runs, attention) if run_configs is None else "") if m]
+    if problems and strict:
+        raise AggregateError("\n".join(problems))
+    for msg in problems:
+        warnings.warn(msg, stacklevel=2)
     optimizers = sorted({k[0] for k, _, _ in runs})
     Ps = sorted({k[1] for k, _, _ in runs})
     seeds = sorted({k[2] for k, _, _ in runs})
