@@ -43,7 +43,7 @@ def resolve_device(name: str | None) -> str:
 
 
 def checkpoint_path(outs) -> Path:
-    """The checkpoint of a job: ``<out>.ckpt`` for one output, ``.seeds-<s1>-<s2>….ckpt`` beside the
+    """The checkpoint of a job: ``<out>.ckpt`` for one output, ``.batch-<hash of the output paths>.ckpt`` beside the
     first output for a batch (named by its output files, so two jobs never share one)."""
     outs = [Path(outs)] if isinstance(outs, (str, Path)) else [Path(o) for o in outs]
     if len(outs) == 1:
