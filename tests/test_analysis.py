@@ -36,20 +36,29 @@ def test_mean_sem_ignores_nan_and_has_no_error_for_one_value():
 @pytest.mark.parametrize("rho, tol", [(0.0, 0.1), (0.5, 0.1), (0.9, 0.2), (-0.3, 0.1)])
 def test_ess_of_ar1_chains(rho, tol):
     x = ar1(rho, 4, 10000, seed=1)
-    assert an.ess(x) == pytest.approx(4 * 10000 * (1 - rho) / (1 + rho), rel=tol)
+    assert an.ess_mean(x) == pytest.approx(4 * 10000 * (1 - rho) / (1 + rho), rel=tol)
     assert an.ess_bulk(x) == pytest.approx(4 * 10000 * (1 - rho) / (1 + rho), rel=tol)
+    np.testing.assert_allclose(an.chain_ess(x), 10000 * (1 - rho) / (1 + rho), rtol=2 * tol)
 
 
 def test_standard_error_of_a_chain_mean():
     rho = 0.5
     x = ar1(rho, 4, 10000, seed=2)
     se = np.sqrt((1 + rho) / (1 - rho) / x.size)  # exact for the mean of unit-variance AR(1) draws
-    assert an.mcse_ess(x) == pytest.approx(se, rel=0.1)
-    assert an.mcse_batch_means(x) == pytest.approx(se, rel=0.2)
-    assert an.mcse_batch_means(x, batch_size=500) == pytest.approx(se, rel=0.25)
+    assert an.mcse_mean(x) == pytest.approx(se, rel=0.1)
     naive = x.std(ddof=1) / np.sqrt(x.size)
-    assert an.mcse_batch_means(x) > 1.4 * naive  # the naive sd underestimates by √3
-    assert an.mcse_ess(x[0]) == pytest.approx(np.sqrt(3 / 10000), rel=0.2)  # one chain (1-D input)
+    assert an.mcse_mean(x) > 1.4 * naive  # the naive sd underestimates by √3
+    assert an.mcse_mean(x[0]) == pytest.approx(np.sqrt(3 / 10000), rel=0.2)  # one chain (1-D input)
+    np.testing.assert_allclose(an.chain_mcse(x), np.sqrt(3 / 10000), rtol=0.2)
+
+
+def test_point_estimate_takes_the_larger_error_of_spread_and_mcse():
+    e = an.point_estimate([1.0, 2.0, 3.0], [0.01, 0.01, 0.01])
+    assert e["error_basis"] == "spread" and e["error"] == pytest.approx(1 / np.sqrt(3))
+    e = an.point_estimate([1.0, 1.0], [3.0, 4.0])
+    assert e["error_basis"] == "mcse" and e["error"] == pytest.approx(2.5)
+    e = an.point_estimate([1.0, np.nan])
+    assert e["n"] == 1 and np.isnan(e["error"]) and e["error_basis"] == ""
 
 
 def test_split_rhat():
@@ -68,19 +77,14 @@ def test_split_rhat():
 
 
 def test_convergence_edge_cases():
-    assert np.isnan(an.split_rhat(np.ones((4, 100)), "classic"))
-    assert np.isnan(an.split_rhat(np.zeros((4, 3))))
-    assert np.isnan(an.ess(np.ones((2, 100))))
-    assert np.isnan(an.ess([[1.0, np.nan, 2.0, 3.0, 4.0]]))
-    assert np.isnan(an.mcse_batch_means([1.0, 2.0, 3.0], batch_size=3))
+    assert np.isnan(an.split_rhat(np.ones((4, 100)), "classic"))   # constant chains: no R̂
+    assert np.isnan(an.split_rhat(np.zeros((4, 3))))                # fewer than 4 draws
+    assert np.isnan(an.ess_mean([[1.0, np.nan, 2.0, 3.0, 4.0]]))    # a non-finite draw
+    assert np.isnan(an.mcse_mean([1.0, 2.0, 3.0]))
     with pytest.raises(ValueError, match="allowed values"):
         an.split_rhat(np.zeros((4, 10)), "bulk")
     with pytest.raises(ValueError, match="n_chains"):
-        an.ess(np.zeros((2, 2, 10)))
-    s = an.split_chains(np.arange(14.0).reshape(2, 7))
-    np.testing.assert_array_equal(s, [[0, 1, 2], [7, 8, 9], [4, 5, 6], [11, 12, 13]])
-    z = an.rank_normalize([[3.0, 1.0], [2.0, 2.0]])
-    assert z[0, 0] > 0 > z[0, 1] and z[1, 0] == z[1, 1] == pytest.approx(0.0)
+        an.ess_bulk(np.zeros((2, 2, 10)))
 
 
 # -------------------------------------------------------------------------------------- agreement
@@ -266,27 +270,31 @@ def test_inverse_size_fit_recovers_a_known_line():
     assert row_error({"error": 0.3, "theory_error": None}) == pytest.approx(0.3)
 
 
-def test_convergence_diagnostics_against_arviz_on_the_projects_own_chains():
-    """analysis.convergence against ArviZ (arviz-stats, the maintained implementation of Vehtari et al. 2021)
-    on the default run's SGLD chains (tests/data/sgld_chains_default.npz: 4 chains x 100 draws per (attention,
-    recipe, P, stored order parameter), 56 series). Rank split-R̂: the same to rounding. Bulk ESS: within
-    7 % (the two differ in where Geyer's sequence is truncated). The ESS behind a mean's MCSE: ArviZ splits
-    the chains for it, ours does not; on split chains the two agree within 7 %, unsplit they differ by up
-    to a factor ~2 either way (what docs/figures.md, "Convergence definitions", says)."""
+def test_the_results_diagnostics_are_arvizs_on_the_projects_own_chains():
+    """The results' R̂, bulk ESS and MCSE are ArviZ's (arviz-stats) on the default run's SGLD chains
+    (tests/data/sgld_chains_default.npz: 4 chains x 100 draws per (attention, recipe, P, stored order
+    parameter), 56 series), and the aggregate's samples open in ``arviz_stats.summary`` as chain × draw
+    (copyhead.analysis.posterior) with the same numbers the convergence table reports."""
     from pathlib import Path
+    import arviz_stats
     from arviz_stats.base import array_stats as az
-    from copyhead.analysis import convergence as cv
+    from copyhead.results import convergence_table, recipes
+    from test_results import fake_aggregate
     d = np.load(Path(__file__).parent / "data" / "sgld_chains_default.npz")
     assert len(d.files) == 56
-    rows = []
     for k in d.files:
         x = d[k].astype(float)
-        rows.append((cv.split_rhat(x), az.rhat(x, method="rank"), cv.ess_bulk(x), az.ess(x, method="bulk"),
-                     cv.ess(cv.split_chains(x)), az.ess(x, method="mean"), cv.ess(x)))
-    r = np.array(rows, float)
-    assert np.isfinite(r).all()
-    np.testing.assert_allclose(r[:, 0], r[:, 1], rtol=0, atol=1e-12)
-    assert 0.9 <= (r[:, 2] / r[:, 3]).min() and (r[:, 2] / r[:, 3]).max() <= 1.01
-    assert 0.9 <= (r[:, 4] / r[:, 5]).min() and (r[:, 4] / r[:, 5]).max() <= 1.01
-    unsplit = r[:, 6] / r[:, 5]
-    assert unsplit.min() < 0.6 and unsplit.max() > 1.5   # the documented difference, not a tolerance
+        assert an.split_rhat(x) == az.rhat(x, method="rank")
+        assert an.ess_bulk(x) == az.ess(x, method="bulk") and an.ess_mean(x) == az.ess(x, method="mean")
+        assert an.mcse_mean(x) == az.mcse(x, method="mean")
+        np.testing.assert_array_equal(an.chain_mcse(x), [az.mcse(c[None], method="mean") for c in x])
+    lin = sorted(k for k in d.files if k.startswith("linear") and k.endswith("c1"))[:2]
+    x = np.stack([d[k].astype(float) for k in lin])                      # (n_P, chains, draws)
+    ag = fake_aggregate("linear", {"sgld": (x, 0.5 * x)}, [8, 16], range(4))
+    rows = {(r["P"], r["param"]): r for r in convergence_table(ag, "linear", recipes(ag))}
+    for P in (8, 16):
+        post = an.posterior(ag, "sgld", P=P)
+        assert dict(post.sizes) == {"chain": 4, "draw": 100}
+        summ = arviz_stats.summary(post, var_names=["c1"], kind="diagnostics", round_to="none")
+        assert float(summ.loc["c1", "r_hat"]) == pytest.approx(rows[(float(P), "c1")]["rhat"], rel=1e-12)
+        assert float(summ.loc["c1", "ess_bulk"]) == pytest.approx(rows[(float(P), "c1")]["ess_bulk"], rel=1e-12)

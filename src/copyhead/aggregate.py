@@ -14,8 +14,9 @@ global ``nonfinite_json``/``foreign_json``, a warning; refused under ``strict``)
 but holds a NaN or infinite value, and a run whose recorded defining config (``config_json``) is not the
 one the current config gives it (``run_configs``: per recipe :func:`copyhead.config.run_config`). Seed summaries ``<var>_mean`` and ``<var>_sem`` (standard error over the seeds
 that have a value, NaN with fewer than two; the definition of ``copyhead.analysis.mean_sem``) are stored
-next to the runs. Sampled recipes also get chain diagnostics (``<v>_rhat``, ``<v>_ess`` per (optimizer, P);
-``<v>_mcse`` per run; :func:`_convergence`). The sha256 of every input file is recorded (``inputs_json``) for the audit.
+next to the runs; chain diagnostics (R̂, ESS, MCSE) are not stored: the results compute them from the
+samples (``copyhead.analysis.convergence``, ArviZ; ``copyhead.analysis.posterior`` gives a recipe's
+``<var>_sample`` as ``chain × draw``). The sha256 of every input file is recorded (``inputs_json``) for the audit.
 """
 from __future__ import annotations
 
@@ -250,7 +251,6 @@ def aggregate_datasets(paths, attention: str, strict: bool = False, run_configs:
         out[f"{v}_sem"] = sem.where(n_v > 1).assign_attrs(
             long_name=f"standard error over seeds of {out[v].attrs.get('long_name', v)}",
             units=out[v].attrs.get("units", "1"))
-    _convergence(out, ok)
     out["P"].attrs.update(long_name="training-set size", units="sequences")
     inputs = {meta["path"]: meta["sha256"] for _, _, meta in runs}
     out.attrs = provenance_attrs(
@@ -266,47 +266,6 @@ def aggregate_datasets(paths, attention: str, strict: bool = False, run_configs:
                **{f"n_{kind}": len(bad) for kind, bad in excluded.items()},
                "run_configs_json": json.dumps(run_configs, sort_keys=True) if run_configs is not None else ""})
     return out
-
-
-CHAIN_VARS = ("c1", "cG", "m1", "mP")   # order parameters whose chain diagnostics are stored
-
-
-def _convergence(out: xr.Dataset, ok: xr.DataArray):
-    """Chain diagnostics of the sampled recipes (more than one sample per run), stored next to the means:
-    per (optimizer, P) the rank-normalised split-R̂ across the ok chains (seeds) and the bulk ESS of their
-    pooled samples; per run the Monte Carlo standard error of its sample mean from its own ESS
-    (``copyhead.analysis.convergence``). Adam runs (one sample) get NaN."""
-    from .analysis.convergence import ess, ess_bulk, split_rhat
-
-    if "sample" not in out.dims or out.sizes["sample"] < 8:
-        return
-    okv = ok.values
-    for v in CHAIN_VARS:
-        if f"{v}_sample" not in out:
-            continue
-        x = out[f"{v}_sample"].transpose("optimizer", "P", "seed", "sample").values
-        rhat = np.full(x.shape[:2], np.nan)
-        essb = np.full(x.shape[:2], np.nan)
-        mcse = np.full(x.shape[:3], np.nan)
-        for i, j in np.ndindex(*x.shape[:2]):
-            chains = x[i, j][okv[i, j]]
-            chains = chains[:, np.isfinite(chains).all(0)] if len(chains) else chains
-            if chains.size == 0 or chains.shape[1] < 8:
-                continue
-            for k in np.flatnonzero(okv[i, j]):
-                c = x[i, j, k][np.isfinite(x[i, j, k])]
-                if len(c) >= 8:
-                    mcse[i, j, k] = np.std(c, ddof=1) / np.sqrt(ess(c))
-            if len(chains) >= 2:
-                rhat[i, j], essb[i, j] = split_rhat(chains), ess_bulk(chains)
-        name = out[v].attrs.get("long_name", v)
-        out[f"{v}_rhat"] = (("optimizer", "P"), rhat, {
-            "long_name": f"rank-normalised split-R̂ across the chains (seeds) of {name}", "units": "1"})
-        out[f"{v}_ess"] = (("optimizer", "P"), essb, {
-            "long_name": f"bulk effective sample size of the pooled chains of {name}", "units": "1"})
-        out[f"{v}_mcse"] = (GRID, mcse, {
-            "long_name": f"Monte Carlo standard error of the run's sample mean of {name} (sd/√ESS of the chain)",
-            "units": "1"})
 
 
 def aggregate_runs(paths, out: Path, attention: str, strict: bool = False,

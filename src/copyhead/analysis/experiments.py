@@ -43,3 +43,25 @@ def theory_pattern_cosine(ag, th):
         a = A[:, j]
         out[:, j] = np.einsum("osqk,qk->os", a, At) / (np.linalg.norm(a, axis=(-2, -1)) * nt)
     return ag["c1"].copy(data=out)
+
+
+def posterior(ag, optimizer: str, P=None):
+    """The SGLD samples of one recipe as the posterior group ArviZ reads: every ``<var>_sample`` of the
+    aggregate renamed to ``<var>`` with dims ``chain`` (the seeds: independent chains, each its own dataset
+    and noise stream) and ``draw`` (the recorded samples, burn-in removed), e.g.
+    ``arviz_stats.summary(posterior(ag, "sgld", P=16), kind="diagnostics")``. With ``P`` the chains
+    that are not ok (diverged, absent, left out) are dropped; without it they are NaN (their P get NaN
+    diagnostics). Draws that no kept chain has (a shorter recipe in the same aggregate) are cut."""
+    names = [v for v in ag.data_vars if v.endswith("_sample")]
+    if not names or "sample" not in ag.dims:
+        raise ValueError(f"the aggregate has no SGLD samples (no <var>_sample variables) for {optimizer!r}")
+    sel = ag.sel(optimizer=optimizer) if P is None else ag.sel(optimizer=optimizer, P=P)
+    ok = sel["status"] == "ok"
+    post = sel[names].where(ok)
+    if P is not None:
+        post = post.isel(seed=np.flatnonzero(ok.values))
+    post = post.rename({v: v[:-len("_sample")] for v in names}).rename({"seed": "chain", "sample": "draw"})
+    have = np.isfinite(post[names[0][:-len("_sample")]]).any([d for d in post.dims if d != "draw"]).values
+    post = post.isel(draw=slice(0, int(have.nonzero()[0][-1]) + 1 if have.any() else 0))
+    post.attrs = {"optimizer": optimizer, "source": "copyhead.analysis.posterior of an aggregate"}
+    return post.drop_vars([c for c in ("optimizer", "P") if c in post.coords and c not in post.dims])

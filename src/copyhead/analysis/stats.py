@@ -1,7 +1,8 @@
 """Mean and standard error over seeds or chains: the one definition the aggregate, figures and transition
-estimators share."""
+estimators share; :func:`point_estimate`, the error of an SGLD point from its chains (spread or MCSE)."""
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -23,3 +24,25 @@ def seed_mean_sem(x, dim: str = "seed"):
     """:func:`mean_sem` of an xarray DataArray over ``dim`` (two DataArrays without that dim)."""
     import xarray as xr
     return xr.apply_ufunc(mean_sem, x, input_core_dims=[[dim]], output_core_dims=[[], []])
+
+
+def point_estimate(values, mcse=None) -> dict:
+    """Mean over chains (or seeds) of ``values`` (one number per chain) and its error: n, mean, err_spread
+    (sd/√n, the spread of the chain means), err_mcse (√Σ MCSE_i²/n, when ``mcse`` is given for every
+    value), error (the larger finite one: the spread is the honest error of a mean over independent
+    datasets, the MCSE a floor it cannot go below) and error_basis ("spread" | "mcse" | "")."""
+    v = np.asarray(values, float)
+    ok = np.isfinite(v)
+    n = int(ok.sum())
+    mean = float(v[ok].mean()) if n else math.nan
+    spread = float(v[ok].std(ddof=1) / np.sqrt(n)) if n > 1 else math.nan
+    mc = math.nan
+    if mcse is not None and n:
+        m = np.asarray(mcse, float)[ok]
+        if np.isfinite(m).all():
+            mc = float(np.sqrt((m ** 2).sum()) / n)
+    cands = {"spread": spread, "mcse": mc}
+    fin = {k: e for k, e in cands.items() if np.isfinite(e)}
+    basis = max(fin, key=fin.get) if fin else ""
+    return {"n": n, "mean": mean, "err_spread": spread, "err_mcse": mc,
+            "error": fin[basis] if basis else math.nan, "error_basis": basis}

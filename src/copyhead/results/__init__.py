@@ -27,7 +27,7 @@ from pathlib import Path
 from .inputs import CURVES, KEYS, NAMES, Recipe, config_of, recipes
 from .adam import adam_table, softmax_landscape_minima
 from .tables import (RHAT_MAX, agreement_summaries, agreement_table, convergence_table, figure_statistics,
-                     flagged_points, point_estimate, reference_curve)
+                     flagged_points, reference_curve)
 from .transitions import transition_table
 
 from ..analysis.summary import build_summary
@@ -35,7 +35,7 @@ from ..config import ATTENTIONS
 
 __all__ = ["ATTENTIONS", "CURVES", "KEYS", "NAMES", "RHAT_MAX", "Recipe", "adam_table", "agreement_summaries",
            "agreement_table", "build_tables", "convergence_table", "figure_statistics", "flagged_points",
-           "jsonable", "point_estimate", "recipes", "reference_curve", "softmax_landscape_minima", "transition_table",
+           "jsonable", "recipes", "reference_curve", "softmax_landscape_minima", "transition_table",
            "write_pages", "write_results"]
 
 

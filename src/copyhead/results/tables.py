@@ -6,7 +6,8 @@ Definitions (docs/figures.md, "Results tables", says the same for a reader):
 
 - **Chain error of an SGLD point** (recipe, P; one chain per seed, each on its own training set). The
   estimate is the mean over chains of the chains' sample means ȳ_i. Two standard errors of it:
-  ``err_mcse`` = √(Σ_i MCSE_i²)/m with MCSE_i = sd_i/√ESS_i of chain i alone (Monte Carlo error only), and
+  ``err_mcse`` = √(Σ_i MCSE_i²)/m with MCSE_i ArviZ's MCSE of the mean of chain i alone (Monte Carlo
+  error only; copyhead.analysis.convergence), and
   ``err_spread`` = sd_i(ȳ_i)/√m (the spread of the chain means, which also contains the dataset-to-
   dataset variation of the posterior mean; 1 − 1/m degrees of freedom, NaN with one chain). The error used
   is the larger of the two (``error_basis`` says which): the spread is the honest error of a mean over
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analysis import chain_ess, chain_mcse, ess_bulk, point_estimate, split_rhat
 from .inputs import (CURVES, KEYS, NAMES, Recipe, chain_series, curve_values, run_values, swept_P,
                      theory_transitions)
 
@@ -46,44 +48,8 @@ def _f(x) -> float:
         return NAN
 
 
-# ------------------------------------------------------------------------------------------ point errors
-def point_estimate(values, mcse=None) -> dict:
-    """Mean over chains (or seeds) of ``values`` with the error rule of the module docstring: n, mean,
-    err_spread (sd/√n), err_mcse (√Σ MCSE²/n, when ``mcse`` is given for every value), error (the larger
-    finite one) and error_basis ("spread" | "mcse" | "")."""
-    v = np.asarray(values, float)
-    ok = np.isfinite(v)
-    n = int(ok.sum())
-    mean = float(v[ok].mean()) if n else NAN
-    spread = float(v[ok].std(ddof=1) / np.sqrt(n)) if n > 1 else NAN
-    mc = NAN
-    if mcse is not None and n:
-        m = np.asarray(mcse, float)[ok]
-        if np.isfinite(m).all():
-            mc = float(np.sqrt((m ** 2).sum()) / n)
-    cands = {"spread": spread, "mcse": mc}
-    fin = {k: e for k, e in cands.items() if np.isfinite(e)}
-    basis = max(fin, key=fin.get) if fin else ""
-    return {"n": n, "mean": mean, "err_spread": spread, "err_mcse": mc,
-            "error": fin[basis] if basis else NAN, "error_basis": basis}
-
-
-def chain_mcse(x) -> np.ndarray:
-    """MCSE of each chain's mean from its own ESS: sd_i/√ESS_i (rows of an (n_chains, n_draws) array)."""
-    from ..analysis import mcse_ess
-    x = np.asarray(x, float)
-    return np.array([mcse_ess(row) if x.shape[1] >= 4 else NAN for row in x])
-
-
-def _chain_ess(x) -> np.ndarray:
-    from ..analysis import ess
-    x = np.asarray(x, float)
-    return np.array([ess(row) for row in x])
-
-
 # ------------------------------------------------------------------------------------------ convergence
 def _conv_row(attention, recipe, starts, P, key, x, rhat_max) -> dict:
-    from ..analysis import ess_bulk, split_rhat
     m, n = x.shape if x.ndim == 2 else (0, 0)
     row = {"attention": attention, "recipe": recipe, "starts": starts, "P": float(P), "param": key,
            "name": NAMES[key], "n_chains": int(m), "n_draws": int(n)}
@@ -95,7 +61,7 @@ def _conv_row(attention, recipe, starts, P, key, x, rhat_max) -> dict:
     rhat = split_rhat(x)
     within = [split_rhat(row) for row in x]
     row["rhat_within_max"] = float(np.nanmax(within)) if np.isfinite(within).any() else NAN
-    row.update(mean=est["mean"], rhat=rhat, ess_bulk=ess_bulk(x), ess_sum=float(np.nansum(_chain_ess(x))),
+    row.update(mean=est["mean"], rhat=rhat, ess_bulk=ess_bulk(x), ess_sum=float(np.nansum(chain_ess(x))),
                err_mcse=est["err_mcse"], err_spread=est["err_spread"], error=est["error"],
                error_basis=est["error_basis"], rhat_flag=bool(rhat > rhat_max))
     return row
@@ -117,7 +83,6 @@ def convergence_table(ag, attention: str, recs: dict[str, Recipe], rhat_max: flo
             if not len(ser[KEYS[attention][0]]):
                 continue  # no ok chain at this P (all diverged)
             rows += [_conv_row(attention, r.name, r.init, P, k, ser[k], rhat_max) for k in KEYS[attention]]
-    from ..analysis import split_rhat
     for r in sgld:
         if r.init != "copy" or not r.twin or recs[r.twin].method != "sgld":
             continue
