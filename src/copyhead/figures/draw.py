@@ -100,7 +100,7 @@ def fig_landscapes(inputs, options):
         ax.set_title(f"linear, $P={P:.3g}$")
         ax.set_aspect("equal")
     axes[0].set_ylabel(r"$\hat c_G$", labelpad=1)
-    cb = left.colorbar(cs, ax=list(axes), shrink=0.8, pad=0.02, format="%.3g")
+    cb = left.colorbar(cs, ax=list(axes), shrink=0.8, pad=0.02, format="%.4g")
     cb.ax.tick_params(labelsize=5.5)
     cb.set_label("$S-\\min S$ (linear)", fontsize=6)
     ax = right.subplots()

@@ -172,6 +172,7 @@ def fig_order_params(inputs, options, attention):
     fig.legend(handles, labels, fontsize=6, ncol=len(labels), loc="upper center", bbox_to_anchor=(0.5, 0.02))
     axl.set_ylabel("test loss per token")
     axl.set_yscale("log")
-    axl.set_title("test loss (colour: recipe)")
+    axl.set_title("test loss")
+    axl.legend(fontsize=5.5, loc="lower left", frameon=False, handlelength=1.8)   # ≤ 4 recipes: the colour key
     annotate_status(axl, ag)
     return fig
