@@ -4,7 +4,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
 from copyhead import config as c
 from copyhead.aggregate import aggregate_datasets, aggregate_runs

@@ -1,5 +1,4 @@
 """The network and its energy: hand-written ∇U against finite differences and autograd (float64)."""
-import math
 
 import numpy as np
 import pytest

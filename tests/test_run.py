@@ -1,5 +1,4 @@
 """One run end to end: file layout, determinism, checkpoint resume, divergence, atomic write, CLI."""
-import copy
 from pathlib import Path
 
 import numpy as np

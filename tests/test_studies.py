@@ -264,3 +264,42 @@ def test_missing_or_corrupt_results_file_is_named(tmp_path):
             T.load_study(path)
         assert main(["studies-report", str(SPEC), str(path), "--out", str(tmp_path / "r" / "s.md")]) == 2
     assert not (tmp_path / "r" / "s.md").exists()
+
+
+def test_a_fixed_head_dimension_group_gets_its_own_section_findings_and_ordering(tmp_path):
+    """Issue 20: a group `fixed_dk*` is compared along its own path (d_k fixed, L growing: rank-deficient
+    where d_k < L). The findings name the path and the L at which softmax copies first in experiment
+    (ratio − 2σ > 1); the results page quotes them with the report's link."""
+    import yaml
+    from copyhead.results.findings import headline
+    gap = lambda att, ratio, d_k: 0.0
+    paths = []
+    for L, lin, sm in ((16, 10.0, 18.0), (32, 14.0, 16.0), (64, 24.0, 15.0)):   # ratio 0.56, 0.88, 1.6
+        P_ref = {"linear": lin, "softmax": sm}
+        grids = {att: sorted({round(r * P_ref[att]) for r in (0.5, 2.0)}) for att in P_ref}
+        paths.append(_study_json(tmp_path / "studies", f"L{L}_dk16", L, 16, 0.1, gap, P_ref, P_ref, grids))
+    s = yaml.safe_load(SPEC.read_text())
+    s["base"] = str(ROOT / s["base"])
+    s["studies"] = {f"L{L}_dk16": {"L": L, "V": 16, "d_k": 16, "recipes": ["sgld"]} for L in (16, 32, 64)}
+    s["groups"] = {"fixed_dk16": list(s["studies"])}
+    spec = tmp_path / "studies.yaml"
+    spec.write_text(yaml.safe_dump(s))
+    out = tmp_path / "report" / "studies.md"
+    rep = R.write_report(spec, paths, out)
+    text = out.read_text()
+    fx = rep["fixed_dk"][0]
+    assert fx["group"] == "fixed_dk16" and fx["theory_lines"]["label"] == "d_k = 16"
+    assert fx["theory_lines"]["d_k"] == 16 and "scaling" not in rep
+    assert "## 2c. Scaling in L at a fixed head dimension, d_k = 16" in text
+    assert (out.parent / "fig8_fixed_dk16.png").stat().st_size > 10_000
+    assert "| L64_dk16 | 64 | 16 | 16 (< L) |" in text
+    found = headline(json.loads(out.with_suffix(".json").read_text()))
+    assert any("along d_k = 16" in x and "softmax copies first at L = 64 on this path" in x for x in found)
+    assert "L64_dk16 (L = 64, d_k = 16, rank-deficient: d_k < L)" in text and "softmax copies first." in text
+    assert "- " + found[0] in text                         # the report's own Findings section
+    from copyhead.results.page import _studies
+    lines = _studies([("studies_fixed_dk16", json.loads(out.with_suffix(".json").read_text()))])
+    assert lines[0].startswith("From [docs/studies_fixed_dk16/studies.md](studies_fixed_dk16/studies.md) (L16_dk16")
+    assert any("softmax copies first at L = 64" in x for x in lines)
+    R.publish(out.parent, tmp_path / "docs", "studies_fixed_dk16")
+    assert (tmp_path / "docs" / "studies_fixed_dk16" / "studies.md").read_text() == text

@@ -48,6 +48,26 @@ rule studies_report:
         " > {log} 2>&1"
 
 
+# One group's own report (e.g. the fixed head dimension of issue 20), beside the whole one:
+#     snakemake -s workflow/studies.smk --cores 2 studies/report_fixed_dk16/studies.md
+#     copyhead publish-studies studies/report_fixed_dk16 --name studies_fixed_dk16
+rule group_report:
+    input:
+        spec=SPEC_FILE,
+        studies=lambda w: results_json(GROUPS[w.group]),
+    output:
+        md="studies/report_{group}/studies.md",
+        json="studies/report_{group}/studies.json",
+    wildcard_constraints:
+        group="|".join(GROUPS) or "-",
+    params:
+        code=CODE["studies"],
+    log:
+        "studies/logs/report_{group}.log",
+    shell:
+        "copyhead studies-report {input.spec} {input.studies} --out {output.md} > {log} 2>&1"
+
+
 for _group, _names in GROUPS.items():
 
     rule:

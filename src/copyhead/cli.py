@@ -116,7 +116,7 @@ def _cmd_figure(a) -> int:
 def _cmd_results(a) -> int:
     if a.tables:
         from .results import write_pages
-        write_pages(Path(a.tables), Path(a.out), figure_dir=a.figure_dir)
+        write_pages(Path(a.tables), Path(a.out), figure_dir=a.figure_dir, studies=a.studies or ())
         return 0
     if not a.inputs:
         raise SystemExit("copyhead results: give --inputs (to compute the results) or --tables (to render them)")
@@ -143,7 +143,7 @@ def _cmd_studies_report(a) -> int:
 
 def _cmd_publish_studies(a) -> int:
     from .studies.report import publish
-    print(f"published to {publish(a.report, a.docs)}")
+    print(f"published to {publish(a.report, a.docs, a.name)}")
     return 0
 
 
@@ -232,6 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
                                         "Markdown + JSON")
     rs.add_argument("--inputs", help="JSON mapping of role -> path: aggregate_<att>, theory_<att>, datasets_<att>")
     rs.add_argument("--tables", help="render the pages from this results JSON instead of computing it")
+    rs.add_argument("--studies", nargs="*", help="with --tables: studies reports' JSON (docs/studies*/studies.json) "
+                                                 "whose findings the page's Studies section quotes")
     rs.add_argument("--config", help="the config file that produced the inputs (recipe settings on the page)")
     rs.add_argument("--config-json", help="the same as validated JSON (what the workflow passes)")
     rs.add_argument("--config-name", help="how the page names that config (default: the --config path)")
@@ -256,9 +258,10 @@ def build_parser() -> argparse.ArgumentParser:
     sr.add_argument("--out", required=True, help="output .md (the .json and the figures go beside it)")
     sr.set_defaults(func=_cmd_studies_report)
 
-    ps = sub.add_parser("publish-studies", help="copy the studies report to DOCS/studies/")
+    ps = sub.add_parser("publish-studies", help="copy a studies report to DOCS/studies/ (or DOCS/<name>/)")
     ps.add_argument("report", nargs="?", default="studies/report", help="the report folder (studies/report)")
     ps.add_argument("--docs", default="docs", help="the docs folder (docs)")
+    ps.add_argument("--name", default="studies", help="folder under DOCS (studies; studies_<group> for a group's report)")
     ps.set_defaults(func=_cmd_publish_studies)
 
     au = sub.add_parser("audit", help="verify a figure's chain of inputs back to the runs")

@@ -1,7 +1,12 @@
 # One rule per figure (generated from the registry copyhead.figures.FIGURES, so the inputs each figure
 # needs are declared once). Each writes .pdf, .png and a .provenance.json sidecar. fig3/fig4/fig8 also read
 # the results model (RESULTS_JSON, rule results_tables below) for the experimental transitions they mark.
+from pathlib import Path
+
 RESULTS_JSON = "results/docs/results.json"
+# The committed studies reports (docs/studies*/studies.json of this repository): the results page quotes
+# their findings in its Studies section, with the code version that made them.
+STUDY_REPORTS = sorted(str(p) for p in Path(workflow.basedir).glob("docs/studies*/studies.json"))
 
 
 for _fig in FIGURES.values():
@@ -77,6 +82,7 @@ rule results_doc:
     input:
         tables=RESULTS_JSON,
         figures=[figure_path(f.name, "png") for f in FIGURES.values() if f.available(ATTENTIONS)],
+        studies=STUDY_REPORTS,
     output:
         md="results/docs/results.md",
         appendix="results/docs/results_appendix.md",
@@ -94,4 +100,5 @@ rule results_doc:
         mem_mb=2000,
     shell:
         "mkdir -p {output.figures} && cp {input.figures} {output.figures}/ &&"
-        " copyhead results --tables {input.tables} --figure-dir results_figures --out {output.md} > {log} 2>&1"
+        " copyhead results --tables {input.tables} --figure-dir results_figures --studies {input.studies}"
+        " --out {output.md} > {log} 2>&1"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .style import COL, WIDE, fixed_ticks, pyplot
+from .style import WIDE, fixed_ticks, pyplot
 
 PRIOR_LABEL = {"large_deviation": "large-dev.", "gaussian": "Gaussian"}
 PATH_COLORS = {"d_k=16": "tab:blue", "d_k=32": "tab:green", "d_k=64": "tab:purple", "d_k=L": "tab:orange",

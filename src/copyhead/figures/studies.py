@@ -114,7 +114,7 @@ def plot_scaling(rows: list[dict], theory_lines: dict, out_png: Path):
     _log_L_axis(ax, theory_lines)
     ax.set_yscale("log")
     ax.set_ylabel("transition P (sequences)")
-    ax.set_title(f"(a) V = {theory_lines.get('V')}, d_k = {theory_lines.get('dk_per_L')}·L", fontsize=9)
+    ax.set_title(f"(a) V = {theory_lines.get('V')}, {theory_lines.get('label')}", fontsize=9)
     ax.legend(fontsize=6)
     ax = axes[1]
     for prior, ls in (("large_deviation", "-"), ("gaussian", ":")):

@@ -175,16 +175,19 @@ def write_results(inputs: dict, out: Path, out_json: Path | None = None, config:
     return tables
 
 
-def write_pages(tables_json: Path, out_md: Path, figure_dir: str = "../results/figures") -> None:
+def write_pages(tables_json: Path, out_md: Path, figure_dir: str = "../results/figures", studies=()) -> None:
     """The results page ``out_md`` and its appendix (``<stem>_appendix.md`` beside it) from a results JSON
-    (:func:`write_results`), atomically; every number is read from that file."""
+    (:func:`write_results`), atomically; every number is read from that file and, for the page's Studies
+    section, from the studies reports' JSON files ``studies`` (docs/studies*/studies.json)."""
     from ..provenance import atomic_write
     from .appendix import render_appendix
     from .page import render_page
     tables_json, out_md = Path(tables_json), Path(out_md)
     tables = json.loads(tables_json.read_text())
     appendix = out_md.with_name(out_md.stem + "_appendix.md")
-    page = render_page(tables, figure_dir=figure_dir, appendix_name=appendix.name, json_name=tables_json.name)
+    reps = [(Path(p).parent.name, json.loads(Path(p).read_text())) for p in studies]
+    page = render_page(tables, figure_dir=figure_dir, appendix_name=appendix.name, json_name=tables_json.name,
+                       studies=reps)
     text = render_appendix(tables, json_name=tables_json.name, page_name=out_md.name)
     atomic_write(appendix, lambda t: Path(t).write_text(text))
     atomic_write(out_md, lambda t: Path(t).write_text(page))

@@ -89,9 +89,31 @@ def _headline(summ: dict) -> list[str]:
     return out
 
 
+def _studies(studies) -> list[str]:
+    """What the studies found: each studies report's findings (copyhead.results.findings) with its link and
+    the code version that made it; without reports, what the studies are and how to run them."""
+    from .findings import headline
+    out = []
+    for folder, rep in studies:
+        lines = headline(rep)
+        if not lines:
+            continue
+        names = ", ".join(s["name"] for s in rep.get("studies", []))
+        codes = sorted({s.get("code_version", "") for s in rep.get("studies", [])} - {""})
+        out += [f"From [docs/{folder}/studies.md]({folder}/studies.md) ({names}; made by copyhead "
+                f"{', '.join(codes) or 'unknown'}):", ""] + [f"- {x}" for x in lines] + [""]
+    if not out:
+        out = ["Further sweeps, each the whole workflow at another size (finite d_k, L and V, σ², step size, a fixed "
+               "head dimension), ask why theory and experiment differ at the default size and whether the paper's "
+               "scaling claims hold: `snakemake -s workflow/studies.smk --cores 2`, then `copyhead publish-studies` "
+               "(docs/studies.md).", ""]
+    return out
+
+
 def render_page(tables: dict, figure_dir: str = "results_figures", appendix_name: str = "results_appendix.md",
-                json_name: str = "results.json") -> str:
-    """The Markdown of the results page from the results JSON (read only)."""
+                json_name: str = "results.json", studies=()) -> str:
+    """The Markdown of the results page from the results JSON (read only) and, for its Studies section,
+    ``studies``: (docs folder name, studies report JSON as a dict) pairs."""
     summ = tables["summary"]
     name = tables.get("config_name") or "the config recorded in the inputs"
     out = ["# Results: theory against experiment", "",
@@ -134,13 +156,6 @@ def render_page(tables: dict, figure_dir: str = "results_figures", appendix_name
     for fname, what in KEY_FIGURES:
         out += [f"![{fname}: {what}]({figure_dir}/{fname}.png)", ""]
     out += ["Also: " + "; ".join(f"[{f}]({figure_dir}/{f}.png) ({w})" for f, w in OTHER_FIGURES) + ".", "",
-            "## Studies", "",
-            "Ten further sweeps, each the whole workflow at another size, ask why theory and experiment differ at "
-            "the default size and whether the paper's scaling claims hold "
-            "([docs/studies/studies.md](studies/studies.md); `snakemake -s workflow/studies.smk --cores 2`). "
-            "The finite-d_k study repeats the sweep at d_k/L = 1 to 16 and fits each gap to the theory against "
-            "1/d_k. The L and V studies place the transitions against the paper's P* ~ L ln²L and its O(√(LV)) "
-            "advantage of softmax over linear attention. The σ² twin tests the collapse of every transition at "
-            "equal P/σ², the step-size twin the SGLD discretisation bias. Each conclusion on that page is a rule "
-            "applied to its own numbers, stated next to them.", ""]
+            "## Studies", ""]
+    out += _studies(studies)
     return "\n".join(out).rstrip() + "\n"

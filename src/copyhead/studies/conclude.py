@@ -118,7 +118,7 @@ def conclude_dk_over_L(fs: dict, fl: dict) -> list[str]:
 
 
 def conclude_scaling_theory(tl: dict) -> list[str]:
-    """The closed form along L (d_k = q·L): does P*/ln²L or P*/(L ln²L) flatten, and from which L on does
+    """The closed form along L on the studies' path (fixed d_k or d_k = q·L): does P*/ln²L or P*/(L ln²L) flatten, and from which L on does
     softmax copy before linear attention (crossover/P* > 1)?"""
     out = []
     for prior in ("large_deviation", "gaussian"):
@@ -135,12 +135,12 @@ def conclude_scaling_theory(tl: dict) -> list[str]:
         f1, f2 = Ps[half] / np.log(L[half]) ** 2, Ps[half] / (L[half] * np.log(L[half]) ** 2)
         ratio = Pc / Ps
         above = L[ratio > 1]
-        out.append(f"- Closed form, {PRIOR_LABEL[prior]} prior, V = {tl['V']}, d_k = {g(tl['dk_per_L'])}·L, L = "
+        out.append(f"- Closed form, {PRIOR_LABEL[prior]} prior, V = {tl['V']}, {tl['label']}, L = "
                    f"{g(L[0])}–{g(L[-1])}: over L ≥ {g(L[half][0])} P*/ln²L changes by a factor {g(f1.max() / f1.min())} "
                    f"and P*/(L ln²L) by {g(f2.max() / f2.min())}; linear crossover / softmax P* = {g(ratio[0])} at "
                    f"L = {g(L[0])} and {g(ratio[-1])} at L = {g(L[-1])}: "
                    + (f"softmax copies first from L ≈ {g(above[0])} on." if len(above) else
-                      "softmax never copies before linear attention in this range."))
+                      f"softmax never copies before linear attention in this range (along {tl['label']})."))
     return out
 
 
@@ -165,6 +165,13 @@ def conclude_scaling(rows: list[dict]) -> list[str]:
                        f"(max/min) of P*/ln²L {g(spread[list(forms)[0]])}, of P*/(L ln²L) {g(spread[list(forms)[1]])}, "
                        f"of P* {g(spread[list(forms)[2]])}: closest form '{best}'.")
     rat = [r for r in rows if "ratio" in r and math.isfinite(r["ratio"]["experiment"])]
+    for r in rat:
+        q, e = r["ratio"]["experiment"], r["ratio"]["error"]
+        first = ("softmax copies first" if q - 2 * e > 1 else "linear attention copies first" if q + 2 * e < 1
+                 else "neither copies first within 2σ")
+        out.append(f"- {r['name']} (L = {r['L']}, d_k = {r['d_k']}{', rank-deficient: d_k < L' if r['d_k'] < r['L'] else ''}): "
+                   f"SGLD linear crossover / softmax jump = {pm(q, e)} (closed form, large-deviation prior: "
+                   f"{g(r['ratio']['large_deviation'])}): {first}.")
     if len(rat) >= 2:
         x = np.array([r["sqrt_LV"] for r in rat])
         y = np.array([r["ratio"]["experiment"] for r in rat])

@@ -299,26 +299,41 @@ def start_agreement(studies: list[dict]) -> dict:
             "rms_z": float(np.sqrt(np.mean(z ** 2))) if len(z) else math.nan}
 
 
+def scaling_path(rows: list[dict]) -> dict:
+    """The path in (L, d_k) that scaling studies lie on, at their most common V: a fixed head dimension
+    (every study has the same d_k) or d_k = q·L (the most common d_k/L). ``label`` names it."""
+    Vs = [r["V"] for r in rows]
+    V = max(set(Vs), key=Vs.count)
+    dks = {r["d_k"] for r in rows if r["V"] == V}
+    if len(dks) == 1 and len({r["L"] for r in rows if r["V"] == V}) >= 2:
+        d = dks.pop()
+        return {"V": V, "d_k": d, "dk_per_L": None, "label": f"d_k = {d}",
+                "Ls": [r["L"] for r in rows if r["V"] == V]}
+    ratios = [r["d_k"] / r["L"] for r in rows if r["V"] == V]
+    q = max(set(ratios), key=ratios.count)
+    return {"V": V, "d_k": None, "dk_per_L": q, "label": f"d_k = {q:g}·L",
+            "Ls": [r["L"] for r in rows if r["V"] == V and r["d_k"] / r["L"] == q]}
+
+
 def theory_lines(rows: list[dict], grid_n: int = 161) -> dict:
-    """Closed-form transitions along L at the scaling studies' most common V and d_k/L, both priors."""
+    """Closed-form transitions along L on the studies' path (:func:`scaling_path`: fixed d_k or d_k = q·L)
+    at their most common V, both priors."""
     from copyhead.config import ActionParams
     from copyhead.theory.scaling import closed_form_transitions
 
     if not rows:
         return {}
-    Vs = [r["V"] for r in rows]
-    V = max(set(Vs), key=Vs.count)
-    ratios = [r["d_k"] / r["L"] for r in rows if r["V"] == V]
-    q = max(set(ratios), key=ratios.count)
-    Ls = [r["L"] for r in rows if r["V"] == V and r["d_k"] / r["L"] == q]
+    path = scaling_path(rows)
+    V, Ls = path["V"], path.pop("Ls")
     # from below the smallest studied L to L = 128 (where the paper's asymptotic forms are meant to hold)
     L_line = sorted(set(np.unique(np.round(np.geomspace(min(Ls) * 0.75, max(128, max(Ls)), 11))).astype(int)) | set(Ls))
-    out = {"V": V, "dk_per_L": q}
+    out = dict(path)
     for prior in ("large_deviation", "gaussian"):
         for att in ("linear", "softmax"):
             line = {"L": [], "P_crossover": [], "P_star": []}
             for L in L_line:
-                p = ActionParams(V=V, L=int(L), d_k=int(round(q * L)), g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=rows[0]["sigma2"],
+                d_k = path["d_k"] or int(round(path["dk_per_L"] * L))
+                p = ActionParams(V=V, L=int(L), d_k=d_k, g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=rows[0]["sigma2"],
                                  prior=prior)
                 res = closed_form_transitions(att, p, grid_n)
                 line["L"].append(int(L))

@@ -1,0 +1,77 @@
+"""What the studies found, in a few sentences: read from a studies report's JSON (``copyhead studies-report``;
+docs/studies/studies.json and the group reports docs/studies_<group>/studies.json). The studies report puts
+them at its top; the results page quotes them with a link (each sentence one finding with its numbers)."""
+from __future__ import annotations
+
+import math
+
+from .format import g, pm
+
+LD = "large_deviation"
+
+
+def _rms(rows: list[dict], att: str, by: str) -> tuple[list, list]:
+    rs = sorted((r for r in rows if r["attention"] == att and r.get("same_mean")), key=lambda r: r[by])
+    return [r[by] for r in rs], [r["same_mean"]["rms_z"] for r in rs]
+
+
+def _finite(fs: dict, by: str) -> list[str]:
+    out = []
+    parts = []
+    for att in ("linear", "softmax"):
+        xs, zs = _rms(fs.get("agreement", []), att, by)
+        if len(xs) >= 2:
+            parts.append(f"{att} {g(zs[0])} → {g(zs[-1])}")
+    if parts:
+        where = (f"at L = {fs['L']}, d_k = {fs['values'][0]} → {fs['values'][-1]}" if by == "d_k" else
+                 f"at d_k/L = {g(fs['d_k_over_L'])}, L = {fs['values'][0]} → {fs['values'][-1]}")
+        out.append(f"RMS z of SGLD against the same-dataset theory {where}: {', '.join(parts)}"
+                   + (" — the gap closes as d_k grows, but is still many σ at the largest d_k." if by == "d_k" else "."))
+    trs = []
+    for t in fs.get("transitions", []):
+        f = t.get("fit") or {}
+        if t.get("prior", LD) != LD or not f or not math.isfinite(f.get("a", math.nan)):
+            continue
+        ok = abs(f["a"] - 1) <= 2 * f["a_err"]
+        trs.append(f"{t['attention']} {t.get('transition', 'transition')} → {f['a']:.3f} ± {f['a_err']:.3f} "
+                   f"({'tends to' if ok else 'does not tend to'} the theory)")
+    if trs:
+        out.append(f"Experiment/theory of the transition points extrapolated to {by} → ∞ (large-deviation prior): "
+                   + "; ".join(trs) + ".")
+    return out
+
+
+def _ordering(part: dict) -> str | None:
+    rows = [r for r in part.get("rows", []) if r.get("ratio") and r["ratio"].get("experiment") is not None
+            and math.isfinite(r["ratio"]["experiment"])]
+    if not rows:
+        return None
+    tl = part.get("theory_lines", {})
+    label = tl.get("label") or (f"d_k = {g(tl['dk_per_L'])}·L" if tl.get("dk_per_L") else "the studied path")
+    rows = [r for r in rows if r["V"] == tl.get("V", r["V"])]
+    items = []
+    for r in sorted(rows, key=lambda r: r["L"]):
+        q, e = r["ratio"]["experiment"], r["ratio"]["error"]
+        items.append(f"L = {r['L']}{' (d_k < L)' if r['d_k'] < r['L'] else ''}: {pm(q, e)} "
+                     f"(closed form {g(r['ratio'][LD])})")
+    first = [r for r in rows if r["ratio"]["experiment"] - 2 * r["ratio"]["error"] > 1]
+    verdict = (f"softmax copies first at L = {', '.join(str(r['L']) for r in first)}" if first else
+               "softmax never copies first within 2σ")
+    return (f"Linear crossover / softmax jump along {label} (V = {tl.get('V', '–')}), "
+            f"SGLD: {'; '.join(items)} — {verdict} on this path (ratio > 1: softmax copies first).")
+
+
+def headline(rep: dict) -> list[str]:
+    """The findings of one studies report (its JSON as a dict), each one sentence with its numbers."""
+    out = []
+    if rep.get("finite_size"):
+        out += _finite(rep["finite_size"], "d_k")
+    for part in ([rep["scaling"]] if rep.get("scaling") else []) + list(rep.get("fixed_dk", [])):
+        s = _ordering(part)
+        if s:
+            out.append(s)
+    ps = [line for line in rep.get("paper_scale", []) if line.startswith("The transition points collapse")]
+    if ps:
+        out.append("The transition points collapse at equal P/σ² (the σ² twin), so the converged study's points "
+                   "can be put on the paper's σ² = 1 scale (the studies report's paper-scale table).")
+    return out
