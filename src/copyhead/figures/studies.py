@@ -18,6 +18,13 @@ def twin_label(c: dict, ref: bool = False) -> str:
     return f"σ² = {g(c['sigma2' + sfx])}" if c["differs"] == "σ²" else f"η = {g(c['eta' + sfx])}"
 
 
+def _fit_line(ax, fit: dict, xmax: float, color, ls: str):
+    """The fitted a + b·x from x = 0 (the extrapolation) to just past the data."""
+    if math.isfinite(fit["a"]):
+        xs = np.linspace(0, xmax * 1.05, 20)
+        ax.plot(xs, fit["a"] + fit["b"] * xs, ls, lw=0.8, color=color)
+
+
 def plot_finite_size(fs: dict, out_png: Path, title: str):
     import matplotlib
     matplotlib.use("Agg")
@@ -37,10 +44,7 @@ def plot_finite_size(fs: dict, out_png: Path, title: str):
             line = ax.errorbar(x, y, yerr=Z(e), fmt="o" if r["param"].endswith("G") else "s", ms=3.5, capsize=2,
                                color=color, mfc=color if r["param"].endswith("G") else "none",
                                label=f"{r['name']}, P = {g(r['ratio'])}·P_ref")
-            f = r["fit"]
-            if math.isfinite(f["a"]):
-                xs = np.linspace(0, x.max() * 1.05, 20)
-                ax.plot(xs, f["a"] + f["b"] * xs, "--", lw=0.8, color=line[0].get_color())
+            _fit_line(ax, r["fit"], x.max(), line[0].get_color(), "--")
         ax.axhline(0, color="k", lw=0.6)
         ax.set_xlim(left=0)
         ax.set_xlabel(f"1/{B}")
@@ -60,10 +64,7 @@ def plot_finite_size(fs: dict, out_png: Path, title: str):
                            color="C0" if t["attention"] == "linear" else "C3",
                            label=f"{t['attention']} {'crossover' if t['attention'] == 'linear' else 'jump'}, "
                                  f"{PRIOR_LABEL[t['prior']]} prior")
-        f = t["fit"]
-        if math.isfinite(f["a"]):
-            xs = np.linspace(0, x.max() * 1.05, 20)
-            ax.plot(xs, f["a"] + f["b"] * xs, "--" if filled else ":", lw=0.8, color=line[0].get_color())
+        _fit_line(ax, t["fit"], x.max(), line[0].get_color(), "--" if filled else ":")
     ax.axhline(1, color="k", lw=0.6)
     ax.set_xlim(left=0)
     ax.set_xlabel(f"1/{B}")

@@ -234,10 +234,8 @@ def compare_twins(study: dict, ref: dict) -> dict:
     scale = study["sigma2"] / ref["sigma2"]
     differs = "σ²" if study["sigma2"] != ref["sigma2"] else ("η" if _eta(study) != _eta(ref) else "nothing")
     rows = []
-    for att, a in study["attentions"].items():
-        b = ref["attentions"].get(att)
-        if b is None:
-            continue
+    pairs = [(att, a, ref["attentions"][att]) for att, a in study["attentions"].items() if att in ref["attentions"]]
+    for att, a, b in pairs:
         mine = {(r["recipe"], r["P"], r["param"]): r for r in a["rows"] if r["curve"] == "same_mean"}
         theirs = {(r["recipe"], r["P"] * scale, r["param"]): r for r in b["rows"] if r["curve"] == "same_mean"}
         for key in sorted(set(mine) & set(theirs)):
@@ -252,10 +250,7 @@ def compare_twins(study: dict, ref: dict) -> dict:
                          "z_vs_theory": ((x["experiment"] - y["experiment"]) - (x["theory"] - y["theory"])) / err
                          if err > 0 else math.nan})
     trans = {}
-    for att, a in study["attentions"].items():
-        b = ref["attentions"].get(att)
-        if b is None:
-            continue
+    for att, a, b in pairs:
         ta, tb = a["transition"], b["transition"]
         trans[att] = {"name": ta["name"], "value": ta["estimate"] / study["sigma2"],
                       "ci": [ta["ci_lo"] / study["sigma2"], ta["ci_hi"] / study["sigma2"]],
