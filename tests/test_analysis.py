@@ -266,6 +266,9 @@ def test_inverse_size_fit_recovers_a_known_line():
     assert f["a"] == pytest.approx(0.05, abs=1e-12) and f["b"] == pytest.approx(-3.2, abs=1e-9)
     assert f["n"] == 4 and 0 < f["a_err"] < 0.05 and f["chi2_dof"] == pytest.approx(0, abs=1e-12)
     assert np.isnan(fit_inverse_dk([32], [0.1], [0.01])["a"])
+    from copyhead.analysis.fits import loglog_slope
+    assert loglog_slope([16, 32, 64], [3 * L ** 1.5 for L in (16, 32, 64)]) == pytest.approx(1.5)
+    assert np.isnan(loglog_slope([16, 32], [1.0, -1.0]))   # one usable point
     assert row_error({"error": 0.3, "theory_error": 0.4}) == pytest.approx(0.5)
     assert row_error({"error": 0.3, "theory_error": None}) == pytest.approx(0.3)
 

@@ -32,3 +32,11 @@ def fit_inverse_dk(d_k, gap, err) -> dict:
     return {"a": float(coef[0]), "a_err": float(math.sqrt(cov[0, 0] * scale)), "b": float(coef[1]),
             "b_err": float(math.sqrt(cov[1, 1] * scale)), "chi2_dof": chi2 / dof if dof > 0 else math.nan,
             "n": int(len(x))}
+
+
+def loglog_slope(x, y) -> float:
+    """The exponent k of y ∝ x^k by least squares in log-log (unweighted; the studies' scaling statements);
+    NaN with fewer than two points with positive finite x and y."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
+    return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0]) if ok.sum() >= 2 else math.nan

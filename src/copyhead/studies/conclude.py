@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from copyhead.analysis.fits import loglog_slope
 from copyhead.analysis.summary import PAPER
 from copyhead.results.format import ci, g, pm, table
 
@@ -159,7 +160,7 @@ def conclude_scaling(rows: list[dict]) -> list[str]:
                      "P* independent of L": P}
             spread = {k: float(v.max() / v.min()) for k, v in forms.items()}
             best = min(spread, key=spread.get)
-            slope = np.polyfit(np.log(Ls), np.log(P), 1)[0] if len(Ls) >= 2 else math.nan
+            slope = loglog_slope(Ls, P)
             out.append(f"- V = {V}, L = {', '.join(map(str, Ls))} (d_k = {', '.join(str(r['d_k']) for r in rs)}): "
                        f"SGLD softmax jump {', '.join(g(x) for x in P)}; log-log slope in L {g(slope)}; spread "
                        f"(max/min) of P*/ln²L {g(spread[list(forms)[0]])}, of P*/(L ln²L) {g(spread[list(forms)[1]])}, "
@@ -176,8 +177,7 @@ def conclude_scaling(rows: list[dict]) -> list[str]:
         x = np.array([r["sqrt_LV"] for r in rat])
         y = np.array([r["ratio"]["experiment"] for r in rat])
         yt = np.array([r["ratio"]["large_deviation"] for r in rat])
-        sl = np.polyfit(np.log(x), np.log(y), 1)[0]
-        slt = np.polyfit(np.log(x), np.log(yt), 1)[0]
+        sl, slt = loglog_slope(x, y), loglog_slope(x, yt)
         out.append(f"- Linear crossover / softmax P* against √(LV) = {', '.join(g(v) for v in x)}: SGLD "
                    f"{', '.join(g(v) for v in y)} (log-log slope {g(sl)}), closed form {', '.join(g(v) for v in yt)} "
                    f"(slope {g(slt)}). The paper's O(√(LV)) advantage of softmax means slope 1 and a ratio > 1; "
