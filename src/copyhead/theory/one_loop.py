@@ -32,32 +32,37 @@ BLOCKS = ("trivial", "standard", "sym22", "anti211")
 
 
 # ----------------------------------------------------------------------------- prior, Eq. (28)
-def prior_rate_hessian(M, c, prior="large_deviation"):
-    """Hessian (L²×L², per unit d_k) of I(M) = Σ_i φ(σ_i(M)) (Eq. (7)) or ||M||²_F/(2c) (Eq. (8)) at a
-    symmetric M, Eq. (28). With I = Tr h(MᵀM), h(x) = φ(√x), h'(x) = 1/(c(1+s)), s = √(1+4x/c), and
-    M = U diag(λ) Uᵀ, in the coordinates X = Uᵀ dM U:
-      xᵀHx = Σ_ij [2 h'(λ_j²) X_ij² + h¹_ij (λ_i X_ij + λ_j X_ji)²],
+def prior_rate_form(M, c, dirs, prior="large_deviation"):
+    """The Hessian of I(M) = Σ_i φ(σ_i(M)) (Eq. (7)) or ||M||²_F/(2c) (Eq. (8)) at a symmetric M as a
+    bilinear form on the directions dirs (k, L, L): the k×k matrix dᵀ H_I d', Eq. (28). With I = Tr h(MᵀM),
+    h(x) = φ(√x), h'(x) = 1/(c(1+s)), s = √(1+4x/c), M = U diag(λ) Uᵀ and X = Uᵀ dM U:
+      dMᵀ H_I dM = Σ_ij [2 h'(λ_j²) X_ij² + h¹_ij (λ_i X_ij + λ_j X_ji)²],
       h¹_ij = (h'(λ_i²) − h'(λ_j²))/(λ_i² − λ_j²) = −4/(c²(1+s_i)(1+s_j)(s_i+s_j)),
-    smooth through degenerate and zero eigenvalues."""
+    smooth through degenerate and zero eigenvalues. O(k L³ + k² L²): no L²×L² matrix."""
     M = np.asarray(M, float)
+    d = np.asarray(dirs, float)
     if not np.allclose(M, M.T, atol=1e-12 * max(1.0, np.abs(M).max())):
-        raise ValueError("prior_rate_hessian needs a symmetric M (the plane points m1 J + mP I are)")
-    L = M.shape[0]
+        raise ValueError("prior_rate_form needs a symmetric M (the plane points m1 J + mP I are)")
     if prior == "gaussian":
-        return np.eye(L * L) / c
+        f = d.reshape(len(d), -1)
+        return f @ f.T / c
     if prior != "large_deviation":
         raise ValueError(f"prior {prior!r} is not allowed; allowed values: ['large_deviation', 'gaussian']")
     lam, U = np.linalg.eigh(M)
     s = np.sqrt(1.0 + 4.0 * lam**2 / c)
     hp = 1.0 / (c * (1.0 + s))
     h1 = -4.0 / (c**2 * np.outer(1 + s, 1 + s) * (s[:, None] + s[None, :]))
-    diag = 2.0 * hp[None, :] + 2.0 * h1 * lam[:, None] ** 2           # [(ij),(ij)]
-    swap = 2.0 * h1 * np.outer(lam, lam)                              # [(ij),(ji)]
-    HX = np.diag(diag.ravel())
-    idx = np.arange(L * L).reshape(L, L)
-    HX[idx.ravel(), idx.T.ravel()] += swap.ravel()
-    W = np.kron(U.T, U.T)                                             # vec(X) = W vec(dM)
-    return W.T @ HX @ W
+    X = np.einsum("ai,kab,bj->kij", U, d, U)
+    Y = lam[None, :, None] * X + lam[None, None, :] * np.transpose(X, (0, 2, 1))
+    Xf, Yf = X.reshape(len(d), -1), Y.reshape(len(d), -1)
+    return (Xf * np.tile(2.0 * hp, len(lam))) @ Xf.T + (Yf * h1.ravel()) @ Yf.T
+
+
+def prior_rate_hessian(M, c, prior="large_deviation"):
+    """Hessian (L²×L², per unit d_k) of the prior rate at a symmetric M in vec(M) coordinates, Eq. (28)
+    (prior_rate_form on the unit directions; the Gaussian rate ||M||²/(2c) gives I/c)."""
+    L = np.asarray(M).shape[0]
+    return prior_rate_form(M, c, np.eye(L * L).reshape(L * L, L, L), prior)
 
 
 # ----------------------------------------------------------------------------- evidence, Eqs. (4), (11)
@@ -253,20 +258,55 @@ def _block_dirs(L):
     return np.array([b["standard"][i][:, 0] for i in range(3)] + [b["sym22"][:, 0], b["anti211"][:, 0]])
 
 
+BLOCK_SLICES = {"standard": slice(0, 3), "sym22": slice(3, 4), "anti211": slice(4, 5)}
+
+
+def ek_blocks(m1, mP, P, V, L, d_k, g_Q, g_K, g_O, sigma2, prior="large_deviation", attention="linear", E=None):
+    """The transverse blocks of Eq. (32) at the plane point: (D (5, L²) the block directions (3 standard
+    copies with w = the first basis vector of 1⊥, one sym22, one anti211 vector), H_E and d_k H_I on them
+    (5×5; the BLOCK_SLICES sub-blocks are the 3×3 K and the two scalars), the multiplicities (5,))."""
+    E = evidence_ek(P * L, V, L, g_O, sigma2, attention) if E is None else E
+    M = m1 * np.ones((L, L)) + mP * np.eye(L)
+    D = _block_dirs(L)
+    HE = D @ hvp(E, M, D.reshape(-1, L, L)).T
+    HI = d_k * prior_rate_form(M, g_Q * g_K, D.reshape(-1, L, L), prior)
+    return D, HE, HI, np.array([L - 1] * 3 + [L * (L - 3) // 2, (L - 1) * (L - 2) // 2], float)
+
+
+def softest_mode(m1, mP, P, V, L, d_k, g_Q, g_K, g_O, sigma2, prior="large_deviation", attention="linear",
+                 E=None):
+    """The softest transverse mode of the equivalent-kernel one-loop integral (Eqs. (32), (33)): (block
+    name, the smallest eigenvalue of 1 + Σ^½H_E⊥Σ^½ (< 0 unstable, → 0⁺ critical), its direction (L×L,
+    unit Frobenius norm; in the standard block with w = the first basis vector of 1⊥))."""
+    D, HE, HI, mult = ek_blocks(m1, mP, P, V, L, d_k, g_Q, g_K, g_O, sigma2, prior, attention, E)
+    best = (None, np.inf, None)
+    for name, sl in BLOCK_SLICES.items():
+        if mult[sl][0] == 0:
+            continue
+        mu, vec = sla.eigh(HE[sl, sl] + HI[sl, sl], HI[sl, sl])
+        if mu[0] < best[1]:
+            u = (D[sl].T @ vec[:, 0]).reshape(L, L)
+            best = (name, float(mu[0]), u / np.linalg.norm(u))
+    return best
+
+
+def column_share(u):
+    """‖1 ūᵀ‖²/‖u‖² (ū the column means): 1 for a pure column mode M = 1wᵀ (every query attends to the same
+    key positions), 0 for a row mode w1ᵀ with w ⊥ 1."""
+    u = np.asarray(u, float)
+    col = np.ones((u.shape[0], 1)) * u.mean(0, keepdims=True)
+    return float(np.sum(col**2) / np.sum(u**2))
+
+
 def one_loop_ek(m1, mP, P, V, L, d_k, g_Q, g_K, g_O, sigma2, prior="large_deviation", attention="linear",
                 E=None):
     """Eq. (32): ΔS for the equivalent-kernel evidence (g⊥ = 0 by symmetry) from the blocks: (L−1)× the
     3×3 standard block, L(L−3)/2 × the sym22 scalar, (L−1)(L−2)/2 × the anti211 scalar; five
     Hessian-vector products of E and the closed-form prior blocks. Returns OneLoop (unstable_dirs: the
     unstable block directions, w = first basis vector of 1⊥)."""
-    E = evidence_ek(P * L, V, L, g_O, sigma2, attention) if E is None else E
-    M = m1 * np.ones((L, L)) + mP * np.eye(L)
-    D = _block_dirs(L)
-    HE = D @ hvp(E, M, D.reshape(-1, L, L)).T
-    HI = d_k * (D @ prior_rate_hessian(M, g_Q * g_K, prior) @ D.T)
-    mult = np.array([L - 1] * 3 + [L * (L - 3) // 2, (L - 1) * (L - 2) // 2], float)
+    D, HE, HI, mult = ek_blocks(m1, mP, P, V, L, d_k, g_Q, g_K, g_O, sigma2, prior, attention, E)
     ld, lmin, ok, bad, rel = 0.0, np.inf, True, [], np.inf
-    for sl in (slice(0, 3), slice(3, 4), slice(4, 5)):
+    for sl in BLOCK_SLICES.values():
         n = mult[sl][0]
         if n == 0:
             continue
@@ -285,6 +325,6 @@ def one_loop_ek(m1, mP, P, V, L, d_k, g_Q, g_K, g_O, sigma2, prior="large_deviat
 def prior_prefactor(m1, mP, L, c, prior="large_deviation"):
     """ΔS_pref = −½ ln det H_I∥(m), Eq. (30): the prefactor of the plane-projected prior density (Eq. (27))
     in the orthonormal plane coordinates (I/√L, (J−I)/√(L(L−1))), up to an m-independent constant."""
-    H = prior_rate_hessian(m1 * np.ones((L, L)) + mP * np.eye(L), c, prior)
     T = isotypic_bases(L)["trivial"]
-    return -0.5 * float(np.linalg.slogdet(T.T @ H @ T)[1])
+    H = prior_rate_form(m1 * np.ones((L, L)) + mP * np.eye(L), c, T.T.reshape(2, L, L), prior)
+    return -0.5 * float(np.linalg.slogdet(H)[1])

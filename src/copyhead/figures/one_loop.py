@@ -1,0 +1,89 @@
+"""The one-loop figure (issue 21 item 4; docs/one_loop.md): the measured gap (SGLD − same-dataset theory)
+against 1/d_k with its error and the one-loop prediction (Eq. (32)) drawn through it, one panel per
+P/P_ref (columns) and order parameter (rows); the scaling study's points (d_k = 2L, L > 16) added in grey.
+``python -m copyhead.figures.one_loop --finite-size F.nc --finite-L G.nc --out fig_one_loop_gaps.png``.
+"""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from copyhead.theory import one_loop_compare as cmp
+
+from .style import WIDE, pyplot
+
+RATIOS = (1.0, 1.35, 2.0)
+NAME = {"cG": r"$\hat c_G$", "c1": r"$\hat c_1$"}
+PRED = "tab:red"
+
+
+def _panel(ax, fs, fl, ratio, param):
+    fl_fs, fl_fl = cmp.flags(fs), cmp.flags(fl)
+    x = 1.0 / fs["d_k"].values
+    s = fs.sel(ratio=ratio, param=param)
+    pred = cmp.shift(fs).sel(ratio=ratio, param=param).values
+    soft = (fl_fs["soft"] | fl_fs["none"]).sel(ratio=ratio).values
+    ax.axhline(0.0, color="0.6", lw=0.7, zorder=0)
+    ax.errorbar(x, s["gap"].values, s["error"].values, fmt="o", color="k", ms=3.5, capsize=2, zorder=3,
+                label=f"measured, $L = {int(fs['L'].values[0])}$")
+    ok = ~soft
+    order = np.argsort(x)
+    ax.plot(x[order], np.where(ok, pred, np.nan)[order], "-", color=PRED, marker="D", ms=3, zorder=2,
+            label="one-loop prediction, Eq. (32)")
+    if soft.any():
+        ax.plot(x[order], pred[order], "--", color=PRED, lw=0.8, zorder=1)
+        ax.plot(x[soft], pred[soft], "D", mfc="white", mec=PRED, ms=3.5, zorder=2)
+    big = fl["L"].values > fs["L"].values[0]
+    xl = 1.0 / fl["d_k"].values[big]
+    t = fl.sel(ratio=ratio, param=param)
+    ax.errorbar(xl, t["gap"].values[big], t["error"].values[big], fmt="s", color="0.55", ms=3.5, capsize=2,
+                zorder=3, label="measured, $d_k = 2L$ ($L$ = " + ", ".join(str(int(v)) for v in fl["L"].values[big]) + ")")
+    pl = cmp.shift(fl).sel(ratio=ratio, param=param).values[big]
+    sl = (fl_fl["soft"] | fl_fl["none"]).sel(ratio=ratio).values[big]
+    ax.plot(xl[~sl], pl[~sl], "x", color="0.3", ms=5, mew=1.2, zorder=4, label="one-loop, $d_k = 2L$")
+    ax.plot(xl[sl], pl[sl], "x", color="0.7", ms=5, mew=1.0, zorder=4)
+    ax.set_xlim(0, x.max() * 1.08)
+    ax.set_xticks(x[::-1][[0, 2, 3, 4]] if len(x) == 5 else x)
+    ax.set_xticklabels([f"1/{int(round(1 / v))}" for v in ax.get_xticks()])
+    if soft.any() or sl.any():
+        ax.text(0.03, 0.03, "flagged: soft transverse mode;\nhollow, dashed, light $\\times$:\nnot a prediction",
+                transform=ax.transAxes, fontsize=6, color=PRED, va="bottom", ha="left")
+    near = (fl_fs["near"] & ~fl_fs["soft"]).sel(ratio=ratio).values
+    for xi, yi in zip(x[near], pred[near]):
+        ax.annotate("†", (xi, yi), xytext=(4, 0), textcoords="offset points", color=PRED, fontsize=8, va="center")
+    r = "" if ratio == 1 else f"{ratio:g}\\,"
+    ax.set_title(f"{NAME[param]}, $P \\approx {r}P_{{ref}}$")
+
+
+def draw(fs, fl, out):
+    plt = pyplot()
+    fig, axes = plt.subplots(2, len(RATIOS), figsize=(WIDE, 4.2), constrained_layout=True)
+    for i, param in enumerate(("cG", "c1")):
+        for j, ratio in enumerate(RATIOS):
+            _panel(axes[i, j], fs, fl, ratio, param)
+            if j == 0:
+                axes[i, j].set_ylabel(f"gap of {NAME[param]}")
+            if i == 1:
+                axes[i, j].set_xlabel("$1/d_k$")
+    fig.supylabel("gap = SGLD (prior starts) $-$ same-dataset theory", fontsize=8)
+    h, lab = axes[0, 0].get_legend_handles_labels()
+    order = sorted(range(len(lab)), key=lambda k: ("measured" not in lab[k], "2L" in lab[k]))
+    fig.legend([h[k] for k in order], [lab[k] for k in order], loc="outside lower center", ncol=4)
+    fig.savefig(out)
+    plt.close(fig)
+
+
+def main(argv=None):
+    import xarray as xr
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--finite-size", required=True)
+    ap.add_argument("--finite-L", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    with xr.open_dataset(a.finite_size) as fs, xr.open_dataset(a.finite_L) as fl:
+        draw(fs.load(), fl.load(), a.out)
+
+
+if __name__ == "__main__":
+    main()

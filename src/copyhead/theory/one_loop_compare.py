@@ -1,0 +1,80 @@
+"""The one-loop predictions against the measured gaps (issue 21 item 4): predicted shifts, z, RMS z, the
+1/d_k coefficients and the flags, as pure functions of the datasets of ``one_loop_predict.compute_study``.
+Used by the page (``one_loop_page``) and the figure (``copyhead.figures.one_loop``).
+
+The measured gap is SGLD (prior starts) minus the studies' same-dataset posterior mean; the predicted gap is
+the one-loop shift of the equivalent-kernel posterior mean, ⟨O⟩_{S+ΔS} − ⟨O⟩_S (Eqs. (18), (32)); so the
+corrected theory a point is compared with is "same-dataset posterior mean + shift", the uncorrected one the
+same-dataset posterior mean itself (z = gap / error).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from copyhead.analysis.fits import fit_inverse_dk
+
+FLAG_WEIGHT = 0.5   # a point is flagged when more than this share of its one-loop posterior weight is soft
+
+
+def shift(ds, variant="one_loop"):
+    """Predicted gap ⟨O⟩_variant − ⟨O⟩_S (ratio, x, param); variant "none" gives 0."""
+    return ds[f"mean_{variant}"] - ds["mean_none"]
+
+
+def flags(ds, weight=FLAG_WEIGHT):
+    """Boolean (ratio, x) masks: "soft" (most of the one-loop posterior weight on sub-grid points with a
+    near-critical transverse mode, 1 + eig Σ^½H_E⊥Σ^½ < ds.setting_soft: the Gaussian order is not reliable,
+    no prediction), "near" (most of it within one sub-grid cell of a point where Eq. (33) fails: a
+    prediction, marked), "none" (no stable sub-grid point)."""
+    nan = ~np.isfinite(ds["mean_one_loop"]).all("param")
+    return {"soft": (ds["soft_weight"] > weight) & ~nan, "near": (ds["near_unstable_weight"] > weight) & ~nan,
+            "none": nan}
+
+
+def usable(ds, weight=FLAG_WEIGHT, exclude_near=False):
+    """(ratio, x): a point with a measured gap and a one-loop prediction that is not soft-flagged (nor
+    near-unstable, with exclude_near)."""
+    f = flags(ds, weight)
+    ok = np.isfinite(ds["gap"]).all("param") & ~f["soft"] & ~f["none"]
+    return ok & ~f["near"] if exclude_near else ok
+
+
+def z(ds, variant=None):
+    """(measured gap − predicted gap) / measured error; variant None: the uncorrected z = gap / error."""
+    pred = 0.0 if variant is None else shift(ds, variant)
+    return (ds["gap"] - pred) / ds["error"]
+
+
+def rms_z(ds, variant=None, weight=FLAG_WEIGHT, exclude_near=False):
+    """RMS z per x over the usable points (all ratios, both parameters): (x → (rms, n))."""
+    m = usable(ds, weight, exclude_near).broadcast_like(ds["gap"])
+    zz = z(ds, variant).where(m)
+    n = m.sum(("ratio", "param"))
+    return np.sqrt((zz**2).sum(("ratio", "param")) / n.where(n > 0)), n
+
+
+def coefficient_fits(ds, ratio, param, variant="one_loop", exclude_near=False):
+    """Weighted fits gap = a + b/d_k (copyhead.analysis.fits.fit_inverse_dk, weights 1/error²) of the
+    measured and the predicted gaps at one (ratio, param), over the usable points, and the z of the
+    measured b against the predicted one (measured error only)."""
+    sel = ds.sel(ratio=ratio, param=param)
+    ok = usable(ds, exclude_near=exclude_near).sel(ratio=ratio).values
+    d_k = ds["d_k"].values[ok]
+    err = sel["error"].values[ok]
+    meas = fit_inverse_dk(d_k, sel["gap"].values[ok], err)
+    pred = fit_inverse_dk(d_k, shift(ds, variant).sel(ratio=ratio, param=param).values[ok], err)
+    zb = (meas["b"] - pred["b"]) / meas["b_err"] if meas["b_err"] > 0 else np.nan
+    return {"measured": meas, "predicted": pred, "z_b": float(zb), "n": int(ok.sum())}
+
+
+def consistency(ds):
+    """Checks: |uncorrected mean − the studies' closed-form posterior mean at the same P| (the same theory,
+    computed by the studies' pipeline): largest, where (ratio, x, param), in measured errors, and the largest
+    at P/P_ref ≥ 1; |shift(one_loop_pref) − shift(one_loop)| (what ΔS_pref moves): largest, in errors."""
+    d = np.abs(ds["mean_none"] - ds["closed"])
+    at = d.where(np.isfinite(d), -1.0).argmax(...)
+    p = np.abs(shift(ds, "one_loop_pref") - shift(ds, "one_loop")).where(usable(ds))
+    return {"closed_max_abs": float(d.max()), "closed_max_err": float((d / ds["error"]).max()),
+            "closed_at": {k: ds[k].values[int(v)] for k, v in at.items()},
+            "closed_max_abs_above": float(d.where(ds["ratio"] >= 1).max()),
+            "pref_max_abs": float(p.max()), "pref_max_err": float((p / ds["error"]).max())}

@@ -1,0 +1,255 @@
+"""Corrected (one-loop) and uncorrected posterior means of the linear order parameters at the points of
+the finite-size studies (issue 21 item 4; docs/theory.md Sec. 13; rendered on docs/one_loop.md).
+
+At each (study, P) the posterior mean of Eq. (18) over (c1 ≥ 0, cG) is computed on a fine grid inside the
+window S − S_min < ``cut`` with
+- ``none``: exp(−S), S the 2-D closed-form action (Eq. (16), equivalent kernel) — the uncorrected theory;
+- ``one_loop``: exp(−S − ΔS_EK), ΔS_EK of Eq. (32) (the transverse Gaussian correction, Eq. (31));
+- ``one_loop_pref``: the same + ΔS_pref (Eq. (30), the plane prefactor);
+- ``naive``: ΔS_EK + ½ ln det(d_k H_I⊥), the "½ ln det of the total Hessian" Sec. 13 rules out.
+ΔS is evaluated on a ``coarse`` sub-grid of the window and interpolated (bicubic) onto the fine grid.
+Sub-grid points where Eq. (33) fails take the value of the nearest stable one and the fine points nearest
+to them are dropped from the corrected posteriors; the corrected posterior weight within one sub-grid cell
+of an unstable point and on sub-grid points with a soft mode (1 + eig Σ^½H_E⊥Σ^½ < ``soft``) is kept.
+
+``python -m copyhead.theory.one_loop_predict --studies docs/studies/studies.json --base
+config/studies/base.yaml --study finite_size --out docs/one_loop/finite_size.nc``
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import xarray as xr
+from scipy.interpolate import RectBivariateSpline
+from scipy.ndimage import binary_dilation, distance_transform_edt
+
+from copyhead.config import ActionParams
+
+from . import one_loop as ol
+from .action import action_linear, order_to_coeffs
+
+SOFT = 0.2       # a transverse mode with 1 + eig(Σ^½ H_E⊥ Σ^½) below this is near-critical (Sec. 13)
+CUT = 30.0       # the window: S − S_min < CUT
+BOX = ((0.0, 0.6), (-0.4, 0.8))      # the first (c1, cG) box the window is searched in (widened if hit)
+SETTINGS = {"coarse": 11, "fine": 161, "soft": SOFT, "cut": CUT}
+VARIANTS = ("none", "one_loop", "one_loop_pref", "naive")
+VARIANT_LABEL = {"none": "2-D closed form exp(−S) (Eqs. (16), (18)), uncorrected",
+                 "one_loop": "exp(−S − ΔS_EK), one loop (Eq. (32))",
+                 "one_loop_pref": "exp(−S − ΔS_EK − ΔS_pref) (Eqs. (30), (32))",
+                 "naive": "exp(−S − ΔS_EK − ½ ln det d_k H_I⊥), the naive total-Hessian form (Sec. 13)"}
+PARAMS = ("c1", "cG")
+
+
+def window(p: ActionParams, P, n=161, cut=CUT, box=BOX, max_widen=6):
+    """((c1_lo, c1_hi), (cG_lo, cG_hi)): the box (c1 ≥ 0) where S − S_min < cut, padded by one step; the
+    search box is widened (×2 on the side it touches) until the window lies inside it."""
+    (a1, b1), (a2, b2) = box
+    for _ in range(max_widen):
+        c1, cG = np.linspace(a1, b1, n), np.linspace(a2, b2, n)
+        C1, CG = np.meshgrid(c1, cG, indexing="ij")
+        S = action_linear(C1, CG, P, p)
+        i, j = np.where(S - S.min() < cut)
+        hit_1, hit_lo, hit_hi = i.max() == n - 1, j.min() == 0, j.max() == n - 1
+        if not (hit_1 or hit_lo or hit_hi):
+            d1, d2 = c1[1] - c1[0], cG[1] - cG[0]
+            return (a1, c1[i.max()] + d1), (cG[j.min()] - d2, cG[j.max()] + d2)
+        b1 = b1 + (b1 - a1) if hit_1 else b1
+        a2, b2 = (a2 - (b2 - a2) if hit_lo else a2), (b2 + (b2 - a2) if hit_hi else b2)
+    raise RuntimeError(f"the posterior window at P = {P} does not fit in the box after {max_widen} widenings")
+
+
+def naive_extra(m1, mP, p: ActionParams):
+    """½ ln det(d_k H_I⊥) at the plane point (block form of Eq. (29)): the O(L²) pure-prior term the
+    prefactor of Eq. (27) cancels (Sec. 13)."""
+    L = p.L
+    M = m1 * np.ones((L, L)) + mP * np.eye(L)
+    D = ol._block_dirs(L)
+    HI = p.d_k * ol.prior_rate_form(M, p.g_Q * p.g_K, D.reshape(-1, L, L), p.prior)
+    return 0.5 * ((L - 1) * np.linalg.slogdet(HI[:3, :3])[1] + L * (L - 3) // 2 * np.log(HI[3, 3])
+                  + (L - 1) * (L - 2) // 2 * np.log(HI[4, 4]))
+
+
+def ek_correction(p: ActionParams, P):
+    """The corrections at one (c1, cG) for the equivalent-kernel evidence at P: a function returning
+    dict(dS = ΔS_EK of Eq. (32) (NaN where Eq. (33) fails), rel = the smallest eigenvalue of
+    1 + Σ^½H_E⊥Σ^½, pref = ΔS_pref of Eq. (30), naive = ½ ln det d_k H_I⊥)."""
+    E = ol.evidence_ek(P * p.L, p.V, p.L, p.g_O, p.sigma2)
+
+    def corr(c1, cG):
+        m1, mP = map(float, order_to_coeffs(c1, cG, p.L))
+        r = ol.one_loop_ek(m1, mP, P, p.V, p.L, p.d_k, p.g_Q, p.g_K, p.g_O, p.sigma2, p.prior, E=E)
+        return {"dS": r.dS, "rel": r.min_rel_eig, "pref": ol.prior_prefactor(m1, mP, p.L, p.g_Q * p.g_K, p.prior),
+                "naive": naive_extra(m1, mP, p)}
+    return corr
+
+
+def posterior_means(p: ActionParams, P, coarse=11, fine=161, correction=None, soft=SOFT, cut=CUT):
+    """Posterior means of (c1, cG) under each variant of VARIANTS at one P (module docstring).
+
+    ``correction(c1, cG) -> dict(dS, rel, pref, naive)`` (default: ek_correction(p, P)). Returns
+    {"window", variant: {"c1", "cG"}, "unstable_weight" (under exp(−S), on fine points nearest an unstable
+    sub-grid point), "near_unstable_weight" and "soft_weight" (under the one-loop posterior), "n_unstable"}.
+    """
+    correction = ek_correction(p, P) if correction is None else correction
+    (a1, b1), (a2, b2) = window(p, P, cut=cut)
+    c1f, cGf = np.linspace(a1, b1, fine), np.linspace(a2, b2, fine)
+    C1, CG = np.meshgrid(c1f, cGf, indexing="ij")
+    S = action_linear(C1, CG, P, p)
+    w = np.where(c1f[:, None] > 0, 1.0, 0.5) * np.ones_like(S)     # c1 = 0 is the symmetry line (c → −c)
+    c1c, cGc = np.linspace(a1, b1, coarse), np.linspace(a2, b2, coarse)
+    grid = {k: np.full((coarse, coarse), np.nan) for k in ("dS", "rel", "pref", "naive")}
+    for i, x in enumerate(c1c):
+        for j, y in enumerate(cGc):
+            for k, v in correction(float(x), float(y)).items():
+                grid[k][i, j] = v
+    bad = ~np.isfinite(grid["dS"])
+    ii = np.rint((C1 - a1) / (b1 - a1) * (coarse - 1)).astype(int)
+    jj = np.rint((CG - a2) / (b2 - a2) * (coarse - 1)).astype(int)
+    badf = bad[ii, jj]
+    q0 = w * np.exp(-(S - S.min()))
+    out = {"window": ((a1, b1), (a2, b2)), "unstable_weight": float(q0[badf].sum() / q0.sum()),
+           "n_unstable": int(bad.sum())}
+    if bad.all():
+        for name in VARIANTS:
+            out[name] = {"c1": np.nan, "cG": np.nan} if name != "none" else _means(q0, C1, CG)
+        out.update(near_unstable_weight=np.nan, soft_weight=np.nan)
+        return out
+    fill = grid["dS"][tuple(distance_transform_edt(bad, return_distances=False, return_indices=True))]
+    dilf = binary_dilation(bad, np.ones((3, 3), bool))[ii, jj]
+    softf = (grid["rel"] < soft)[ii, jj]
+
+    def interp(Z):
+        return RectBivariateSpline(c1c, cGc, Z, kx=3, ky=3)(c1f, cGf)
+    one = interp(fill)
+    extra = {"none": 0.0 * S, "one_loop": one, "one_loop_pref": one + interp(grid["pref"]),
+             "naive": one + interp(grid["naive"])}
+    for name, dS in extra.items():
+        T = S + dS
+        keep = np.ones_like(badf) if name == "none" else ~badf
+        q = w * np.exp(-(T - T[keep].min())) * keep
+        out[name] = _means(q, C1, CG)
+        if name == "one_loop":
+            out["near_unstable_weight"] = float(q[dilf].sum() / q.sum())
+            out["soft_weight"] = float(q[softf].sum() / q.sum())
+    return out
+
+
+def _means(q, C1, CG):
+    return {"c1": float((q * C1).sum() / q.sum()), "cG": float((q * CG).sum() / q.sum())}
+
+
+def mode_at(p: ActionParams, P, c1, cG):
+    """(block, 1 + eig Σ^½H_E⊥Σ^½, column share) of the softest transverse mode at (c1, cG)
+    (one_loop.softest_mode, one_loop.column_share); (None, NaN, NaN) where (c1, cG) is not finite."""
+    if not (np.isfinite(c1) and np.isfinite(cG)):
+        return None, np.nan, np.nan
+    m1, mP = map(float, order_to_coeffs(c1, cG, p.L))
+    blk, rel, u = ol.softest_mode(m1, mP, P, p.V, p.L, p.d_k, p.g_Q, p.g_K, p.g_O, p.sigma2, p.prior)
+    return blk, rel, ol.column_share(u)
+
+
+# ----------------------------------------------------------------------------- the studies' points
+def study_points(studies: dict, study: str, base: dict, recipe="sgld"):
+    """The measured linear gaps of one finite-size study of docs/studies/studies.json (``finite_size``:
+    d_k at L = 16; ``finite_L``: L at d_k = 2L): (ActionParams per size x, {(ratio, x, param): point}) with
+    point = dict(P, experiment, error, theory (the same-dataset posterior mean), gap, closed (the studies'
+    closed-form posterior mean at that P, large-deviation prior, for a consistency check)).
+    ``base``: the studies' base config (g_Q, g_K, g_O, prior; config/studies/base.yaml)."""
+    fs = studies[study]
+    names = {a["x"]: a["name"] for a in fs["agreement"] if a["attention"] == "linear"}
+    by_name = {s["name"]: s for s in studies["studies"]}
+    m, prior = base["model"], base["theory"]["prior"]
+    params, closed = {}, {}
+    for x, name in names.items():
+        s = by_name[name]
+        params[x] = ActionParams(V=s["V"], L=s["L"], d_k=s["d_k"], g_Q=m["g_Q"], g_K=m["g_K"], g_O=m["g_O"],
+                                 sigma2=s["sigma2"], prior=prior)
+        for r in s["attentions"]["linear"]["rows"]:
+            if r["curve"] == "closed_mean" and r["recipe"] == recipe:
+                closed[(x, float(r["P"]), r["param"])] = r["theory"]
+    points = {}
+    for g in fs["gaps"]:
+        if g["attention"] != "linear" or g["recipe"] != recipe:
+            continue
+        for q in g["points"]:
+            points[(float(g["ratio"]), q["x"], g["param"])] = {
+                "P": float(q["P"]), "experiment": q["experiment"], "error": q["error"], "theory": q["theory"],
+                "gap": q["gap"], "closed": closed.get((q["x"], float(q["P"]), g["param"]), np.nan)}
+    return params, points
+
+
+def compute_study(studies: dict, study: str, base: dict, settings=SETTINGS, recipe="sgld", log=print):
+    """xr.Dataset over (ratio, x, param) of the measured points and the posterior means of every variant."""
+    params, points = study_points(studies, study, base, recipe)
+    ratios = sorted({k[0] for k in points})
+    xs = sorted(params)
+    shape3, shape2 = (len(ratios), len(xs), len(PARAMS)), (len(ratios), len(xs))
+    v3 = {k: np.full(shape3, np.nan) for k in ("experiment", "error", "theory", "gap", "closed")}
+    v3.update({f"mean_{k}": np.full(shape3, np.nan) for k in VARIANTS})
+    v2 = {k: np.full(shape2, np.nan) for k in ("P", "unstable_weight", "near_unstable_weight", "soft_weight",
+                                                "n_unstable", "c1_lo", "c1_hi", "cG_lo", "cG_hi", "seconds")
+          + tuple(f"mode_{k}_{at}" for k in ("rel", "column", "block") for at in ("none", "one_loop"))}
+    for a, ratio in enumerate(ratios):
+        for b, x in enumerate(xs):
+            if (ratio, x, "cG") not in points:
+                continue
+            P = points[(ratio, x, "cG")]["P"]
+            t0 = time.perf_counter()
+            r = posterior_means(params[x], P, settings["coarse"], settings["fine"], soft=settings["soft"],
+                                cut=settings["cut"])
+            (v2["c1_lo"][a, b], v2["c1_hi"][a, b]), (v2["cG_lo"][a, b], v2["cG_hi"][a, b]) = r["window"]
+            for k in ("unstable_weight", "near_unstable_weight", "soft_weight", "n_unstable"):
+                v2[k][a, b] = r[k]
+            for at in ("none", "one_loop"):
+                blk, rel, share = mode_at(params[x], P, r[at]["c1"], r[at]["cG"])
+                v2[f"mode_rel_{at}"][a, b], v2[f"mode_column_{at}"][a, b] = rel, share
+                v2[f"mode_block_{at}"][a, b] = ol.BLOCKS.index(blk) if blk else -1
+            v2["P"][a, b], v2["seconds"][a, b] = P, time.perf_counter() - t0
+            for c, prm in enumerate(PARAMS):
+                for k in ("experiment", "error", "theory", "gap", "closed"):
+                    v3[k][a, b, c] = points[(ratio, x, prm)][k]
+                for k in VARIANTS:
+                    v3[f"mean_{k}"][a, b, c] = r[k][prm]
+            log(f"{study} ratio {ratio} x {x} P {P:g}: shift cG {r['one_loop']['cG'] - r['none']['cG']:+.4f}, "
+                f"soft weight {r['soft_weight']:.2g} ({v2['seconds'][a, b]:.0f} s)")
+    ds = xr.Dataset({k: (("ratio", "x", "param"), v) for k, v in v3.items()}
+                    | {k: (("ratio", "x"), v) for k, v in v2.items()},
+                    coords={"ratio": ratios, "x": xs, "param": list(PARAMS),
+                            "d_k": ("x", [params[x].d_k for x in xs]), "L": ("x", [params[x].L for x in xs]),
+                            "V": ("x", [params[x].V for x in xs]), "sigma2": ("x", [params[x].sigma2 for x in xs])})
+    ds.attrs.update({"study": study, "by": studies[study]["by"], "recipe": recipe, "prior": params[xs[0]].prior,
+                     "g_Q": params[xs[0]].g_Q, "g_K": params[xs[0]].g_K, "g_O": params[xs[0]].g_O,
+                     **{f"setting_{k}": v for k, v in settings.items()},
+                     "measured": "SGLD (prior starts) minus the studies' same-dataset posterior mean",
+                     "mode_block_codes": " ".join(ol.BLOCKS),
+                     **{f"variant_{k}": VARIANT_LABEL[k] for k in VARIANTS}})
+    return ds
+
+
+def main(argv=None):
+    import json
+    import pathlib
+
+    import torch
+
+    from copyhead.config import load_yaml
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--studies", type=pathlib.Path, required=True)
+    ap.add_argument("--base", type=pathlib.Path, required=True)
+    ap.add_argument("--study", required=True, choices=["finite_size", "finite_L"])
+    ap.add_argument("--out", type=pathlib.Path, required=True)
+    ap.add_argument("--coarse", type=int, default=SETTINGS["coarse"])
+    a = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    ds = compute_study(json.loads(a.studies.read_text()), a.study, load_yaml(a.base),
+                       dict(SETTINGS, coarse=a.coarse))
+    ds.attrs["seconds_total"] = time.perf_counter() - t0
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    ds.to_netcdf(a.out)
+
+
+if __name__ == "__main__":
+    main()

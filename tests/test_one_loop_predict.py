@@ -1,0 +1,165 @@
+"""The one-loop predictions at the studies' points (copyhead.theory.one_loop_predict, .one_loop_compare;
+docs/one_loop.md): the posterior-mean machinery against brute force at small L, switched-off and linear
+corrections, the d_k → ∞ limit, the block-form extras against full L²×L² Hessians, the comparison numbers."""
+import numpy as np
+import pytest
+import torch
+import xarray as xr
+
+from copyhead.config import ActionParams
+from copyhead.theory import one_loop as ol
+from copyhead.theory import one_loop_compare as cmp
+from copyhead.theory import one_loop_predict as lp
+from copyhead.theory.action import action_linear, order_to_coeffs
+from copyhead.theory.prior import neg_log_prior_matrix
+
+torch.set_num_threads(1)
+
+
+def params(L=4, V=4, d_k=16):
+    return ActionParams(V=V, L=L, d_k=d_k, g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=0.1, prior="large_deviation")
+
+
+def zero(c1, cG):
+    return {"dS": 0.0, "rel": 1.0, "pref": 0.0, "naive": 0.0}
+
+
+def test_prior_rate_form_is_the_second_directional_derivative():
+    """dᵀ H_I d' of Eq. (28) on random (non-basis) directions = central differences of the SVD rate."""
+    L, c, h = 5, 0.7, 1e-4
+    rng = np.random.default_rng(0)
+    M = 0.3 * np.ones((L, L)) + 0.8 * np.eye(L)
+    d = rng.normal(size=(2, L, L))
+    f = lambda X: neg_log_prior_matrix(X, 1, c, 1.0, "large_deviation")    # noqa: E731
+    Q = ol.prior_rate_form(M, c, d)
+    fd = (f(M + h * (d[0] + d[1])) - f(M + h * (d[0] - d[1])) - f(M - h * (d[0] - d[1]))
+          + f(M - h * (d[0] + d[1]))) / (4 * h * h)
+    assert Q[0, 1] == pytest.approx(fd, rel=1e-5) and Q[0, 1] == pytest.approx(Q[1, 0], rel=1e-12)
+
+
+def test_switched_off_or_constant_correction_leaves_the_mean():
+    p, P = params(), 24.0
+    r0 = lp.posterior_means(p, P, coarse=5, fine=81, correction=zero)
+    rc = lp.posterior_means(p, P, coarse=5, fine=81, correction=lambda a, b: dict(zero(a, b), dS=7.3))
+    for r in (r0, rc):
+        for v in ("one_loop", "one_loop_pref", "naive"):
+            for k in ("c1", "cG"):
+                assert r[v][k] == pytest.approx(r["none"][k], abs=1e-13)
+    assert r0["soft_weight"] == 0 and r0["near_unstable_weight"] == 0 and r0["n_unstable"] == 0
+
+
+def test_linear_correction_tilts_the_mean_exactly():
+    """ΔS = a·cG is interpolated exactly (bicubic): the corrected mean is the tilted mean, which an
+    independent quadrature over a large box (no window) gives."""
+    p, P, a = params(), 24.0, 3.0
+    r = lp.posterior_means(p, P, coarse=7, fine=161, correction=lambda c1, cG: dict(zero(c1, cG), dS=a * cG))
+    c1, cG = np.linspace(0, 1.5, 1201), np.linspace(-1.5, 1.5, 2401)
+    C1, CG = np.meshgrid(c1, cG, indexing="ij")
+    S = action_linear(C1, CG, P, p) + a * CG
+    w = np.exp(-(S - S.min())) * np.where(c1[:, None] > 0, 1.0, 0.5)
+    brute = (w * CG).sum() / w.sum()
+    assert r["one_loop"]["cG"] < r["none"]["cG"]
+    assert r["one_loop"]["cG"] == pytest.approx(brute, abs=3e-4)
+
+
+def test_means_against_a_correction_on_every_fine_point():
+    """L = V = 4, d_k = 16, P = 24: the one-loop mean (ΔS_EK on a 9² sub-grid, interpolated) against ΔS_EK
+    evaluated at every one of 21² points (no interpolation), in the same window."""
+    p, P, n = params(), 24.0, 21
+    r = lp.posterior_means(p, P, coarse=9, fine=n)
+    E = ol.evidence_ek(P * p.L, p.V, p.L, p.g_O, p.sigma2)
+    (a1, b1), (a2, b2) = r["window"]
+    c1, cG = np.linspace(a1, b1, n), np.linspace(a2, b2, n)
+    C1, CG = np.meshgrid(c1, cG, indexing="ij")
+    m1, mP = order_to_coeffs(C1, CG, p.L)
+    dS = np.array([[ol.one_loop_ek(m1[i, j], mP[i, j], P, p.V, p.L, p.d_k, 1.0, 1.0, 1.0, p.sigma2, E=E).dS
+                    for j in range(n)] for i in range(n)])
+    T = action_linear(C1, CG, P, p) + dS
+    ok = np.isfinite(T)
+    w = np.where(ok, np.exp(-(np.where(ok, T, np.inf) - T[ok].min())), 0) * np.where(c1[:, None] > 0, 1.0, 0.5)
+    shift = r["one_loop"]["cG"] - r["none"]["cG"]
+    brute = (w * CG).sum() / w.sum() - r["none"]["cG"]
+    assert abs(shift) > 5e-3 and shift == pytest.approx(brute, rel=0.03)
+
+
+def test_block_extras_against_full_hessians():
+    """ek_correction's ΔS_EK, ½ ln det d_k H_I⊥ (naive) and ΔS_pref against the full L²×L² Hessians."""
+    p, P = params(L=5, V=4, d_k=12), 30.0
+    c1, cG = 0.2, 0.3
+    m1, mP = map(float, order_to_coeffs(c1, cG, p.L))
+    M = m1 * np.ones((p.L, p.L)) + mP * np.eye(p.L)
+    g, H = ol.grad_hessian(ol.evidence_ek(P * p.L, p.V, p.L, p.g_O, p.sigma2), M)
+    HI = ol.prior_rate_hessian(M, 1.0)
+    T = ol.transverse_basis(p.L)
+    out = lp.ek_correction(p, P)(c1, cG)
+    assert out["dS"] == pytest.approx(ol.one_loop(H, g, HI, p.d_k).dS, rel=1e-9)
+    assert out["naive"] == pytest.approx(0.5 * np.linalg.slogdet(p.d_k * T.T @ HI @ T)[1], rel=1e-10)
+    B = ol.isotypic_bases(p.L)["trivial"]
+    assert out["pref"] == pytest.approx(-0.5 * np.linalg.slogdet(B.T @ HI @ B)[1], rel=1e-10)
+
+
+def test_correction_is_first_order_in_one_over_d_k():
+    """d_k → ∞: ΔS_EK → 0 with d_k ΔS_EK → ½ tr(H_I⊥⁻¹ H_E⊥) (Eq. (31) expanded; full L²×L² Hessians), so
+    the corrected posterior tends to the uncorrected one."""
+    L, V, P = 4, 4, 24.0
+    m1, mP = map(float, order_to_coeffs(0.15, 0.2, L))
+    M = m1 * np.ones((L, L)) + mP * np.eye(L)
+    _, H = ol.grad_hessian(ol.evidence_ek(P * L, V, L, 1.0, 0.1), M)
+    T = ol.transverse_basis(L)
+    lim = 0.5 * np.trace(np.linalg.solve(T.T @ ol.prior_rate_hessian(M, 1.0) @ T, T.T @ H @ T))
+    for d_k, tol in ((1e5, 1e-2), (1e7, 1e-4)):
+        r = ol.one_loop_ek(m1, mP, P, V, L, d_k, 1.0, 1.0, 1.0, 0.1)
+        assert d_k * r.dS == pytest.approx(lim, rel=tol)
+
+
+def synthetic(gap_b=-2.0, pred_b=-2.0, soft_ratio=1.0):
+    """A compute_study-shaped dataset with exact 1/d_k gaps and shifts, one soft row."""
+    ratios, d_k = [1.0, 1.35, 2.0], np.array([16, 32, 64, 128])
+    shape = (3, 4, 2)
+    gap = np.broadcast_to((gap_b / d_k)[None, :, None], shape).copy()
+    err = np.full(shape, 0.01) / d_k[None, :, None] * 10
+    none = np.full(shape, 0.2)
+    one = none + np.broadcast_to((pred_b / d_k)[None, :, None], shape)
+    soft = np.zeros((3, 4))
+    soft[ratios.index(soft_ratio)] = 0.9
+    v3 = {"gap": gap, "error": err, "mean_none": none, "mean_one_loop": one, "mean_naive": none - gap,
+          "mean_one_loop_pref": one, "closed": none}
+    ds = xr.Dataset({k: (("ratio", "x", "param"), v) for k, v in v3.items()}
+                    | {"soft_weight": (("ratio", "x"), soft), "near_unstable_weight": (("ratio", "x"), 0 * soft)},
+                    coords={"ratio": ratios, "x": d_k, "param": ["c1", "cG"], "d_k": ("x", d_k)})
+    return ds
+
+
+def test_comparison_numbers_on_a_synthetic_study():
+    ds = synthetic()
+    assert not bool(cmp.usable(ds).sel(ratio=1.0).any()) and bool(cmp.usable(ds).sel(ratio=2.0).all())
+    r0, n = cmp.rms_z(ds)
+    r1, _ = cmp.rms_z(ds, "one_loop")
+    assert (n == 4).all() and np.allclose(r1, 0) and np.allclose(r0, 20.0)   # |gap|/err = 2/(0.1) = 20
+    cf = cmp.coefficient_fits(ds, 1.35, "cG")
+    assert cf["measured"]["b"] == pytest.approx(-2.0) and cf["predicted"]["b"] == pytest.approx(-2.0)
+    assert cf["n"] == 4 and abs(cf["z_b"]) < 1e-6
+    bad = synthetic(pred_b=-1.0)
+    assert cmp.coefficient_fits(bad, 2.0, "cG")["predicted"]["b"] == pytest.approx(-1.0)
+    assert np.allclose(cmp.rms_z(bad, "one_loop")[0], 10.0)
+    assert cmp.consistency(ds)["closed_max_abs"] == 0
+
+
+def test_study_points_take_each_size_from_its_own_study():
+    """The sizes' parameters come from the study named in the finite-size table's agreement rows (not from
+    another study with the same L and d_k, e.g. L16_V8_dk32), the closed-form value from that study's rows."""
+    def study(name, V, P, closed):
+        rows = [{"curve": "closed_mean", "recipe": "sgld", "P": P, "param": "cG", "theory": closed}]
+        return {"name": name, "L": 16, "V": V, "d_k": 32, "sigma2": 0.1, "attentions": {"linear": {"rows": rows}}}
+    pt = {"x": 32, "P": 14.0, "experiment": 0.1, "error": 0.01, "theory": 0.2, "gap": -0.1}
+    studies = {"studies": [study("L16_V8_dk32", 8, 14.0, 9.0), study("L16_dk32", 16, 14.0, 0.25)],
+               "finite_size": {"by": "d_k", "agreement": [{"attention": "linear", "x": 32, "name": "L16_dk32"}],
+                               "gaps": [{"attention": "linear", "recipe": "sgld", "ratio": 1.35, "param": "cG",
+                                         "points": [pt]},
+                                        {"attention": "softmax", "recipe": "sgld", "ratio": 1.4, "param": "aG",
+                                         "points": [pt]}]}}
+    base = {"model": {"g_Q": 1.0, "g_K": 1.0, "g_O": 1.0}, "theory": {"prior": "large_deviation"}}
+    par, pts = lp.study_points(studies, "finite_size", base)
+    assert par[32].V == 16 and par[32].d_k == 32 and par[32].prior == "large_deviation"
+    assert list(pts) == [(1.35, 32, "cG")] and pts[(1.35, 32, "cG")]["closed"] == 0.25
+    assert pts[(1.35, 32, "cG")]["gap"] == -0.1

@@ -1,0 +1,78 @@
+# The one-loop correction against the finite-size studies' measured gaps (issue 21 item 4), from the
+# repository root:
+#     snakemake -s workflow/one_loop.smk --cores 1
+# renders docs/one_loop.md and docs/one_loop/fig_one_loop_gaps.png from docs/one_loop/*.nc (docs/theory.md,
+# Sec. 13). Thin rules: the work is in copyhead.theory.one_loop_predict (posterior means), .one_loop_compare
+# (z, fits, flags), .one_loop_page (the page) and copyhead.figures.one_loop. Inputs: the committed studies
+# results (docs/studies/studies.json) and the studies' base config (g_Q, g_K, g_O, prior). Every rule's params
+# carry a digest of the code it runs (the computing rule: the theory package without the page writers and
+# one_loop_compare; the page and the figure: their module and one_loop_compare), so a code edit reruns it.
+import hashlib
+from pathlib import Path
+
+OUT = "docs/one_loop"
+STUDIES = ["finite_size", "finite_L"]
+CODE = hashlib.sha256(b"".join(f.read_bytes() for f in sorted(Path("src/copyhead/theory").glob("*.py"))
+                               if f.name not in ("one_loop_page.py", "one_loop_compare.py", "phase_map_page.py")
+                               )).hexdigest()[:16]
+
+
+def digest(*files):
+    return hashlib.sha256(b"".join(Path(f).read_bytes() for f in files)).hexdigest()[:16]
+
+
+COMPARE = "src/copyhead/theory/one_loop_compare.py"
+
+
+rule all:
+    default_target: True
+    input:
+        "docs/one_loop.md",
+        f"{OUT}/fig_one_loop_gaps.png",
+
+
+rule one_loop_predict:
+    input:
+        studies="docs/studies/studies.json",
+        base="config/studies/base.yaml",
+    output:
+        f"{OUT}/{{study}}.nc",
+    wildcard_constraints:
+        study="|".join(STUDIES),
+    params:
+        code=CODE,
+    log:
+        f"{OUT}/logs/{{study}}.log",
+    benchmark:
+        f"{OUT}/logs/{{study}}.bench.tsv"
+    shell:
+        "OMP_NUM_THREADS=1 python -m copyhead.theory.one_loop_predict --studies {input.studies}"
+        " --base {input.base} --study {wildcards.study} --out {output} > {log} 2>&1"
+
+
+rule one_loop_figure:
+    input:
+        expand(f"{OUT}/{{study}}.nc", study=STUDIES),
+    output:
+        f"{OUT}/fig_one_loop_gaps.png",
+    params:
+        code=digest("src/copyhead/figures/one_loop.py", COMPARE),
+    log:
+        f"{OUT}/logs/figure.log",
+    shell:
+        "python -m copyhead.figures.one_loop --finite-size {input[0]} --finite-L {input[1]} --out {output}"
+        " > {log} 2>&1"
+
+
+rule one_loop_page:
+    input:
+        expand(f"{OUT}/{{study}}.nc", study=STUDIES),
+    output:
+        "docs/one_loop.md",
+    params:
+        code=digest("src/copyhead/theory/one_loop_page.py", COMPARE),
+    log:
+        f"{OUT}/logs/page.log",
+    shell:
+        "python -m copyhead.theory.one_loop_page --finite-size {input[0]} --finite-L {input[1]} --out {output}"
+        " > {log} 2>&1"
