@@ -143,6 +143,9 @@ def test_comparison_numbers_on_a_synthetic_study():
     assert cmp.coefficient_fits(bad, 2.0, "cG")["predicted"]["b"] == pytest.approx(-1.0)
     assert np.allclose(cmp.rms_z(bad, "one_loop")[0], 10.0)
     assert cmp.consistency(ds)["closed_max_abs"] == 0
+    ch = cmp.subgrid_change(ds, bad)                       # shifts −2/d_k vs −1/d_k: |Δ| × d_k = 1 everywhere
+    assert ch["max"] == pytest.approx(1.0) and ch["median"] == pytest.approx(1.0)
+    assert cmp.subgrid_change(ds, ds)["max"] == 0
 
 
 def test_study_points_take_each_size_from_its_own_study():

@@ -31,23 +31,27 @@ rule all:
         f"{OUT}/fig_one_loop_gaps.png",
 
 
+# {study}.nc: the default sub-grid (one_loop_predict.SETTINGS); {study}_coarse9.nc: a 9² sub-grid, the
+# page's check of how much the predictions depend on it
 rule one_loop_predict:
     input:
         studies="docs/studies/studies.json",
         base="config/studies/base.yaml",
     output:
-        f"{OUT}/{{study}}.nc",
+        f"{OUT}/{{study}}{{grid}}.nc",
     wildcard_constraints:
         study="|".join(STUDIES),
+        grid="|_coarse9",
     params:
         code=CODE,
+        coarse=lambda wc: "--coarse 9" if wc.grid else "",
     log:
-        f"{OUT}/logs/{{study}}.log",
+        f"{OUT}/logs/{{study}}{{grid}}.log",
     benchmark:
-        f"{OUT}/logs/{{study}}.bench.tsv"
+        f"{OUT}/logs/{{study}}{{grid}}.bench.tsv"
     shell:
         "OMP_NUM_THREADS=1 python -m copyhead.theory.one_loop_predict --studies {input.studies}"
-        " --base {input.base} --study {wildcards.study} --out {output} > {log} 2>&1"
+        " --base {input.base} --study {wildcards.study} {params.coarse} --out {output} > {log} 2>&1"
 
 
 rule one_loop_figure:
@@ -67,6 +71,7 @@ rule one_loop_figure:
 rule one_loop_page:
     input:
         expand(f"{OUT}/{{study}}.nc", study=STUDIES),
+        f"{OUT}/finite_size_coarse9.nc",
     output:
         "docs/one_loop.md",
     params:
@@ -74,5 +79,6 @@ rule one_loop_page:
     log:
         f"{OUT}/logs/page.log",
     shell:
-        "python -m copyhead.theory.one_loop_page --finite-size {input[0]} --finite-L {input[1]} --out {output}"
+        "python -m copyhead.theory.one_loop_page --finite-size {input[0]} --finite-L {input[1]}"
+        " --check {input[2]} --out {output}"
         " > {log} 2>&1"

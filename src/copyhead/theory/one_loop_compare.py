@@ -78,3 +78,13 @@ def consistency(ds):
             "closed_at": {k: ds[k].values[int(v)] for k, v in at.items()},
             "closed_max_abs_above": float(d.where(ds["ratio"] >= 1).max()),
             "pref_max_abs": float(p.max()), "pref_max_err": float((p / ds["error"]).max())}
+
+
+def subgrid_change(ds, other):
+    """|predicted gap × d_k on ds − on other| (the same points, another sub-grid) over the points usable in
+    both: (largest, its (ratio, x, param), median)."""
+    ok = (usable(ds) & usable(other)).broadcast_like(ds["gap"])
+    d = (np.abs(shift(ds) - shift(other)) * ds["d_k"]).where(ok)
+    at = d.fillna(-1.0).argmax(...)
+    return {"max": float(d.max()), "at": {k: ds[k].values[int(v)] for k, v in at.items()},
+            "median": float(d.median())}

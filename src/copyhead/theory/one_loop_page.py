@@ -68,6 +68,10 @@ def rms_table(ds, label):
     return lines
 
 
+def _pair(v):
+    return ", ".join(f"{float(v.sel(param=q)):.3f}" for q in ("c1", "cG"))
+
+
 def flagged_lines(ds):
     """The soft-mode and near-unstable points, with their weights and the softest mode at the one-loop
     posterior mean."""
@@ -84,7 +88,9 @@ def flagged_lines(ds):
             mode = (f"softest mode at the one-loop mean: {MODE.get(blocks[b], blocks[b])}, "
                     f"1 + eig = {g(float(s['mode_rel_one_loop']), 2)}, column share "
                     f"{g(float(s['mode_column_one_loop']), 3)} (at the 2-D mean: 1 + eig = "
-                    f"{g(float(s['mode_rel_none']), 2)})") if b >= 0 else "no stable mean"
+                    f"{g(float(s['mode_rel_none']), 2)}); the one-loop mean (ĉ1, ĉG) = "
+                    f"({_pair(s['mean_one_loop'])}) against the 2-D mean ({_pair(s['mean_none'])})") if b >= 0 \
+                else "no stable mean"
             out.append(f"- P/P_ref = {g(ratio)}, d_k = {int(s['d_k'])}, L = {int(s['L'])} (P = {g(float(s['P']))}): "
                        f"{' and '.join(kind)}; one-loop posterior weight on soft sub-grid points "
                        f"{g(float(s['soft_weight']), 2)}, within one cell of an unstable point "
@@ -178,6 +184,29 @@ CAPTION = ("Cells: gap × d_k, measured ± its error / predicted (the one-loop s
            "unflagged d_k; z_b = (b measured − b predicted)/σ_b measured.")
 
 
+def subgrid_line(fs, check):
+    if check is None:
+        return []
+    c = cmp.subgrid_change(fs, check)
+    w = c["at"]
+    return [f"- Sub-grid dependence (finite size): on a {int(check.attrs['setting_coarse'])}² sub-grid the predicted "
+            f"gap × d_k moves by at most {g(c['max'], 2)} (at P/P_ref = {g(float(w['ratio']))}, d_k = "
+            f"{int(w['x'])}, {NAME[str(w['param'])]}), median {g(c['median'], 2)}, over the points unflagged on "
+            "both."]
+
+
+def transition_line(ds):
+    """The linear crossover sits at P ≈ P_ref: is that row flagged at every size?"""
+    if 1.0 not in ds["ratio"].values:
+        return []
+    soft = (cmp.flags(ds)["soft"] | cmp.flags(ds)["none"]).sel(ratio=1.0)
+    n, k = int(soft.size), int(soft.sum())
+    if k == n:
+        return [f"- Transition points: the linear crossover is at P ≈ P_ref, flagged at all {n} sizes "
+                "(Section 3), so the one-loop theory gives no corrected crossover here."]
+    return [f"- Transition points: not computed; P ≈ P_ref is flagged at {k} of {n} sizes (Section 3)."]
+
+
 def ds_by(ds):
     return ds.attrs["by"]
 
@@ -186,7 +215,7 @@ def ds_label(by, x):
     return f"{by} = {int(x)}"
 
 
-def render(fs, fl, command):
+def render(fs, fl, command, check=None):
     c_fs, c_fl = cmp.consistency(fs), cmp.consistency(fl)
     k1, kn, nbig = naive_sign(fs)
     soft = cmp.flags(fs)["soft"]
@@ -206,7 +235,7 @@ def render(fs, fl, command):
            "theory: that curve + the one-loop shift ⟨O⟩_{S+ΔS_EK} − ⟨O⟩_S of the equivalent-kernel "
            "posterior mean (Eq. (18) with Eq. (32); the dataset-specific g⊥ term of Eq. (31) is not included). "
            "Errors: the measured errors only.", "", "## Answer", ""]
-    out += verdict(fs, "d_k") + explained(fs, "d_k")
+    out += verdict(fs, "d_k") + explained(fs, "d_k") + transition_line(fs)
     out += [f"- Flagged (no prediction): P/P_ref = {', '.join(g(r) for r in soft_at) or 'none'} — at least one "
             f"d_k has more than {g(cmp.FLAG_WEIGHT)} of the one-loop posterior weight on near-critical "
             "transverse modes (Section 3); the RMS z and the fits leave those points out.",
@@ -257,7 +286,7 @@ def render(fs, fl, command):
             f"- Grid: window S − S_min < {g(float(fs.attrs['setting_cut']))} (c1 ≥ 0, the c → −c symmetry), "
             f"{int(fs.attrs['setting_fine'])}² points for exp(−S), ΔS_EK on a {int(fs.attrs['setting_coarse'])}² "
             "sub-grid (bicubic interpolation; unstable sub-grid points take the nearest stable value and "
-            "their fine points are dropped).",
+            "their fine points are dropped).", *subgrid_line(fs, check),
             f"- Compute time: {g(float(fs.attrs['seconds_total']), 2)} s (finite size), "
             f"{g(float(fl.attrs['seconds_total']), 2)} s (d_k = 2L), one thread.", "",
             "## 6. Every point", ""] + points_table(fs) + [""] + points_table(fl)
@@ -268,10 +297,15 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--finite-size", required=True)
     ap.add_argument("--finite-L", required=True)
+    ap.add_argument("--check", default=None, help="finite_size on another sub-grid (optional)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     with xr.open_dataset(a.finite_size) as fs, xr.open_dataset(a.finite_L) as fl:
-        text = render(fs.load(), fl.load(), "snakemake -s workflow/one_loop.smk --cores 1")
+        check = None
+        if a.check:
+            with xr.open_dataset(a.check) as ck:
+                check = ck.load()
+        text = render(fs.load(), fl.load(), "snakemake -s workflow/one_loop.smk --cores 1", check)
     with open(a.out, "w") as fh:
         fh.write(text)
 
