@@ -166,3 +166,24 @@ def test_study_points_take_each_size_from_its_own_study():
     assert par[32].V == 16 and par[32].d_k == 32 and par[32].prior == "large_deviation"
     assert list(pts) == [(1.35, 32, "cG")] and pts[(1.35, 32, "cG")]["closed"] == 0.25
     assert pts[(1.35, 32, "cG")]["gap"] == -0.1
+
+
+def test_converged_points_read_a_results_json():
+    """The converged study's points: ratio = P / the run's closed-form crossover, the SGLD rows against the
+    same-dataset curve, the error of copyhead.analysis.fits.row_error (experiment and theory in quadrature)."""
+    import json
+    cfg = {"task": {"V": 16, "L": 32}, "model": {"d_k": 32, "g_Q": 1.0, "g_K": 1.0, "g_O": 1.0, "sigma2": 0.1},
+           "theory": {"prior": "large_deviation"}}
+
+    def row(curve, recipe, theory, param="cG"):
+        return {"curve": curve, "recipe": recipe, "P": 20.0, "param": param, "experiment": 0.3, "error": 0.03,
+                "theory_error": 0.04, "theory": theory}
+    results = {"config": {"json": json.dumps(cfg)},
+               "attentions": {"linear": {"theory": {"P_crossover": 10.0},
+                                         "agreement": [row("same_mean", "sgld", 0.5), row("closed_mean", "sgld", 0.45),
+                                                       row("same_mean", "adam", 0.9), row("same_mean", "sgld", 0.5, "m1")]}}}
+    par, pts = lp.converged_points(results)
+    assert par[32].L == 32 and par[32].d_k == 32 and par[32].V == 16
+    assert list(pts) == [(2.0, 32, "cG")]
+    q = pts[(2.0, 32, "cG")]
+    assert q["gap"] == pytest.approx(-0.2) and q["error"] == pytest.approx(0.05) and q["closed"] == 0.45

@@ -11,92 +11,9 @@ import numpy as np
 import xarray as xr
 
 from . import one_loop_compare as cmp
+from .one_loop_tables import (NAME, TABLE_RATIOS, coefficient_table, converged_lines, f2, flagged_lines,
+                              points_table, rms_table)
 from .phase_map_page import g
-
-TABLE_RATIOS = (1.0, 1.35, 2.0)
-NAME = {"c1": "ĉ1", "cG": "ĉG"}
-MODE = {"standard": "standard block", "sym22": "(L−2, 2) block", "anti211": "(L−2, 1, 1) block"}
-
-
-def f2(x, n=2):
-    return "–" if not np.isfinite(x) else f"{x:+.{n}f}".replace("-", "−")
-
-
-def _cell(ds, ratio, x, param, fl):
-    s = ds.sel(ratio=ratio, x=x, param=param)
-    d_k = float(ds["d_k"].sel(x=x))
-    meas = f"{f2(float(s['gap']) * d_k)} ± {float(s['error']) * d_k:.2f}"
-    pred = float(cmp.shift(ds).sel(ratio=ratio, x=x, param=param)) * d_k
-    if bool(fl["none"].sel(ratio=ratio, x=x)):
-        return f"{meas} / unstable"
-    if bool(fl["soft"].sel(ratio=ratio, x=x)):
-        return f"{meas} / ({f2(pred)})"
-    return f"{meas} / {f2(pred)}" + (" †" if bool(fl["near"].sel(ratio=ratio, x=x)) else "")
-
-
-def coefficient_table(ds, param):
-    """Gap × d_k, measured ± error / predicted, per (P/P_ref, d_k), and the fitted 1/d_k coefficients."""
-    fl = cmp.flags(ds)
-    xs = ds["x"].values
-    fits = ds.attrs["by"] == "d_k"
-    head = [f"d_k = {int(d)}" + ("" if fits else f" (L = {int(L)})") for d, L in zip(ds["d_k"].values, ds["L"].values)]
-    head += ["b measured", "b predicted", "z_b"] if fits else []
-    lines = ["| P/P_ref | " + " | ".join(head) + " |", "|---|" + "---|" * len(head)]
-    for ratio in TABLE_RATIOS:
-        if ratio not in ds["ratio"].values:
-            continue
-        cells = [_cell(ds, ratio, x, param, fl) for x in xs]
-        if fits:
-            cf = cmp.coefficient_fits(ds, ratio, param)
-            m, p = cf["measured"], cf["predicted"]
-            cells += ([f"{f2(m['b'])} ± {m['b_err']:.2f}", f2(p["b"]), f2(cf["z_b"], 1)] if cf["n"] >= 2 else
-                      ["– (flagged)", "–", "–"])
-        lines.append(f"| {g(ratio)} | " + " | ".join(cells) + " |")
-    return lines
-
-
-def rms_table(ds, label):
-    """RMS z per size, uncorrected and under each correction variant, and the reduction factor."""
-    r0, n = cmp.rms_z(ds)
-    rows = {v: cmp.rms_z(ds, v)[0] for v in ("one_loop", "one_loop_pref", "naive")}
-    lines = [f"| {label} | n | uncorrected | one loop | one loop + ΔS_pref | naive total Hessian | reduction |",
-             "|---|---|---|---|---|---|---|"]
-    for x in ds["x"].values:
-        a, b = float(r0.sel(x=x)), float(rows["one_loop"].sel(x=x))
-        lines.append(f"| {int(x)} | {int(n.sel(x=x))} | {g(a)} | {g(b)} | {g(float(rows['one_loop_pref'].sel(x=x)))}"
-                     f" | {g(float(rows['naive'].sel(x=x)))} | {g(a / b, 2)}× |")
-    return lines
-
-
-def _pair(v):
-    return ", ".join(f"{float(v.sel(param=q)):.3f}" for q in ("c1", "cG"))
-
-
-def flagged_lines(ds):
-    """The soft-mode and near-unstable points, with their weights and the softest mode at the one-loop
-    posterior mean."""
-    fl = cmp.flags(ds)
-    blocks = ds.attrs["mode_block_codes"].split()
-    out = []
-    for ratio in ds["ratio"].values:
-        for x in ds["x"].values:
-            s = ds.sel(ratio=ratio, x=x)
-            kind = [k for k in ("soft", "near", "none") if bool(fl[k].sel(ratio=ratio, x=x))]
-            if not kind:
-                continue
-            b = int(s["mode_block_one_loop"])
-            mode = (f"softest mode at the one-loop mean: {MODE.get(blocks[b], blocks[b])}, "
-                    f"1 + eig = {g(float(s['mode_rel_one_loop']), 2)}, column share "
-                    f"{g(float(s['mode_column_one_loop']), 3)} (at the 2-D mean: 1 + eig = "
-                    f"{g(float(s['mode_rel_none']), 2)}); the one-loop mean (ĉ1, ĉG) = "
-                    f"({_pair(s['mean_one_loop'])}) against the 2-D mean ({_pair(s['mean_none'])})") if b >= 0 \
-                else "no stable mean"
-            out.append(f"- P/P_ref = {g(ratio)}, d_k = {int(s['d_k'])}, L = {int(s['L'])} (P = {g(float(s['P']))}): "
-                       f"{' and '.join(kind)}; one-loop posterior weight on soft sub-grid points "
-                       f"{g(float(s['soft_weight']), 2)}, within one cell of an unstable point "
-                       f"{g(float(s['near_unstable_weight']), 2)}; {mode}.")
-    return out
-
 
 def verdict(ds, label):
     """The aims of issue 21 item 4, checked with numbers."""
@@ -161,22 +78,6 @@ def naive_sign(ds):
     return int((s1 == sg).where(big).sum()), int((sn == sg).where(big).sum()), int(big.sum())
 
 
-def points_table(ds):
-    lines = ["| P/P_ref | d_k | L | P | param | measured gap ± err | one-loop shift | z uncorr. | z one loop | "
-             "soft weight | near-unstable weight |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    zu, zc, sh = cmp.z(ds), cmp.z(ds, "one_loop"), cmp.shift(ds)
-    for ratio in ds["ratio"].values:
-        for x in ds["x"].values:
-            for param in ds["param"].values:
-                s = ds.sel(ratio=ratio, x=x)
-                q = dict(ratio=ratio, x=x, param=param)
-                lines.append(f"| {g(ratio)} | {int(s['d_k'])} | {int(s['L'])} | {g(float(s['P']))} | {NAME[param]} | "
-                             f"{float(s['gap'].sel(param=param)):+.4f} ± {float(s['error'].sel(param=param)):.4f} | "
-                             f"{float(sh.sel(**q)):+.4f} | {g(float(zu.sel(**q)))} | {g(float(zc.sel(**q)))} | "
-                             f"{g(float(s['soft_weight']), 2)} | {g(float(s['near_unstable_weight']), 2)} |")
-    return lines
-
-
 CAPTION = ("Cells: gap × d_k, measured ± its error / predicted (the one-loop shift × d_k). (…): soft-mode flagged, "
            "not a prediction; †: more than half of the one-loop posterior weight within one sub-grid cell of a "
            "point where Eq. (33) fails (a prediction, next to the unstable region). b: weighted fits "
@@ -215,7 +116,7 @@ def ds_label(by, x):
     return f"{by} = {int(x)}"
 
 
-def render(fs, fl, command, check=None):
+def render(fs, fl, command, check=None, converged=None):
     c_fs, c_fl = cmp.consistency(fs), cmp.consistency(fl)
     k1, kn, nbig = naive_sign(fs)
     soft = cmp.flags(fs)["soft"]
@@ -244,6 +145,8 @@ def render(fs, fl, command, check=None):
             f"finite-size points with |gap| > 3σ; the naive “½ ln det of the total Hessian” at {kn}.",
             "- Scaling study (d_k = 2L):"]
     out += ["  " + v for v in verdict(fl, "L")] + ["  " + v for v in explained(fl, "L")]
+    cv_head, cv_section = converged_lines(converged)
+    out += cv_head
     out += ["", f"Gap × d_k of {NAME['cG']}, measured ± error / one-loop prediction ({NAME['c1']}: Section 1):", ""]
     out += coefficient_table(fs, "cG") + ["", CAPTION]
     out += ["", "![gap against 1/d_k](one_loop/fig_one_loop_gaps.png)", "",
@@ -271,7 +174,7 @@ def render(fs, fl, command, check=None):
     out += ["", "## 4. The scaling study at d_k = 2L", "", f"{NAME['cG']}:", ""] + coefficient_table(fl, "cG")
     out += ["", f"{NAME['c1']}:", ""] + coefficient_table(fl, "c1") + ["", "Cells as in the answer's table "
                                                                       "(gap × d_k).", ""]
-    out += ["## 5. Checks and settings", ""]
+    out += cv_section + ["## 5. Checks and settings", ""]
     for c, name in ((c_fs, "finite size"), (c_fl, "d_k = 2L")):
         w = c["closed_at"]
         out.append(f"- {name}: the uncorrected posterior mean here against the studies' closed-form posterior "
@@ -299,6 +202,7 @@ def main(argv=None):
     ap.add_argument("--finite-size", required=True)
     ap.add_argument("--finite-L", required=True)
     ap.add_argument("--check", default=None, help="finite_size on another sub-grid (optional)")
+    ap.add_argument("--converged", default=None, help="the converged study at the default size (optional)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     with xr.open_dataset(a.finite_size) as fs, xr.open_dataset(a.finite_L) as fl:
@@ -306,7 +210,11 @@ def main(argv=None):
         if a.check:
             with xr.open_dataset(a.check) as ck:
                 check = ck.load()
-        text = render(fs.load(), fl.load(), "snakemake -s workflow/one_loop.smk --cores 1", check)
+        conv = None
+        if a.converged:
+            with xr.open_dataset(a.converged) as cv:
+                conv = cv.load()
+        text = render(fs.load(), fl.load(), "snakemake -s workflow/one_loop.smk --cores 1", check, conv)
     with open(a.out, "w") as fh:
         fh.write(text)
 

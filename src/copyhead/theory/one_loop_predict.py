@@ -13,7 +13,8 @@ to them are dropped from the corrected posteriors; the corrected posterior weigh
 of an unstable point and on sub-grid points with a soft mode (1 + eig Σ^½H_E⊥Σ^½ < ``soft``) is kept.
 
 ``python -m copyhead.theory.one_loop_predict --studies docs/studies/studies.json --base
-config/studies/base.yaml --study finite_size --out docs/one_loop/finite_size.nc``
+config/studies/base.yaml --study finite_size --out docs/one_loop/finite_size.nc`` (or ``--results
+docs/results.json --study converged``: the converged study at the default size)
 """
 from __future__ import annotations
 
@@ -180,9 +181,37 @@ def study_points(studies: dict, study: str, base: dict, recipe="sgld"):
     return params, points
 
 
+def converged_points(results: dict, recipe="sgld"):
+    """The measured linear gaps of one pipeline run's results JSON (docs/results.json: the converged study at
+    the default size), in the form of study_points: x = d_k, ratio = P / its closed-form crossover P_ref,
+    gap = SGLD − the same-dataset posterior mean, error = copyhead.analysis.fits.row_error."""
+    import json
+
+    from copyhead.analysis.fits import row_error
+    cfg = json.loads(results["config"]["json"])
+    lin = results["attentions"]["linear"]
+    m, t = cfg["model"], cfg["task"]
+    p = ActionParams(V=t["V"], L=t["L"], d_k=m["d_k"], g_Q=m["g_Q"], g_K=m["g_K"], g_O=m["g_O"],
+                     sigma2=m["sigma2"], prior=cfg["theory"]["prior"])
+    P_ref = float(lin["theory"]["P_crossover"])
+    rows = [r for r in lin["agreement"] if r.get("recipe") == recipe]
+    closed = {(float(r["P"]), r["param"]): r["theory"] for r in rows if r["curve"] == "closed_mean"}
+    points = {(float(r["P"]) / P_ref, p.d_k, r["param"]): {
+        "P": float(r["P"]), "experiment": r["experiment"], "error": row_error(r), "theory": r["theory"],
+        "gap": r["experiment"] - r["theory"], "closed": closed.get((float(r["P"]), r["param"]), np.nan)}
+        for r in rows if r["curve"] == "same_mean" and r["param"] in PARAMS}
+    return {p.d_k: p}, points
+
+
 def compute_study(studies: dict, study: str, base: dict, settings=SETTINGS, recipe="sgld", log=print):
     """xr.Dataset over (ratio, x, param) of the measured points and the posterior means of every variant."""
     params, points = study_points(studies, study, base, recipe)
+    return compute(params, points, {"study": study, "by": studies[study]["by"], "recipe": recipe}, settings, log)
+
+
+def compute(params, points, attrs, settings=SETTINGS, log=print):
+    """The dataset of compute_study from (params per size x, {(ratio, x, param): point})."""
+    study = attrs["study"]
     ratios = sorted({k[0] for k in points})
     xs = sorted(params)
     shape3, shape2 = (len(ratios), len(xs), len(PARAMS)), (len(ratios), len(xs))
@@ -219,7 +248,7 @@ def compute_study(studies: dict, study: str, base: dict, settings=SETTINGS, reci
                     coords={"ratio": ratios, "x": xs, "param": list(PARAMS),
                             "d_k": ("x", [params[x].d_k for x in xs]), "L": ("x", [params[x].L for x in xs]),
                             "V": ("x", [params[x].V for x in xs]), "sigma2": ("x", [params[x].sigma2 for x in xs])})
-    ds.attrs.update({"study": study, "by": studies[study]["by"], "recipe": recipe, "prior": params[xs[0]].prior,
+    ds.attrs.update({**attrs, "prior": params[xs[0]].prior,
                      "g_Q": params[xs[0]].g_Q, "g_K": params[xs[0]].g_K, "g_O": params[xs[0]].g_O,
                      **{f"setting_{k}": v for k, v in settings.items()},
                      "measured": "SGLD (prior starts) minus the studies' same-dataset posterior mean",
@@ -236,16 +265,22 @@ def main(argv=None):
 
     from copyhead.config import load_yaml
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--studies", type=pathlib.Path, required=True)
-    ap.add_argument("--base", type=pathlib.Path, required=True)
-    ap.add_argument("--study", required=True, choices=["finite_size", "finite_L"])
+    ap.add_argument("--studies", type=pathlib.Path, help="docs/studies/studies.json (finite_size, finite_L)")
+    ap.add_argument("--base", type=pathlib.Path, help="the studies' base config (finite_size, finite_L)")
+    ap.add_argument("--results", type=pathlib.Path, help="a results JSON, e.g. docs/results.json (converged)")
+    ap.add_argument("--study", required=True, choices=["finite_size", "finite_L", "converged"])
     ap.add_argument("--out", type=pathlib.Path, required=True)
     ap.add_argument("--coarse", type=int, default=SETTINGS["coarse"])
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
     t0 = time.perf_counter()
-    ds = compute_study(json.loads(a.studies.read_text()), a.study, load_yaml(a.base),
-                       dict(SETTINGS, coarse=a.coarse))
+    settings = dict(SETTINGS, coarse=a.coarse)
+    if a.study == "converged":
+        params, points = converged_points(json.loads(a.results.read_text()))
+        ds = compute(params, points, {"study": "converged", "by": "d_k", "recipe": "sgld",
+                                      "source": str(a.results)}, settings)
+    else:
+        ds = compute_study(json.loads(a.studies.read_text()), a.study, load_yaml(a.base), settings)
     ds.attrs["seconds_total"] = time.perf_counter() - t0
     a.out.parent.mkdir(parents=True, exist_ok=True)
     ds.to_netcdf(a.out)

@@ -1,0 +1,136 @@
+"""The tables of docs/one_loop.md (issue 21 item 4), from the one-loop netCDF files via one_loop_compare: the
+gap × d_k table with the 1/d_k fits, RMS z, the flagged points, every point, the converged study. Markdown
+lines only; the page itself is assembled by one_loop_page."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import one_loop_compare as cmp
+from .phase_map_page import g
+
+TABLE_RATIOS = (1.0, 1.35, 2.0)
+NAME = {"c1": "ĉ1", "cG": "ĉG"}
+MODE = {"standard": "standard block", "sym22": "(L−2, 2) block", "anti211": "(L−2, 1, 1) block"}
+
+
+def f2(x, n=2):
+    return "–" if not np.isfinite(x) else f"{x:+.{n}f}".replace("-", "−")
+
+
+def _cell(ds, ratio, x, param, fl):
+    s = ds.sel(ratio=ratio, x=x, param=param)
+    d_k = float(ds["d_k"].sel(x=x))
+    meas = f"{f2(float(s['gap']) * d_k)} ± {float(s['error']) * d_k:.2f}"
+    pred = float(cmp.shift(ds).sel(ratio=ratio, x=x, param=param)) * d_k
+    if bool(fl["none"].sel(ratio=ratio, x=x)):
+        return f"{meas} / unstable"
+    if bool(fl["soft"].sel(ratio=ratio, x=x)):
+        return f"{meas} / ({f2(pred)})"
+    return f"{meas} / {f2(pred)}" + (" †" if bool(fl["near"].sel(ratio=ratio, x=x)) else "")
+
+
+def coefficient_table(ds, param):
+    """Gap × d_k, measured ± error / predicted, per (P/P_ref, d_k), and the fitted 1/d_k coefficients."""
+    fl = cmp.flags(ds)
+    xs = ds["x"].values
+    fits = ds.attrs["by"] == "d_k"
+    head = [f"d_k = {int(d)}" + ("" if fits else f" (L = {int(L)})") for d, L in zip(ds["d_k"].values, ds["L"].values)]
+    head += ["b measured", "b predicted", "z_b"] if fits else []
+    lines = ["| P/P_ref | " + " | ".join(head) + " |", "|---|" + "---|" * len(head)]
+    for ratio in TABLE_RATIOS:
+        if ratio not in ds["ratio"].values:
+            continue
+        cells = [_cell(ds, ratio, x, param, fl) for x in xs]
+        if fits:
+            cf = cmp.coefficient_fits(ds, ratio, param)
+            m, p = cf["measured"], cf["predicted"]
+            cells += ([f"{f2(m['b'])} ± {m['b_err']:.2f}", f2(p["b"]), f2(cf["z_b"], 1)] if cf["n"] >= 2 else
+                      ["– (flagged)", "–", "–"])
+        lines.append(f"| {g(ratio)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def rms_table(ds, label):
+    """RMS z per size, uncorrected and under each correction variant, and the reduction factor."""
+    r0, n = cmp.rms_z(ds)
+    rows = {v: cmp.rms_z(ds, v)[0] for v in ("one_loop", "one_loop_pref", "naive")}
+    lines = [f"| {label} | n | uncorrected | one loop | one loop + ΔS_pref | naive total Hessian | reduction |",
+             "|---|---|---|---|---|---|---|"]
+    for x in ds["x"].values:
+        a, b = float(r0.sel(x=x)), float(rows["one_loop"].sel(x=x))
+        lines.append(f"| {int(x)} | {int(n.sel(x=x))} | {g(a)} | {g(b)} | {g(float(rows['one_loop_pref'].sel(x=x)))}"
+                     f" | {g(float(rows['naive'].sel(x=x)))} | {g(a / b, 2)}× |")
+    return lines
+
+
+def _pair(v):
+    return ", ".join(f"{float(v.sel(param=q)):.3f}" for q in ("c1", "cG"))
+
+
+def flagged_lines(ds):
+    """The soft-mode and near-unstable points, with their weights and the softest mode at the one-loop
+    posterior mean."""
+    fl = cmp.flags(ds)
+    blocks = ds.attrs["mode_block_codes"].split()
+    out = []
+    for ratio in ds["ratio"].values:
+        for x in ds["x"].values:
+            s = ds.sel(ratio=ratio, x=x)
+            kind = [k for k in ("soft", "near", "none") if bool(fl[k].sel(ratio=ratio, x=x))]
+            if not kind:
+                continue
+            b = int(s["mode_block_one_loop"])
+            mode = (f"softest mode at the one-loop mean: {MODE.get(blocks[b], blocks[b])}, "
+                    f"1 + eig = {g(float(s['mode_rel_one_loop']), 2)}, column share "
+                    f"{g(float(s['mode_column_one_loop']), 3)} (at the 2-D mean: 1 + eig = "
+                    f"{g(float(s['mode_rel_none']), 2)}); the one-loop mean (ĉ1, ĉG) = "
+                    f"({_pair(s['mean_one_loop'])}) against the 2-D mean ({_pair(s['mean_none'])})") if b >= 0 \
+                else "no stable mean"
+            out.append(f"- P/P_ref = {g(ratio)}, d_k = {int(s['d_k'])}, L = {int(s['L'])} (P = {g(float(s['P']))}): "
+                       f"{' and '.join(kind)}; one-loop posterior weight on soft sub-grid points "
+                       f"{g(float(s['soft_weight']), 2)}, within one cell of an unstable point "
+                       f"{g(float(s['near_unstable_weight']), 2)}; {mode}.")
+    return out
+
+
+def points_table(ds):
+    lines = ["| P/P_ref | d_k | L | P | param | measured gap ± err | one-loop shift | z uncorr. | z one loop | "
+             "soft weight | near-unstable weight |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    zu, zc, sh = cmp.z(ds), cmp.z(ds, "one_loop"), cmp.shift(ds)
+    for ratio in ds["ratio"].values:
+        for x in ds["x"].values:
+            for param in ds["param"].values:
+                s = ds.sel(ratio=ratio, x=x)
+                q = dict(ratio=ratio, x=x, param=param)
+                lines.append(f"| {g(ratio)} | {int(s['d_k'])} | {int(s['L'])} | {g(float(s['P']))} | {NAME[param]} | "
+                             f"{float(s['gap'].sel(param=param)):+.4f} ± {float(s['error'].sel(param=param)):.4f} | "
+                             f"{float(sh.sel(**q)):+.4f} | {g(float(zu.sel(**q)))} | {g(float(zc.sel(**q)))} | "
+                             f"{g(float(s['soft_weight']), 2)} | {g(float(s['near_unstable_weight']), 2)} |")
+    return lines
+
+
+def converged_lines(cv):
+    """The converged study at the default size: per P, gap × d_k measured ± error / predicted for both
+    parameters, and the RMS z uncorrected → one loop over its unflagged points."""
+    if cv is None:
+        return [], []
+    fl = cmp.flags(cv)
+    x = cv["x"].values[0]
+    r0, n = cmp.rms_z(cv)
+    r1, _ = cmp.rms_z(cv, "one_loop")
+    a, b, k = float(r0.sel(x=x)), float(r1.sel(x=x)), int(n.sel(x=x))
+    L, d_k, V = int(cv["L"].values[0]), int(cv["d_k"].values[0]), int(cv["V"].values[0])
+    head = (f"- Converged study at the default size (L = {L}, d_k = {d_k}, V = {V}, docs/results.json): RMS z "
+            f"uncorrected → one loop {g(a)} → {g(b)} over {k} unflagged points ({g(a / b, 2)}×); "
+            f"{int(fl['soft'].sum())} of {cv['ratio'].size} P flagged (Section 4b).")
+    lines = [f"| P | P/P_ref | {NAME['cG']} | {NAME['c1']} | z uncorr. ({NAME['cG']}, {NAME['c1']}) | "
+             "z one loop |", "|---|---|---|---|---|---|"]
+    zu, zc = cmp.z(cv), cmp.z(cv, "one_loop")
+    for ratio in cv["ratio"].values:
+        s = cv.sel(ratio=ratio, x=x)
+        zz = [", ".join(g(float(zv.sel(ratio=ratio, x=x, param=q))) for q in ("cG", "c1")) for zv in (zu, zc)]
+        lines.append(f"| {g(float(s['P']))} | {g(float(ratio), 2)} | {_cell(cv, ratio, x, 'cG', fl)} | "
+                     f"{_cell(cv, ratio, x, 'c1', fl)} | {zz[0]} | {zz[1]} |")
+    return [head], ["", f"## 4b. The converged study at the default size (L = {L}, d_k = {d_k})", "",
+                    "Cells: gap × d_k, measured ± error / predicted, as in the answer's table; P_ref = the "
+                    "run's closed-form crossover.", ""] + lines + [""]
