@@ -8,7 +8,7 @@ import xarray as xr
 
 from copyhead.config import ActionParams
 from copyhead.theory import one_loop as ol
-from copyhead.theory import one_loop_compare as cmp
+from copyhead.analysis import one_loop_compare as cmp
 from copyhead.theory import one_loop_predict as lp
 from copyhead.theory.action import action_linear, order_to_coeffs
 from copyhead.theory.prior import neg_log_prior_matrix

@@ -1,29 +1,27 @@
 # The one-loop correction against the measured finite-size gaps (issue 21 item 4), from the repository root:
 #     snakemake -s workflow/one_loop.smk --cores 1
 # renders docs/one_loop.md and docs/one_loop/fig_one_loop_gaps.png from docs/one_loop/*.nc (docs/theory.md,
-# Sec. 13). Thin rules: the work is in copyhead.theory.one_loop_predict (posterior means), .one_loop_compare
-# (z, fits, flags), .one_loop_page and .one_loop_tables (the page) and copyhead.figures.one_loop. Inputs:
+# Sec. 13). Thin rules: the work is in copyhead.theory.one_loop_predict (posterior means),
+# copyhead.analysis.one_loop_compare (z, fits, flags), copyhead.results.one_loop_page and .one_loop_tables
+# (the page) and copyhead.figures.one_loop. Inputs:
 # the committed studies results (docs/studies/studies.json), the studies' base config (g_Q, g_K, g_O,
 # prior) and the converged study at the default size (docs/results.json). Every rule's params carry a
-# digest of the code it runs (the computing rules: the theory package without the page writers
-# one_loop_page, one_loop_tables, phase_map_page and without one_loop_compare; the page and the figure:
-# their modules and one_loop_compare), so a code edit reruns it.
+# digest of the code it runs (the computing rules: the theory package without phase_map_page; the page
+# and the figure: their modules and one_loop_compare), so a code edit reruns it.
 import hashlib
 from pathlib import Path
 
 OUT = "docs/one_loop"
 STUDIES = ["finite_size", "finite_L"]
 CODE = hashlib.sha256(b"".join(f.read_bytes() for f in sorted(Path("src/copyhead/theory").glob("*.py"))
-                               if f.name not in ("one_loop_page.py", "one_loop_tables.py", "one_loop_compare.py",
-                                                 "phase_map_page.py")
-                               )).hexdigest()[:16]
+                               if f.name != "phase_map_page.py")).hexdigest()[:16]
 
 
 def digest(*files):
     return hashlib.sha256(b"".join(Path(f).read_bytes() for f in files)).hexdigest()[:16]
 
 
-COMPARE = "src/copyhead/theory/one_loop_compare.py"
+COMPARE = "src/copyhead/analysis/one_loop_compare.py"
 
 
 rule all:
@@ -94,10 +92,10 @@ rule one_loop_page:
     output:
         "docs/one_loop.md",
     params:
-        code=digest("src/copyhead/theory/one_loop_page.py", "src/copyhead/theory/one_loop_tables.py", COMPARE),
+        code=digest("src/copyhead/results/one_loop_page.py", "src/copyhead/results/one_loop_tables.py", COMPARE),
     log:
         f"{OUT}/logs/page.log",
     shell:
-        "python -m copyhead.theory.one_loop_page --finite-size {input[0]} --finite-L {input[1]}"
+        "python -m copyhead.results.one_loop_page --finite-size {input[0]} --finite-L {input[1]}"
         " --check {input[2]} --converged {input[3]} --out {output}"
         " > {log} 2>&1"

@@ -9,7 +9,7 @@ import argparse
 
 import numpy as np
 
-from copyhead.theory import one_loop_compare as cmp
+from copyhead.analysis import one_loop_compare as cmp
 
 from .style import WIDE, pyplot
 

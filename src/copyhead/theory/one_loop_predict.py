@@ -184,10 +184,13 @@ def study_points(studies: dict, study: str, base: dict, recipe="sgld"):
 def converged_points(results: dict, recipe="sgld"):
     """The measured linear gaps of one pipeline run's results JSON (docs/results.json: the converged study at
     the default size), in the form of study_points: x = d_k, ratio = P / its closed-form crossover P_ref,
-    gap = SGLD − the same-dataset posterior mean, error = copyhead.analysis.fits.row_error."""
+    gap = SGLD − the same-dataset posterior mean, error = the row's error and its theory error in quadrature
+    (the definition of copyhead.analysis.fits.row_error; the theory package does not import the analysis)."""
     import json
+    import math
 
-    from copyhead.analysis.fits import row_error
+    def row_error(r):
+        return math.hypot(r["error"] if r["error"] is not None else math.nan, r.get("theory_error") or 0.0)
     cfg = json.loads(results["config"]["json"])
     lin = results["attentions"]["linear"]
     m, t = cfg["model"], cfg["task"]

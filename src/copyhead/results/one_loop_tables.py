@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import one_loop_compare as cmp
-from .phase_map_page import g
+from ..analysis import one_loop_compare as cmp
+from .format import g
 
 TABLE_RATIOS = (1.0, 1.35, 2.0)
 NAME = {"c1": "ĉ1", "cG": "ĉG"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from copyhead.analysis.fits import fit_inverse_dk
+from .fits import fit_inverse_dk
 
 FLAG_WEIGHT = 0.5   # a point is flagged when more than this share of its one-loop posterior weight is soft
 
