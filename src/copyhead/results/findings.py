@@ -15,18 +15,23 @@ def _rms(rows: list[dict], att: str, by: str) -> tuple[list, list]:
     return [r[by] for r in rs], [r["same_mean"]["rms_z"] for r in rs]
 
 
-def _finite(fs: dict, by: str) -> list[str]:
+def _finite(fs: dict) -> list[str]:
+    by = fs.get("by", "d_k")
     out = []
-    parts = []
+    parts, falls, above = [], [], []
     for att in ("linear", "softmax"):
         xs, zs = _rms(fs.get("agreement", []), att, by)
         if len(xs) >= 2:
             parts.append(f"{att} {g(zs[0])} → {g(zs[-1])}")
+            falls.append(zs[-1] < zs[0])
+            above.append(zs[-1] > 2)
     if parts:
         where = (f"at L = {fs['L']}, d_k = {fs['values'][0]} → {fs['values'][-1]}" if by == "d_k" else
                  f"at d_k/L = {g(fs['d_k_over_L'])}, L = {fs['values'][0]} → {fs['values'][-1]}")
-        out.append(f"RMS z of SGLD against the same-dataset theory {where}: {', '.join(parts)}"
-                   + (" — the gap closes as d_k grows, but is still many σ at the largest d_k." if by == "d_k" else "."))
+        trend = ("falls" if all(falls) else "does not fall for every attention type") + f" as {by} grows"
+        level = "still above 2 at the largest" if all(above) else "at or below 2 for some attention type at the largest"
+        out.append(f"RMS z of SGLD against the same-dataset theory {where}: {', '.join(parts)} — it {trend}, "
+                   f"{level} {by} (rule: RMS z ≤ 2 is agreement).")
     trs = []
     for t in fs.get("transitions", []):
         f = t.get("fit") or {}
@@ -65,7 +70,7 @@ def headline(rep: dict) -> list[str]:
     """The findings of one studies report (its JSON as a dict), each one sentence with its numbers."""
     out = []
     if rep.get("finite_size"):
-        out += _finite(rep["finite_size"], "d_k")
+        out += _finite(rep["finite_size"])
     for part in ([rep["scaling"]] if rep.get("scaling") else []) + list(rep.get("fixed_dk", [])):
         s = _ordering(part)
         if s:
