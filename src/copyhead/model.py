@@ -230,9 +230,10 @@ class CopyAttention:
         return (R * R).sum((1, 2, 3)) / (2 * self.sigma2) + self.prior_energy(theta)
 
     @_batched
-    def energy_grad(self, theta: torch.Tensor):
+    def energy_grad(self, theta: torch.Tensor, with_energy: bool = True):
         """(U, Σ||f−y||², A, ∇U) at θ, each with a leading chain axis (A is the test-set average for
-        token+position scores)."""
+        token+position scores). ``with_energy=False`` skips U and the sum of squares (returned as None;
+        ∇U and A are the same numbers): the loop needs them at record and check steps only."""
         if self.scores_kind != "position":
             th = theta.detach().requires_grad_(True)
             with torch.enable_grad():
@@ -246,28 +247,28 @@ class CopyAttention:
         Q, K, W = self.split(theta)
         M = torch.bmm(Q.transpose(1, 2), K) / self.d_k
         A = self._attend(M)
+        g = torch.empty_like(theta)                                    # ∇U, written in place by blocks
+        gQ, gK, gW = self.split(g)
         if self.counts is not None:                                    # from the co-occurrence counts
-            sse, dA, gW = self.counts.sse_grad(A, W)
+            sse, dA = self.counts.sse_grad(A, W, gW, with_energy)
             dA.div_(self.sigma2)
-            gW = gW.div_(2 * self.sigma2).flatten(1)
+            gW.div_(2 * self.sigma2)
         else:
             H = self._H(theta, self._T_rows)                           # (K, L, P·V)
             R = torch.bmm(A, H).sub_(self._T_lpv)                      # residual f − y
-            sse = (R * R).sum((1, 2))
+            sse = (R * R).sum((1, 2)) if with_energy else None
             G = R.div_(self.sigma2)                                    # dU/df
             dA = torch.bmm(G, H.transpose(1, 2))                       # Σ_α G_α H_αᵀ   (K, L, L)
             dH = torch.bmm(A.transpose(1, 2), G)                       # (K, L, P·V)
-            gWt = torch.bmm(dH.view(Kc, -1, V).transpose(1, 2), self._T_rows)   # dU/dW_t = Σ_α dH_αᵀ T_α
-            gWp = dH.view(Kc, L, -1, V).sum(2).transpose(1, 2)                  # dU/dW_p
-            gW = torch.cat([gWt, gWp], 2).flatten(1)
-        U = sse / (2 * self.sigma2) + self.prior_energy(theta)
+            gW[:, :, :V] = torch.bmm(dH.view(Kc, -1, V).transpose(1, 2), self._T_rows)  # Σ_α dH_αᵀ T_α
+            gW[:, :, V:] = dH.view(Kc, L, -1, V).sum(2).transpose(1, 2)                  # dU/dW_p
+        U = sse / (2 * self.sigma2) + self.prior_energy(theta) if with_energy else None
         if self.attention == "linear":
             dM = dA.div_(self.L * self.d_k)
         else:
             dM = dA.sub_((dA * A).sum(2, keepdim=True)).mul_(A).div_(self.d_k)
-        gQ = torch.bmm(K, dM.transpose(1, 2))
-        gK = torch.bmm(Q, dM)
-        g = torch.cat([gQ.flatten(1), gK.flatten(1), gW], 1)
+        gQ.copy_(torch.bmm(K, dM.transpose(1, 2)))                    # (bmm's out= into a strided view
+        gK.copy_(torch.bmm(Q, dM))                                     #  is slower than this copy)
         g.addcmul_(theta, self._prec)                                  # prior: w θ / g
         return U, sse, A, g
 

@@ -67,9 +67,18 @@ class Cooccurrence:
                 warnings.simplefilter("ignore", UserWarning)
                 self.csr, self.csr_t = (_csr32(m.coalesce().to_sparse_csr()) for m in (coo, coo.t()))
         self.nnz = int(sum(len(np.unique(f)) for f in flat)) if kind == "sparse" else self.K * self.pairs * V2
-        self.up = torch.tensor(iu[0] * L + iu[1], device=device)      # flat (b, c) of pair p, b < c
-        self.low = torch.tensor(iu[1] * L + iu[0], device=device)     # flat (c, b)
-        self.diag = torch.arange(L, device=device) * (L + 1)
+        # gather indices: G (upper, lower from column 0 of the pair side, diagonal after the 3·pairs
+        # pair-side entries) and C (upper from column 1, lower from column 2, its own diagonal), and the
+        # token side's input [2S (b<c), A (b<c), A (c<b)] from [2S | A] flattened (K, 2L²)
+        P3, LL = 3 * self.pairs, L * L
+        gc = np.empty((2, LL), dtype=np.int64)
+        for m, (cu, cl) in enumerate(((0, 0), (1, 2))):
+            gc[m, iu[0] * L + iu[1]] = 3 * np.arange(self.pairs) + cu
+            gc[m, iu[1] * L + iu[0]] = 3 * np.arange(self.pairs) + cl
+            gc[m, np.arange(L) * (L + 1)] = P3 + m * L + np.arange(L)
+        self._gc_index = torch.tensor(gc.ravel(), device=device)
+        self._tok_index = torch.tensor(np.stack([iu[0] * L + iu[1], LL + iu[0] * L + iu[1],
+                                                 LL + iu[1] * L + iu[0]], 1).ravel(), device=device)
 
     def pair_side(self, X: torch.Tensor) -> torch.Tensor:
         """N @ X: (K, V², j) -> (K, pairs, j)."""
@@ -83,11 +92,10 @@ class Cooccurrence:
             return torch.bmm(Y.transpose(1, 2), self.N).transpose(1, 2)
         return (self.csr_t @ Y.reshape(-1, Y.shape[-1])).view(self.K, self.V * self.V, -1)
 
-    def _square(self, upper, lower, diag) -> torch.Tensor:
-        """(K, L, L) from its strict upper (K, pairs), strict lower (K, pairs) and diagonal (K, L) entries."""
-        out = upper.new_empty(self.K, self.L * self.L)
-        out[:, self.up], out[:, self.low], out[:, self.diag] = upper, lower, diag
-        return out.view(self.K, self.L, self.L)
+    def _assemble(self, src: torch.Tensor, index: torch.Tensor, m: int) -> torch.Tensor:
+        """(K, m, L, L) matrices gathered from the columns of ``src`` (K, ·) by a precomputed ``index``
+        (one gather instead of one scatter per triangle and diagonal; the entries are moved, not computed)."""
+        return src.index_select(1, index).view(self.K, m, self.L, self.L)
 
     def gram_cross(self, W: torch.Tensor):
         """(G, C) of the values H at readout W (K, V, V+L): each (K, L, L)."""
@@ -95,10 +103,10 @@ class Cooccurrence:
         Wt, Wp = W[:, :, :V], W[:, :, V:]
         Wtg = torch.bmm(Wt.transpose(1, 2), Wt)
         Y = self.pair_side(torch.stack([Wtg, Wt, Wt.transpose(1, 2)], -1).view(K, V * V, 3))
-        G = self._square(Y[..., 0], Y[..., 0], (self.n * Wtg.diagonal(0, 1, 2)[:, None]).sum(-1))
+        diag = [(self.n * X.diagonal(0, 1, 2)[:, None]).sum(-1) for X in (Wtg, Wt)]     # N[b, b] = diag n[b]
+        G, C = self._assemble(torch.cat([Y.reshape(K, -1), *diag], 1), self._gc_index, 2).unbind(1)
         nWx = torch.bmm(self.n, torch.bmm(Wt.transpose(1, 2), Wp))
         G += nWx + nWx.transpose(1, 2) + self.P[:, None, None] * torch.bmm(Wp.transpose(1, 2), Wp)
-        C = self._square(Y[..., 1], Y[..., 2], (self.n * Wt.diagonal(0, 1, 2)[:, None]).sum(-1))
         return G, C.add_(torch.bmm(self.n, Wp))
 
     def sse(self, A: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
@@ -106,22 +114,23 @@ class Cooccurrence:
         G, C = self.gram_cross(W)
         return (A * (torch.bmm(A, G) - 2 * C)).sum((1, 2)) + self.P * self.L
 
-    def sse_grad(self, A: torch.Tensor, W: torch.Tensor):
-        """(SSE (K,), ∂SSE/∂A / 2 = A G − C (K, L, L), ∂SSE/∂W (K, V, V+L))."""
+    def sse_grad(self, A: torch.Tensor, W: torch.Tensor, gW: torch.Tensor, with_sse: bool = True):
+        """∂SSE/∂A / 2 = A G − C (K, L, L), written ∂SSE/∂W into ``gW`` (K, V, V+L), and SSE (K,) (None
+        when ``with_sse`` is false: the loop needs it at record and check steps only)."""
         V, K = self.V, self.K
         Wt, Wp = W[:, :, :V], W[:, :, V:]
         G, C = self.gram_cross(W)
         R = torch.bmm(A, G).sub_(C)
-        sse = (A * (R - C)).sum((1, 2)) + self.P * self.L
+        sse = (A * (R - C)).sum((1, 2)) + self.P * self.L if with_sse else None
         S = torch.bmm(A.transpose(1, 2), A)
-        Af = A.reshape(K, -1)
-        Z = self.token_side(torch.stack([2 * S.reshape(K, -1)[:, self.up], Af[:, self.up], Af[:, self.low]], -1))
+        Z = self.token_side(torch.cat([2 * S.reshape(K, -1), A.reshape(K, -1)], 1).index_select(
+            1, self._tok_index).view(K, self.pairs, 3))
         Z = Z.view(K, V, V, 3)
-        dWtg = Z[..., 0] + torch.diag_embed(torch.bmm(S.diagonal(0, 1, 2)[:, None], self.n)[:, 0])
+        dWtg = Z[..., 0] + torch.diag_embed(torch.bmm(S.diagonal(0, 1, 2).contiguous()[:, None], self.n)[:, 0])
         dC_t = Z[..., 1] + Z[..., 2].transpose(1, 2) + torch.diag_embed(
-            torch.bmm(A.diagonal(0, 1, 2)[:, None], self.n)[:, 0])
+            torch.bmm(A.diagonal(0, 1, 2).contiguous()[:, None], self.n)[:, 0])
         dWx = 2 * torch.bmm(self.n.transpose(1, 2), S)                    # ∂/∂(W_tᵀ W_p)  (K, V, L)
-        gWt = torch.bmm(Wt, dWtg + dWtg.transpose(1, 2)) + torch.bmm(Wp, dWx.transpose(1, 2)) - 2 * dC_t
-        gWp = (torch.bmm(Wt, dWx) + 2 * self.P[:, None, None] * torch.bmm(Wp, S)
-               - 2 * torch.bmm(self.n.transpose(1, 2), A))
-        return sse, R, torch.cat([gWt, gWp], 2)
+        gW[:, :, :V] = torch.bmm(Wt, dWtg + dWtg.transpose(1, 2)) + torch.bmm(Wp, dWx.transpose(1, 2)) - 2 * dC_t
+        gW[:, :, V:] = (torch.bmm(Wt, dWx) + 2 * self.P[:, None, None] * torch.bmm(Wp, S)
+                        - 2 * torch.bmm(self.n.transpose(1, 2), A))
+        return sse, R

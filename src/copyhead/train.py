@@ -16,8 +16,9 @@ and noise stream (its seed), and one step of all of them is one tensor program w
   the step at which it was seen; the others go on.
 
 One loop serves both methods. Step ``s`` denotes the state after ``s`` updates (step 0 = the
-initialisation); the loop evaluates U and ∇U at step s (:meth:`CopyAttention.energy_grad`), records what
-is due at s from that same evaluation, then updates:
+initialisation); the loop evaluates ∇U at step s (:meth:`CopyAttention.energy_grad`; U and the sum of
+squares only at record, check and progress steps, where they are used), records what is due at s from that
+same evaluation, then updates:
 
 - Adam:  bias-corrected Adam on ∇U (β = 0.9, 0.999, ε = 1e-8) with learning rate ``lr·schedule(s)``
   (:func:`copyhead.schedules.learning_rate`); the optional ``prior_warmup`` ramps the prior part of the
@@ -216,9 +217,11 @@ def run_chains(model: CopyAttention, recipe, state: BatchState, noise: NoiseStre
     t_start, s_start = time.perf_counter(), state.step
     s = state.step
     while True:
-        U, sse, A, g = model.energy_grad(theta)
         is_rec, is_samp = s == next_rec, s == next_samp
-        if is_rec or is_samp or s % CHECK_EVERY == 0 or s == steps:
+        is_log = log is not None and s > s_start and (s % progress_every == 0 or s == steps)
+        is_check = is_rec or is_samp or s % CHECK_EVERY == 0 or s == steps
+        U, sse, A, g = model.energy_grad(theta, with_energy=is_check or is_log)   # U only where used
+        if is_check:
             bad = (diverged(U, theta, state) & live).tolist()
             if any(bad):
                 for k in (k for k in range(K) if bad[k]):
@@ -256,7 +259,7 @@ def run_chains(model: CopyAttention, recipe, state: BatchState, noise: NoiseStre
                     on_sample(s, theta)
                 si += 1
                 next_samp = int(samp[si]) if si < len(samp) else -1
-        if log and s > s_start and (s % progress_every == 0 or s == steps):
+        if is_log:
             _progress(log, s, steps, s_start, t_start, U, A, live, linear)
         if s == steps:
             break
