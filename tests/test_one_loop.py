@@ -141,6 +141,29 @@ def test_block_form_equals_full_transverse_projection():
         assert blk.min_rel_eig == pytest.approx(full.min_rel_eig, rel=1e-8)
 
 
+def test_dataset_gradient_term_in_block_form_equals_the_full_projection():
+    """Eq. (34): a dataset's transverse gradient with the equivalent-kernel curvature, in block form
+    (isotypic projections of g), equals −½ g⊥ᵀ(H_E⊥ + d_k H_I⊥)⁻¹ g⊥ on full L²×L² Hessians, for a random g
+    and for a real dataset's gradient (which has a large transverse part); NaN where unstable."""
+    L, V, P, d_k = 5, 4, 7, 6
+    rng = np.random.default_rng(3)
+    for m1, mP in [(0.3, 0.8), (0.1, 0.9), (0.05, 0.1)]:
+        M = plane(m1, mP, L)
+        E = ol.evidence_ek(P * L, V, L, 1.0, 0.1)
+        _, H = ol.grad_hessian(E, M)
+        HIf = ol.prior_rate_hessian(M, 1.0)
+        _, HE, HI, _ = ol.ek_blocks(m1, mP, P, V, L, d_k, 1.0, 1.0, 1.0, 0.1, E=E)
+        gd = ol.evidence_grad(ol.evidence_dataset(rng.integers(0, V, (P, L)), V, 1.0, 0.1), M)
+        assert np.linalg.norm(ol.transverse_basis(L).T @ gd) > 0.1 * np.linalg.norm(gd)
+        for g in (rng.normal(size=L * L), gd):
+            full = ol.one_loop(H, g, HIf, d_k)
+            if (m1, mP) == (0.05, 0.1):                                    # pooling regime: a column mode
+                assert not full.stable and np.isnan(ol.grad_term_blocks(g, HE, HI, L))
+                continue
+            assert full.stable and full.grad_term < 0
+            assert ol.grad_term_blocks(g, HE, HI, L) == pytest.approx(full.grad_term, rel=1e-10)
+
+
 def test_gaussian_identity_by_quadrature():
     """−ln ∫ N(x; 0, Σ) exp(−gᵀx − ½ xᵀHx) dx = Eq. (27), 2-D quadrature, H indefinite but Σ⁻¹ + H > 0."""
     Sig = np.array([[0.8, 0.3], [0.3, 0.5]])

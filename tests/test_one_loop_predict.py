@@ -127,6 +127,7 @@ def synthetic(gap_b=-2.0, pred_b=-2.0, soft_ratio=1.0):
     ds = xr.Dataset({k: (("ratio", "x", "param"), v) for k, v in v3.items()}
                     | {"soft_weight": (("ratio", "x"), soft), "near_unstable_weight": (("ratio", "x"), 0 * soft)},
                     coords={"ratio": ratios, "x": d_k, "param": ["c1", "cG"], "d_k": ("x", d_k)})
+    ds.attrs["setting_flag"] = lp.SETTINGS["flag"]
     return ds
 
 
@@ -187,3 +188,32 @@ def test_converged_points_read_a_results_json():
     assert list(pts) == [(2.0, 32, "cG")]
     q = pts[(2.0, 32, "cG")]
     assert q["gap"] == pytest.approx(-0.2) and q["error"] == pytest.approx(0.05) and q["closed"] == 0.45
+
+
+def test_theory_option_one_loop_writes_the_corrected_linear_curve(tmp_path):
+    """theory.fluctuations {kind: one_loop} (docs/theory.md Sec. 13): the linear theory file gains the
+    uncorrected and corrected posterior means on their own P grid, the flag and the corrected crossover;
+    the uncorrected one equals the posterior mean of Eq. (18) computed by posterior_means; flagged P carry
+    NaN; softmax says it has no corrected curve; the default (no key) writes none of it."""
+    from copyhead.theory.output import write_theory
+    cfg = {"task": {"V": 4, "L": 6}, "model": {"d_k": 12, "g_Q": 1.0, "g_K": 1.0, "g_O": 1.0, "sigma2": 0.1},
+           "theory": {"prior": "large_deviation", "P_min": 1.0, "P_max": 60.0, "n_P": 30, "grid_n": 41,
+                      "landscape_P": {"linear": [], "softmax": []},
+                      "exact": {"n_datasets": 0, "P": [], "seed": 0}, "scaling": {"L": []},
+                      "fluctuations": {"kind": "one_loop", "P": [2, 4, 8, 16, 32]}}}
+    lin = write_theory(cfg, "linear", tmp_path / "linear.nc")
+    assert lin.attrs["fluctuations"] == "one_loop"
+    assert list(lin["P_one_loop"].values) == [2, 4, 8, 16, 32]
+    p = ActionParams(V=4, L=6, d_k=12, g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=0.1, prior="large_deviation")
+    ref = lp.posterior_means(p, 8.0)
+    assert float(lin["cG_mean_none"].sel(P_one_loop=8)) == pytest.approx(ref["none"]["cG"], rel=1e-12)
+    flagged = lin["one_loop_flagged"].values.astype(bool)
+    assert np.isnan(lin["cG_mean_one_loop"].values[flagged]).all()
+    assert np.isfinite(lin["cG_mean_one_loop"].values[~flagged]).all() and (~flagged).sum() >= 2
+    assert (lin["cG_mean_one_loop"].values[~flagged] != lin["cG_mean_none"].values[~flagged]).all()
+    assert "P_crossover_one_loop" in lin.attrs and lin.attrs["P_crossover_one_loop_note"]
+    soft = write_theory(cfg, "softmax", tmp_path / "softmax.nc")
+    assert "linear attention only" in soft.attrs["fluctuations_note"] and "P_one_loop" not in soft.coords
+    del cfg["theory"]["fluctuations"]
+    plain = write_theory(cfg, "linear", tmp_path / "plain.nc")
+    assert plain.attrs["fluctuations"] == "none" and "P_one_loop" not in plain.coords

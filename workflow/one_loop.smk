@@ -37,6 +37,7 @@ rule one_loop_predict:
     input:
         studies="docs/studies/studies.json",
         base="config/studies/base.yaml",
+        spec="config/studies.yaml",  # the studies' seeds: the runs whose datasets the g⊥ variant uses
     output:
         f"{OUT}/{{study}}{{grid}}.nc",
     wildcard_constraints:
@@ -51,7 +52,8 @@ rule one_loop_predict:
         f"{OUT}/logs/{{study}}{{grid}}.bench.tsv"
     shell:
         "OMP_NUM_THREADS=1 python -m copyhead.theory.one_loop_predict --studies {input.studies}"
-        " --base {input.base} --study {wildcards.study} {params.coarse} --out {output} > {log} 2>&1"
+        " --base {input.base} --spec {input.spec} --study {wildcards.study} {params.coarse} --out {output}"
+        " > {log} 2>&1"
 
 
 rule one_loop_converged:

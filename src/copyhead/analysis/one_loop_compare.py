@@ -13,7 +13,12 @@ import numpy as np
 
 from .fits import fit_inverse_dk
 
-FLAG_WEIGHT = 0.5   # a point is flagged when more than this share of its one-loop posterior weight is soft
+
+
+def flag_weight(ds) -> float:
+    """The share of the one-loop posterior weight above which a point is flagged: the setting the
+    predictions were computed with (``setting_flag``, copyhead.theory.one_loop_predict.SETTINGS)."""
+    return float(ds.attrs["setting_flag"])
 
 
 def shift(ds, variant="one_loop"):
@@ -21,17 +26,18 @@ def shift(ds, variant="one_loop"):
     return ds[f"mean_{variant}"] - ds["mean_none"]
 
 
-def flags(ds, weight=FLAG_WEIGHT):
+def flags(ds, weight=None):
     """Boolean (ratio, x) masks: "soft" (most of the one-loop posterior weight on sub-grid points with a
     near-critical transverse mode, 1 + eig Σ^½H_E⊥Σ^½ < ds.setting_soft: the Gaussian order is not reliable,
     no prediction), "near" (most of it within one sub-grid cell of a point where Eq. (33) fails: a
     prediction, marked), "none" (no stable sub-grid point)."""
+    weight = flag_weight(ds) if weight is None else weight
     nan = ~np.isfinite(ds["mean_one_loop"]).all("param")
     return {"soft": (ds["soft_weight"] > weight) & ~nan, "near": (ds["near_unstable_weight"] > weight) & ~nan,
             "none": nan}
 
 
-def usable(ds, weight=FLAG_WEIGHT, exclude_near=False):
+def usable(ds, weight=None, exclude_near=False):
     """(ratio, x): a point with a measured gap and a one-loop prediction that is not soft-flagged (nor
     near-unstable, with exclude_near)."""
     f = flags(ds, weight)
@@ -45,7 +51,7 @@ def z(ds, variant=None):
     return (ds["gap"] - pred) / ds["error"]
 
 
-def rms_z(ds, variant=None, weight=FLAG_WEIGHT, exclude_near=False):
+def rms_z(ds, variant=None, weight=None, exclude_near=False):
     """RMS z per x over the usable points (all ratios, both parameters): (x → (rms, n))."""
     m = usable(ds, weight, exclude_near).broadcast_like(ds["gap"])
     zz = z(ds, variant).where(m)

@@ -18,9 +18,11 @@ from .files import (_StrictLoader, canonical_json, config_hash, load, load_mappi
 from .runs import (ModelParams, Recipe, RunConfig, TaskParams, config_diff, run_config, run_identity, runs,
                    theory_config, validate_run_config)
 from .schema import ATTENTIONS, METHODS, ConfigError, schema, schema_problems, validate
-from .theory import ActionParams, ExactSettings, LandscapeP, ScalingSettings, TheoryParams, theory_params
+from .theory import (ActionParams, ExactSettings, FluctuationSettings, LandscapeP, ScalingSettings, TheoryParams,
+                     theory_params)
 
-__all__ = ["ATTENTIONS", "METHODS", "ActionParams", "ConfigError", "ExactSettings", "LandscapeP", "ModelParams",
+__all__ = ["ATTENTIONS", "METHODS", "ActionParams", "ConfigError", "ExactSettings", "FluctuationSettings",
+           "LandscapeP", "ModelParams",
            "Recipe", "RunConfig", "ScalingSettings", "TaskParams", "TheoryParams", "_StrictLoader",
            "canonical_json", "config_diff", "config_hash", "load", "load_mapping", "load_yaml",
            "merge_overrides", "parse_overrides", "run_config", "run_identity", "runs", "schema",

@@ -108,6 +108,18 @@ def transition_line(ds):
     return [f"- Transition points: not computed; P ≈ P_ref is flagged at {k} of {n} sizes (Section 3)."]
 
 
+def g_perp_line(ds, by):
+    """The dataset-gradient variant (Eq. (34)) against the one-loop one: RMS z per size and how many
+    sizes it improves."""
+    if "mean_one_loop_g" not in ds or not np.isfinite(ds["mean_one_loop_g"]).any():
+        return []
+    r1, rg = cmp.rms_z(ds, "one_loop")[0], cmp.rms_z(ds, "one_loop_g")[0]
+    cells = ", ".join(f"{int(x)}: {g(float(r1.sel(x=x)))} → {g(float(rg.sel(x=x)))}" for x in ds["x"].values)
+    better = int((rg < r1).sum())
+    return [f"- Adding each run's own transverse evidence gradient (Eq. (34), variant one_loop_g), RMS z one loop "
+            f"→ one loop + g⊥, {by} = {cells}: lower at {better} of {int(ds['x'].size)} sizes."]
+
+
 def ds_by(ds):
     return ds.attrs["by"]
 
@@ -127,7 +139,7 @@ def render(fs, fl, command, check=None, converged=None):
            "finite_size_coarse9.nc, the sub-grid check) "
            "(`copyhead.theory.one_loop_predict`, `copyhead.analysis.one_loop_compare`, `copyhead.results.one_loop_page`, "
            "`copyhead.figures.one_loop`); do not edit by hand.* Theory: [docs/theory.md](theory.md), Sec. 13 "
-           "(Eqs. (27)–(33)); data: [docs/studies/studies.json](studies/studies.json), finite-size study "
+           "(Eqs. (27)–(34)); data: [docs/studies/studies.json](studies/studies.json), finite-size study "
            f"(L = V = {L}, σ² = {g(float(fs['sigma2'].values[0]))}, d_k = "
            f"{', '.join(str(int(d)) for d in fs['d_k'].values)}) and the scaling study at d_k = 2L "
            f"(L = {', '.join(str(int(x)) for x in fl['L'].values)}, V = {int(fl['V'].values[0])}), "
@@ -135,16 +147,17 @@ def render(fs, fl, command, check=None, converged=None):
            "**Compared with what.** Measured gap = SGLD − the studies' *same-dataset posterior mean* (the curve "
            "the finite-size study reports). Uncorrected theory: that curve itself (z = gap/error). Corrected "
            "theory: that curve + the one-loop shift ⟨O⟩_{S+ΔS_EK} − ⟨O⟩_S of the equivalent-kernel "
-           "posterior mean (Eq. (18) with Eq. (32); the dataset-specific g⊥ term of Eq. (31) is not included). "
+           "posterior mean (Eq. (18) with Eq. (32)); the dataset-specific g⊥ term of Eq. (31) (Eq. (34)) only "
+           "in the column “one loop + g⊥” and the line on it. "
            "Errors: the measured errors only.", "", "## Answer", ""]
-    out += verdict(fs, "d_k") + explained(fs, "d_k") + transition_line(fs)
+    out += verdict(fs, "d_k") + explained(fs, "d_k") + g_perp_line(fs, "d_k") + transition_line(fs)
     out += [f"- Flagged (no prediction): P/P_ref = {', '.join(g(r) for r in soft_at) or 'none'} — at least one "
-            f"d_k has more than {g(cmp.FLAG_WEIGHT)} of the one-loop posterior weight on near-critical "
+            f"d_k has more than {g(cmp.flag_weight(fs))} of the one-loop posterior weight on near-critical "
             "transverse modes (Section 3); the RMS z and the fits leave those points out.",
             f"- Sign: the one-loop shift has the sign of the measured gap at {k1} of the {nbig} unflagged "
             f"finite-size points with |gap| > 3σ; the naive “½ ln det of the total Hessian” at {kn}.",
             "- Scaling study (d_k = 2L):"]
-    out += ["  " + v for v in verdict(fl, "L")] + ["  " + v for v in explained(fl, "L")]
+    out += ["  " + v for v in verdict(fl, "L") + explained(fl, "L") + g_perp_line(fl, "L")]
     cv_head, cv_section = converged_lines(converged)
     out += cv_head
     out += ["", f"Gap × d_k of {NAME['cG']}, measured ± error / one-loop prediction ({NAME['c1']}: Section 1):", ""]
@@ -166,7 +179,7 @@ def render(fs, fl, command, check=None, converged=None):
             "−∞ logarithmically: the Gaussian order rewards exactly the region where it is least valid and "
             "pulls the corrected posterior onto it. That is an artefact of stopping at Gaussian order next to an "
             "instability, not a prediction: such points are flagged (share of the one-loop posterior weight on "
-            f"sub-grid points with 1 + eig < {g(float(fs.attrs['setting_soft']))} above {g(cmp.FLAG_WEIGHT)}). "
+            f"sub-grid points with 1 + eig < {g(float(fs.attrs['setting_soft']))} above {g(cmp.flag_weight(fs))}). "
             "The soft direction is reported below with its column share ‖1ūᵀ‖²/‖u‖² (1: a column mode "
             "M = 1wᵀ, every query attending to the same key positions). Treating it non-perturbatively (a third "
             "order parameter) is not done.", ""]

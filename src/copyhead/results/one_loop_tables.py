@@ -51,15 +51,19 @@ def coefficient_table(ds, param):
 
 
 def rms_table(ds, label):
-    """RMS z per size, uncorrected and under each correction variant, and the reduction factor."""
+    """RMS z per size, uncorrected and under each correction variant, and the reduction factor (of the
+    one-loop variant); the g⊥ column only where the dataset has it (one_loop_g, Eq. (34))."""
     r0, n = cmp.rms_z(ds)
-    rows = {v: cmp.rms_z(ds, v)[0] for v in ("one_loop", "one_loop_pref", "naive")}
-    lines = [f"| {label} | n | uncorrected | one loop | one loop + ΔS_pref | naive total Hessian | reduction |",
-             "|---|---|---|---|---|---|---|"]
+    variants = [v for v in ("one_loop", "one_loop_pref", "one_loop_g", "naive") if f"mean_{v}" in ds]
+    head = {"one_loop": "one loop", "one_loop_pref": "one loop + ΔS_pref",
+            "one_loop_g": "one loop + g⊥ (Eq. (34))", "naive": "naive total Hessian"}
+    rows = {v: cmp.rms_z(ds, v)[0] for v in variants}
+    lines = [f"| {label} | n | uncorrected | " + " | ".join(head[v] for v in variants) + " | reduction |",
+             "|---|---|---|" + "---|" * len(variants) + "---|"]
     for x in ds["x"].values:
         a, b = float(r0.sel(x=x)), float(rows["one_loop"].sel(x=x))
-        lines.append(f"| {int(x)} | {int(n.sel(x=x))} | {g(a)} | {g(b)} | {g(float(rows['one_loop_pref'].sel(x=x)))}"
-                     f" | {g(float(rows['naive'].sel(x=x)))} | {g(a / b, 2)}× |")
+        lines.append(f"| {int(x)} | {int(n.sel(x=x))} | {g(a)} | "
+                     + " | ".join(g(float(rows[v].sel(x=x))) for v in variants) + f" | {g(a / b, 2)}× |")
     return lines
 
 

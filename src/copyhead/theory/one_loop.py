@@ -12,7 +12,8 @@ orthogonal complement of span{I, J} (Frobenius). This module gives, as pure func
   an invariant Hessian to its blocks;
 - the one-loop correction ΔS = ½ ln det(1 + Σ H_E⊥) − ½ g⊥ᵀ(H_E⊥ + Σ⁻¹)⁻¹g⊥, Σ = (d_k H_I⊥)⁻¹
   (Eq. (31)), with a flag (no number) where d_k H_I⊥ + H_E⊥ is not positive definite (Eq. (33));
-- its fast block form for the equivalent-kernel evidence (g⊥ = 0, five Hessian-vector products, Eq. (32));
+- its fast block form for the equivalent-kernel evidence (g⊥ = 0, five Hessian-vector products, Eq. (32)),
+  and a dataset's gradient term with that curvature (Eq. (34));
 - the prior's saddle-point prefactor on the plane, −½ ln det H_I∥ (Eq. (30); the transverse part of the
   prefactor of Eq. (27) cancels against the transverse Gaussian normalisation).
 Vectorisation convention: vec(M) = M.reshape(-1) (row-major, index a·L + b).
@@ -304,7 +305,11 @@ def one_loop_ek(m1, mP, P, V, L, d_k, g_Q, g_K, g_O, sigma2, prior="large_deviat
     3×3 standard block, L(L−3)/2 × the sym22 scalar, (L−1)(L−2)/2 × the anti211 scalar; five
     Hessian-vector products of E and the closed-form prior blocks. Returns OneLoop (unstable_dirs: the
     unstable block directions, w = first basis vector of 1⊥)."""
-    D, HE, HI, mult = ek_blocks(m1, mP, P, V, L, d_k, g_Q, g_K, g_O, sigma2, prior, attention, E)
+    return one_loop_blocks(*ek_blocks(m1, mP, P, V, L, d_k, g_Q, g_K, g_O, sigma2, prior, attention, E), L)
+
+
+def one_loop_blocks(D, HE, HI, mult, L):
+    """Eq. (32) from the blocks of :func:`ek_blocks` (what one_loop_ek returns)."""
     ld, lmin, ok, bad, rel = 0.0, np.inf, True, [], np.inf
     for sl in BLOCK_SLICES.values():
         n = mult[sl][0]
@@ -320,6 +325,37 @@ def one_loop_ek(m1, mP, P, V, L, d_k, g_Q, g_K, g_O, sigma2, prior="large_deviat
     if not ok:
         return OneLoop(np.nan, np.nan, np.nan, False, lmin, np.concatenate(bad, 1), rel)
     return OneLoop(ld, ld, 0.0, True, lmin, np.zeros((L * L, 0)), rel)
+
+
+def evidence_grad(E, M):
+    """∇E at the L×L matrix M (L²,), by autograd (one backward pass)."""
+    M = torch.as_tensor(np.asarray(M, float)).clone().requires_grad_(True)
+    g, = torch.autograd.grad(E(M), M)
+    return g.reshape(-1).numpy()
+
+
+def grad_term_blocks(g, HE, HI, L):
+    """−½ g⊥ᵀ(H_E⊥ + d_k H_I⊥)⁻¹ g⊥, the gradient part of Eq. (31) (Eq. (34)), for a dataset's evidence
+    gradient g (L², vec(M)) with the equivalent-kernel curvature of :func:`ek_blocks` (HE, d_k·HI on its
+    five directions): g is projected on the isotypic bases (standard: a 3 × (L−1) coefficient matrix on
+    which the 3×3 block acts as K ⊗ I; sym22, anti211: scalars); the trivial (in-plane) part is the 2-D
+    action's own. NaN where a block of H_E⊥ + d_k H_I⊥ is not positive definite (Eq. (33))."""
+    b = isotypic_bases(L)
+    gv = np.asarray(g, float).reshape(-1)
+    A = HE[:3, :3] + HI[:3, :3]
+    if np.linalg.eigvalsh(0.5 * (A + A.T))[0] <= 0:
+        return np.nan
+    Gs = np.einsum("inw,n->iw", b["standard"], gv)                    # (3, L−1)
+    total = float(np.sum(Gs * np.linalg.solve(0.5 * (A + A.T), Gs)))
+    for name, i in (("sym22", 3), ("anti211", 4)):
+        if b[name].shape[1] == 0:
+            continue
+        a = HE[i, i] + HI[i, i]
+        if a <= 0:
+            return np.nan
+        gn = b[name].T @ gv
+        total += float(gn @ gn) / a
+    return -0.5 * total
 
 
 def prior_prefactor(m1, mP, L, c, prior="large_deviation"):

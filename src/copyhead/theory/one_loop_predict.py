@@ -6,6 +6,9 @@ window S − S_min < ``cut`` with
 - ``none``: exp(−S), S the 2-D closed-form action (Eq. (16), equivalent kernel) — the uncorrected theory;
 - ``one_loop``: exp(−S − ΔS_EK), ΔS_EK of Eq. (32) (the transverse Gaussian correction, Eq. (31));
 - ``one_loop_pref``: the same + ΔS_pref (Eq. (30), the plane prefactor);
+- ``one_loop_g``: exp(−S − ΔS_EK − ΔS_g,s) for each run's own training set s, ΔS_g,s the gradient term of
+  Eq. (31) with that dataset's transverse evidence gradient g⊥ and the equivalent-kernel curvature
+  (Eq. (34)); the posterior means averaged over the runs (what the same-dataset theory averages too);
 - ``naive``: ΔS_EK + ½ ln det(d_k H_I⊥), the "½ ln det of the total Hessian" Sec. 13 rules out.
 ΔS is evaluated on a ``coarse`` sub-grid of the window and interpolated (bicubic) onto the fine grid.
 Sub-grid points where Eq. (33) fails take the value of the nearest stable one and the fine points nearest
@@ -30,15 +33,19 @@ from copyhead.config import ActionParams
 
 from . import one_loop as ol
 from .action import action_linear, order_to_coeffs
+from .same_dataset import run_training_tokens
 
 SOFT = 0.2       # a transverse mode with 1 + eig(Σ^½ H_E⊥ Σ^½) below this is near-critical (Sec. 13)
+FLAG = 0.5       # a point is flagged (no prediction) when more than this share of its one-loop posterior
+                 # weight lies on such sub-grid points
 CUT = 30.0       # the window: S − S_min < CUT
 BOX = ((0.0, 0.6), (-0.4, 0.8))      # the first (c1, cG) box the window is searched in (widened if hit)
-SETTINGS = {"coarse": 11, "fine": 161, "soft": SOFT, "cut": CUT}
-VARIANTS = ("none", "one_loop", "one_loop_pref", "naive")
+SETTINGS = {"coarse": 11, "fine": 161, "soft": SOFT, "cut": CUT, "flag": FLAG}
+VARIANTS = ("none", "one_loop", "one_loop_pref", "one_loop_g", "naive")
 VARIANT_LABEL = {"none": "2-D closed form exp(−S) (Eqs. (16), (18)), uncorrected",
                  "one_loop": "exp(−S − ΔS_EK), one loop (Eq. (32))",
                  "one_loop_pref": "exp(−S − ΔS_EK − ΔS_pref) (Eqs. (30), (32))",
+                 "one_loop_g": "exp(−S − ΔS_EK − ΔS_g) per run's dataset, averaged (Eqs. (32), (34))",
                  "naive": "exp(−S − ΔS_EK − ½ ln det d_k H_I⊥), the naive total-Hessian form (Sec. 13)"}
 PARAMS = ("c1", "cG")
 
@@ -72,39 +79,47 @@ def naive_extra(m1, mP, p: ActionParams):
                   + (L - 1) * (L - 2) // 2 * np.log(HI[4, 4]))
 
 
-def ek_correction(p: ActionParams, P):
+def ek_correction(p: ActionParams, P, seeds=()):
     """The corrections at one (c1, cG) for the equivalent-kernel evidence at P: a function returning
     dict(dS = ΔS_EK of Eq. (32) (NaN where Eq. (33) fails), rel = the smallest eigenvalue of
-    1 + Σ^½H_E⊥Σ^½, pref = ΔS_pref of Eq. (30), naive = ½ ln det d_k H_I⊥)."""
+    1 + Σ^½H_E⊥Σ^½, pref = ΔS_pref of Eq. (30), naive = ½ ln det d_k H_I⊥, and g<i> = ΔS_g of Eq. (34)
+    for the training set of run ``seeds[i]`` at P)."""
     E = ol.evidence_ek(P * p.L, p.V, p.L, p.g_O, p.sigma2)
+    Es = [ol.evidence_dataset(run_training_tokens(p, s, int(round(P))), p.V, p.g_O, p.sigma2) for s in seeds]
 
     def corr(c1, cG):
         m1, mP = map(float, order_to_coeffs(c1, cG, p.L))
-        r = ol.one_loop_ek(m1, mP, P, p.V, p.L, p.d_k, p.g_Q, p.g_K, p.g_O, p.sigma2, p.prior, E=E)
+        blocks = ol.ek_blocks(m1, mP, P, p.V, p.L, p.d_k, p.g_Q, p.g_K, p.g_O, p.sigma2, p.prior, E=E)
+        r = ol.one_loop_blocks(*blocks, p.L)
+        M = m1 * np.ones((p.L, p.L)) + mP * np.eye(p.L)
         return {"dS": r.dS, "rel": r.min_rel_eig, "pref": ol.prior_prefactor(m1, mP, p.L, p.g_Q * p.g_K, p.prior),
-                "naive": naive_extra(m1, mP, p)}
+                "naive": naive_extra(m1, mP, p),
+                **{f"g{i}": ol.grad_term_blocks(ol.evidence_grad(Ei, M), blocks[1], blocks[2], p.L)
+                   for i, Ei in enumerate(Es)}}
     return corr
 
 
-def posterior_means(p: ActionParams, P, coarse=11, fine=161, correction=None, soft=SOFT, cut=CUT):
+def posterior_means(p: ActionParams, P, coarse=11, fine=161, correction=None, soft=SOFT, cut=CUT, seeds=()):
     """Posterior means of (c1, cG) under each variant of VARIANTS at one P (module docstring).
 
-    ``correction(c1, cG) -> dict(dS, rel, pref, naive)`` (default: ek_correction(p, P)). Returns
-    {"window", variant: {"c1", "cG"}, "unstable_weight" (under exp(−S), on fine points nearest an unstable
-    sub-grid point), "near_unstable_weight" and "soft_weight" (under the one-loop posterior), "n_unstable"}.
+    ``correction(c1, cG) -> dict(dS, rel, pref, naive, g0, g1, …)`` (default: ek_correction(p, P, seeds));
+    ``one_loop_g`` is NaN without seeds. Returns {"window", variant: {"c1", "cG"}, "unstable_weight" (under
+    exp(−S), on fine points nearest an unstable sub-grid point), "near_unstable_weight" and "soft_weight"
+    (under the one-loop posterior), "n_unstable"}.
     """
-    correction = ek_correction(p, P) if correction is None else correction
+    correction = ek_correction(p, P, seeds) if correction is None else correction
     (a1, b1), (a2, b2) = window(p, P, cut=cut)
     c1f, cGf = np.linspace(a1, b1, fine), np.linspace(a2, b2, fine)
     C1, CG = np.meshgrid(c1f, cGf, indexing="ij")
     S = action_linear(C1, CG, P, p)
     w = np.where(c1f[:, None] > 0, 1.0, 0.5) * np.ones_like(S)     # c1 = 0 is the symmetry line (c → −c)
     c1c, cGc = np.linspace(a1, b1, coarse), np.linspace(a2, b2, coarse)
-    grid = {k: np.full((coarse, coarse), np.nan) for k in ("dS", "rel", "pref", "naive")}
+    grid = {}
     for i, x in enumerate(c1c):
         for j, y in enumerate(cGc):
             for k, v in correction(float(x), float(y)).items():
-                grid[k][i, j] = v
+                grid.setdefault(k, np.full((coarse, coarse), np.nan))[i, j] = v
+    gkeys = sorted((k for k in grid if k[0] == "g" and k[1:].isdigit()), key=lambda k: int(k[1:]))
     bad = ~np.isfinite(grid["dS"])
     ii = np.rint((C1 - a1) / (b1 - a1) * (coarse - 1)).astype(int)
     jj = np.rint((CG - a2) / (b2 - a2) * (coarse - 1)).astype(int)
@@ -117,23 +132,26 @@ def posterior_means(p: ActionParams, P, coarse=11, fine=161, correction=None, so
             out[name] = {"c1": np.nan, "cG": np.nan} if name != "none" else _means(q0, C1, CG)
         out.update(near_unstable_weight=np.nan, soft_weight=np.nan)
         return out
-    fill = grid["dS"][tuple(distance_transform_edt(bad, return_distances=False, return_indices=True))]
+    nearest = tuple(distance_transform_edt(bad, return_distances=False, return_indices=True))
     dilf = binary_dilation(bad, np.ones((3, 3), bool))[ii, jj]
     softf = (grid["rel"] < soft)[ii, jj]
 
     def interp(Z):
         return RectBivariateSpline(c1c, cGc, Z, kx=3, ky=3)(c1f, cGf)
-    one = interp(fill)
-    extra = {"none": 0.0 * S, "one_loop": one, "one_loop_pref": one + interp(grid["pref"]),
-             "naive": one + interp(grid["naive"])}
-    for name, dS in extra.items():
-        T = S + dS
-        keep = np.ones_like(badf) if name == "none" else ~badf
-        q = w * np.exp(-(T - T[keep].min())) * keep
-        out[name] = _means(q, C1, CG)
+    one = interp(grid["dS"][nearest])
+
+    def means(dS, keep):
+        q = w * np.exp(-(S + dS - (S + dS)[keep].min())) * keep
+        return _means(q, C1, CG), q
+    for name, dS in {"none": 0.0 * S, "one_loop": one, "one_loop_pref": one + interp(grid["pref"]),
+                     "naive": one + interp(grid["naive"])}.items():
+        out[name], q = means(dS, np.ones_like(badf) if name == "none" else ~badf)
         if name == "one_loop":
             out["near_unstable_weight"] = float(q[dilf].sum() / q.sum())
             out["soft_weight"] = float(q[softf].sum() / q.sum())
+    per_run = [means(one + interp(grid[k][nearest]), ~badf)[0] for k in gkeys]
+    out["one_loop_g"] = {prm: float(np.mean([m[prm] for m in per_run])) if per_run else np.nan
+                         for prm in PARAMS}
     return out
 
 
@@ -149,6 +167,46 @@ def mode_at(p: ActionParams, P, c1, cG):
     m1, mP = map(float, order_to_coeffs(c1, cG, p.L))
     blk, rel, u = ol.softest_mode(m1, mP, P, p.V, p.L, p.d_k, p.g_Q, p.g_K, p.g_O, p.sigma2, p.prior)
     return blk, rel, ol.column_share(u)
+
+
+# ----------------------------------------------------------------------------- the theory option
+def one_loop_curve(p: ActionParams, Ps, settings=SETTINGS, log=None) -> dict:
+    """The closed-form linear posterior means (Eq. (18)) without and with the one-loop correction (Eq. (32))
+    at each P of ``Ps`` (``theory.fluctuations: {kind: one_loop}``): arrays over Ps of c1, cG under
+    ``none`` and ``one_loop`` (NaN where flagged: more than settings["flag"] of the one-loop posterior
+    weight on near-critical transverse modes, or no stable sub-grid point), soft_weight, unstable_weight,
+    flagged; and P_crossover: where the corrected ĉG − ĉ1 changes sign between two neighbouring unflagged
+    P (linear in log P), NaN if it does not, with the reason."""
+    Ps = np.asarray(sorted(float(x) for x in Ps))
+    out = {k: np.full(len(Ps), np.nan) for k in ("c1_none", "cG_none", "c1_one_loop", "cG_one_loop",
+                                                  "soft_weight", "unstable_weight")}
+    out["flagged"] = np.zeros(len(Ps), bool)
+    for i, P in enumerate(Ps):
+        t0 = time.perf_counter()
+        r = posterior_means(p, P, settings["coarse"], settings["fine"], soft=settings["soft"], cut=settings["cut"])
+        flag = not np.isfinite(r["one_loop"]["cG"]) or r["soft_weight"] > settings["flag"]
+        for prm in PARAMS:
+            out[f"{prm}_none"][i] = r["none"][prm]
+            out[f"{prm}_one_loop"][i] = np.nan if flag else r["one_loop"][prm]
+        out["soft_weight"][i], out["unstable_weight"][i], out["flagged"][i] = (r["soft_weight"],
+                                                                                r["unstable_weight"], flag)
+        if log:
+            log(f"one loop P {P:g}: (c1, cG) {r['none']['c1']:.4f}, {r['none']['cG']:.4f} -> "
+                f"{'flagged' if flag else '%.4f, %.4f' % (r['one_loop']['c1'], r['one_loop']['cG'])} "
+                f"({time.perf_counter() - t0:.1f} s)")
+    d = out["cG_one_loop"] - out["c1_one_loop"]
+    out["P_crossover"], out["P_crossover_note"] = np.nan, "the corrected ĉG − ĉ1 does not change sign on the grid"
+    for i in range(len(Ps) - 1):
+        if np.isfinite(d[i]) and np.isfinite(d[i + 1]) and d[i] < 0 <= d[i + 1]:
+            t = d[i] / (d[i] - d[i + 1])
+            out["P_crossover"] = float(np.exp(np.log(Ps[i]) + t * (np.log(Ps[i + 1]) - np.log(Ps[i]))))
+            out["P_crossover_note"] = "linear in log P between neighbouring unflagged grid points"
+            break
+    else:
+        if out["flagged"].any():
+            out["P_crossover_note"] += " outside the flagged P (no prediction there)"
+    out["P"] = Ps
+    return out
 
 
 # ----------------------------------------------------------------------------- the studies' points
@@ -206,13 +264,15 @@ def converged_points(results: dict, recipe="sgld"):
     return {p.d_k: p}, points
 
 
-def compute_study(studies: dict, study: str, base: dict, settings=SETTINGS, recipe="sgld", log=print):
-    """xr.Dataset over (ratio, x, param) of the measured points and the posterior means of every variant."""
+def compute_study(studies: dict, study: str, base: dict, settings=SETTINGS, recipe="sgld", log=print, seeds=()):
+    """xr.Dataset over (ratio, x, param) of the measured points and the posterior means of every variant
+    (``seeds``: the runs whose training sets the one_loop_g variant uses)."""
     params, points = study_points(studies, study, base, recipe)
-    return compute(params, points, {"study": study, "by": studies[study]["by"], "recipe": recipe}, settings, log)
+    return compute(params, points, {"study": study, "by": studies[study]["by"], "recipe": recipe}, settings, log,
+                   seeds)
 
 
-def compute(params, points, attrs, settings=SETTINGS, log=print):
+def compute(params, points, attrs, settings=SETTINGS, log=print, seeds=()):
     """The dataset of compute_study from (params per size x, {(ratio, x, param): point})."""
     study = attrs["study"]
     ratios = sorted({k[0] for k in points})
@@ -230,7 +290,7 @@ def compute(params, points, attrs, settings=SETTINGS, log=print):
             P = points[(ratio, x, "cG")]["P"]
             t0 = time.perf_counter()
             r = posterior_means(params[x], P, settings["coarse"], settings["fine"], soft=settings["soft"],
-                                cut=settings["cut"])
+                                cut=settings["cut"], seeds=seeds)
             (v2["c1_lo"][a, b], v2["c1_hi"][a, b]), (v2["cG_lo"][a, b], v2["cG_hi"][a, b]) = r["window"]
             for k in ("unstable_weight", "near_unstable_weight", "soft_weight", "n_unstable"):
                 v2[k][a, b] = r[k]
@@ -244,7 +304,8 @@ def compute(params, points, attrs, settings=SETTINGS, log=print):
                     v3[k][a, b, c] = points[(ratio, x, prm)][k]
                 for k in VARIANTS:
                     v3[f"mean_{k}"][a, b, c] = r[k][prm]
-            log(f"{study} ratio {ratio} x {x} P {P:g}: shift cG {r['one_loop']['cG'] - r['none']['cG']:+.4f}, "
+            log(f"{study} ratio {ratio} x {x} P {P:g}: shift cG {r['one_loop']['cG'] - r['none']['cG']:+.4f} "
+                f"(with g⊥ {r['one_loop_g']['cG'] - r['none']['cG']:+.4f}), "
                 f"soft weight {r['soft_weight']:.2g} ({v2['seconds'][a, b]:.0f} s)")
     ds = xr.Dataset({k: (("ratio", "x", "param"), v) for k, v in v3.items()}
                     | {k: (("ratio", "x"), v) for k, v in v2.items()},
@@ -255,7 +316,7 @@ def compute(params, points, attrs, settings=SETTINGS, log=print):
                      "g_Q": params[xs[0]].g_Q, "g_K": params[xs[0]].g_K, "g_O": params[xs[0]].g_O,
                      **{f"setting_{k}": v for k, v in settings.items()},
                      "measured": "SGLD (prior starts) minus the studies' same-dataset posterior mean",
-                     "mode_block_codes": " ".join(ol.BLOCKS),
+                     "mode_block_codes": " ".join(ol.BLOCKS), "seeds": " ".join(map(str, seeds)),
                      **{f"variant_{k}": VARIANT_LABEL[k] for k in VARIANTS}})
     return ds
 
@@ -274,16 +335,22 @@ def main(argv=None):
     ap.add_argument("--study", required=True, choices=["finite_size", "finite_L", "converged"])
     ap.add_argument("--out", type=pathlib.Path, required=True)
     ap.add_argument("--coarse", type=int, default=SETTINGS["coarse"])
+    ap.add_argument("--spec", type=pathlib.Path, default=pathlib.Path("config/studies.yaml"),
+                    help="the studies' spec: its seeds are the runs whose training sets the one_loop_g variant "
+                         "uses (finite_size, finite_L; converged: the results' linear sgld seeds)")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     settings = dict(SETTINGS, coarse=a.coarse)
     if a.study == "converged":
-        params, points = converged_points(json.loads(a.results.read_text()))
+        results = json.loads(a.results.read_text())
+        params, points = converged_points(results)
+        seeds = json.loads(results["config"]["json"])["sweep"]["linear"]["sgld"]["seeds"]
         ds = compute(params, points, {"study": "converged", "by": "d_k", "recipe": "sgld",
-                                      "source": str(a.results)}, settings)
+                                      "source": str(a.results)}, settings, seeds=seeds)
     else:
-        ds = compute_study(json.loads(a.studies.read_text()), a.study, load_yaml(a.base), settings)
+        seeds = load_yaml(a.spec)["seeds"]
+        ds = compute_study(json.loads(a.studies.read_text()), a.study, load_yaml(a.base), settings, seeds=seeds)
     ds.attrs["seconds_total"] = time.perf_counter() - t0
     a.out.parent.mkdir(parents=True, exist_ok=True)
     ds.to_netcdf(a.out)
