@@ -145,3 +145,34 @@ def coverage(M):
     m1 = (x - mP) / L
     inside = (L * m1 + mP) ** 2 + (L - 1) * mP**2      # ||m1 J + mP I||²_F
     return inside / np.sum(M**2, axis=(-2, -1))
+
+
+def transverse_covariance(m1, mP, L, d_k, n, rng, c=1.0):
+    """Eq. (27)'s transverse law checked by sampling (issue 21 item 2): the covariance of M's components off
+    span{J, I} among n draws of M = QᵀK/d_k tilted to the plane point M(m) = m1 J + mP I, reduced to the
+    blocks of Eq. (29) (the 3×3 standard block, averaged over the L − 1 copies; the sym22 and anti211
+    variances), against Σ = (d_k H_I⊥(m))⁻¹ of the large-deviation rate (Eq. (28)) and of the Gaussian
+    rate (c/d_k). The tilt only moves the plane coordinates, so the transverse law of a tilted draw is the
+    prior's conditional law up to the O(1/√d_k) spread of the draws' plane coordinates around m.
+    Returns {"sampled", "large_deviation", "gaussian": {"standard" (3×3), "sym22", "anti211"},
+    "mean_abs" (largest |mean| of a transverse coefficient, in units of its sd)}."""
+    from . import one_loop as ol
+    M, _, _, _ = rank_samples(L * m1 + mP, mP, L, d_k, n, rng, c)
+    b = ol.isotypic_bases(L)
+    v = M.reshape(n, -1)
+    Cs = np.einsum("inw,kn->kiw", b["standard"], v)                      # (n, 3, L−1)
+    Cs = Cs - Cs.mean(0)
+    sampled = {"standard": np.einsum("kiw,kjw->ij", Cs, Cs) / (n - 1) / (L - 1)}
+    coef = {name: v @ b[name] for name in ("sym22", "anti211")}
+    sampled.update({name: float(np.mean(np.var(x, axis=0, ddof=1))) for name, x in coef.items()})
+    sds = np.concatenate([np.sqrt(np.var(Cs.reshape(n, -1), axis=0, ddof=1))] +
+                         [np.sqrt(np.var(x, axis=0, ddof=1)) for x in coef.values()])
+    means = np.concatenate([np.einsum("inw,kn->kiw", b["standard"], v).mean(0).ravel()] +
+                           [x.mean(0) for x in coef.values()])
+    Mp = m1 * np.ones((L, L)) + mP * np.eye(L)
+    D = ol._block_dirs(L)
+    out = {"sampled": sampled, "mean_abs": float(np.max(np.abs(means) / sds))}
+    for prior in ("large_deviation", "gaussian"):
+        H = d_k * ol.prior_rate_form(Mp, c, D.reshape(-1, L, L), prior)
+        out[prior] = {"standard": np.linalg.inv(H[:3, :3]), "sym22": 1.0 / H[3, 3], "anti211": 1.0 / H[4, 4]}
+    return out
