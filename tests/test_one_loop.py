@@ -252,3 +252,25 @@ def test_transverse_prior_law_of_eq27_matches_sampled_scores():
             assert np.abs(g - ld).max() < 1e-12
         else:
             assert np.abs(s - g).max() > gauss_off * np.abs(g).max() * 0.5
+
+
+def test_softmax_observable_term_in_block_form_equals_the_full_projection():
+    """Eq. (35) for âG = mP/L of softmax_b M at the softmax expansion point M = β(I − J/L): the block form
+    (five Hessian-vector products of E and of âG) equals ½ tr[(H_E⊥ + d_k H_I⊥)⁻¹ ∇²âG] on full L²×L²
+    Hessians, and ΔS_EK equals Eq. (31) there; âG at the point is the softmax theory's mP/L."""
+    from copyhead.theory.action import softmax_coeffs
+    L, V, P, d_k = 5, 4, 9, 6
+    for beta in (0.4, 1.3, 3.0):
+        m1, mP = ol.softmax_point(beta, L)
+        M = plane(m1, mP, L)
+        E = ol.evidence_ek(P * L, V, L, 1.0, 0.1, "softmax")
+        _, H = ol.grad_hessian(E, M)
+        _, Ho = ol.grad_hessian(ol.copy_weight, M)
+        HIf = ol.prior_rate_hessian(M, 1.0)
+        T = ol.transverse_basis(L)
+        full = 0.5 * np.trace(np.linalg.solve(T.T @ H @ T + d_k * T.T @ HIf @ T, T.T @ Ho @ T))
+        r, obs = ol.one_loop_softmax(beta, P, V, L, d_k, 1.0, 1.0, 1.0, 0.1, E=E)
+        assert obs == pytest.approx(full, rel=1e-9, abs=1e-14)
+        assert r.dS == pytest.approx(ol.one_loop(H, np.zeros(L * L), HIf, d_k).dS, rel=1e-10)
+        aG = float(ol.copy_weight(torch.as_tensor(M)))
+        assert aG == pytest.approx(float(softmax_coeffs(beta, L)[1]) / L, rel=1e-12)

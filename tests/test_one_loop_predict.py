@@ -217,3 +217,21 @@ def test_theory_option_one_loop_writes_the_corrected_linear_curve(tmp_path):
     del cfg["theory"]["fluctuations"]
     plain = write_theory(cfg, "linear", tmp_path / "plain.nc")
     assert plain.attrs["fluctuations"] == "none" and "P_one_loop" not in plain.coords
+
+
+def test_softmax_posterior_means_uncorrected_is_the_closed_form_mean_and_the_correction_vanishes_at_large_d_k():
+    """The softmax posterior mean of âG without correction is the uniform-in-β mean of mP/L under exp(−S(β))
+    (an independent fine quadrature); with the one-loop terms it moves, by less at larger d_k (both
+    ΔS_EK and Eq. (35) are O(1/d_k))."""
+    from copyhead.theory.action import action_softmax, softmax_coeffs
+    p = ActionParams(V=4, L=6, d_k=12, g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=0.1, prior="large_deviation")
+    r = lp.softmax_posterior_means(p, 10.0, coarse=11, fine=401)
+    b = np.linspace(-3, 15, 200001)
+    w = np.exp(-(action_softmax(b, 10.0, p) - action_softmax(b, 10.0, p).min()))
+    ref = float(w @ (softmax_coeffs(b, p.L)[1] / p.L) / w.sum())
+    assert r["none"]["aG"] == pytest.approx(ref, rel=1e-3)
+    shifts = []
+    for d_k in (12, 48, 192):
+        q = lp.softmax_posterior_means(p.replace(d_k=d_k), 10.0, coarse=11, fine=401)
+        shifts.append(abs(q["one_loop"]["aG"] - q["none"]["aG"]))
+    assert shifts[0] > shifts[1] > shifts[2] > 0

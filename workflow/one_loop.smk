@@ -5,7 +5,8 @@
 # copyhead.analysis.one_loop_compare (z, fits, flags), copyhead.results.one_loop_page and .one_loop_tables
 # (the page) and copyhead.figures.one_loop. Inputs:
 # the committed studies results (docs/studies/studies.json), the studies' base config (g_Q, g_K, g_O,
-# prior) and the converged study at the default size (docs/results.json). Every rule's params carry a
+# prior) and the converged study at the default size (docs/results.json); the softmax points of the
+# finite-size study (rule one_loop_softmax, Eq. (35)). Every rule's params carry a
 # digest of the code it runs (the computing rules: the theory package without phase_map_page; the page
 # and the figure: their modules and one_loop_compare), so a code edit reruns it.
 import hashlib
@@ -56,6 +57,25 @@ rule one_loop_predict:
         " > {log} 2>&1"
 
 
+rule one_loop_softmax:
+    input:
+        studies="docs/studies/studies.json",
+        base="config/studies/base.yaml",
+        spec="config/studies.yaml",
+    output:
+        f"{OUT}/finite_size_softmax.nc",
+    params:
+        code=CODE,
+    log:
+        f"{OUT}/logs/finite_size_softmax.log",
+    benchmark:
+        f"{OUT}/logs/finite_size_softmax.bench.tsv"
+    shell:
+        "OMP_NUM_THREADS=1 python -m copyhead.theory.one_loop_predict --studies {input.studies}"
+        " --base {input.base} --spec {input.spec} --study finite_size --attention softmax --out {output}"
+        " > {log} 2>&1"
+
+
 rule one_loop_converged:
     input:
         "docs/results.json",
@@ -91,6 +111,7 @@ rule one_loop_page:
         expand(f"{OUT}/{{study}}.nc", study=STUDIES),
         f"{OUT}/finite_size_coarse9.nc",
         f"{OUT}/converged.nc",
+        f"{OUT}/finite_size_softmax.nc",
     output:
         "docs/one_loop.md",
     params:
@@ -99,5 +120,5 @@ rule one_loop_page:
         f"{OUT}/logs/page.log",
     shell:
         "python -m copyhead.results.one_loop_page --finite-size {input[0]} --finite-L {input[1]}"
-        " --check {input[2]} --converged {input[3]} --out {output}"
+        " --check {input[2]} --converged {input[3]} --softmax {input[4]} --out {output}"
         " > {log} 2>&1"

@@ -26,13 +26,13 @@ import time
 
 import numpy as np
 import xarray as xr
-from scipy.interpolate import RectBivariateSpline
+from scipy.interpolate import CubicSpline, RectBivariateSpline
 from scipy.ndimage import binary_dilation, distance_transform_edt
 
 from copyhead.config import ActionParams
 
 from . import one_loop as ol
-from .action import action_linear, order_to_coeffs
+from .action import action_linear, action_softmax, order_to_coeffs, softmax_coeffs
 from .same_dataset import run_training_tokens
 
 SOFT = 0.2       # a transverse mode with 1 + eig(Σ^½ H_E⊥ Σ^½) below this is near-critical (Sec. 13)
@@ -40,7 +40,7 @@ FLAG = 0.5       # a point is flagged (no prediction) when more than this share 
                  # weight lies on such sub-grid points
 CUT = 30.0       # the window: S − S_min < CUT
 BOX = ((0.0, 0.6), (-0.4, 0.8))      # the first (c1, cG) box the window is searched in (widened if hit)
-SETTINGS = {"coarse": 11, "fine": 161, "soft": SOFT, "cut": CUT, "flag": FLAG}
+SETTINGS = {"coarse": 11, "fine": 161, "soft": SOFT, "cut": CUT, "flag": FLAG, "coarse_beta": 21, "fine_beta": 801}
 VARIANTS = ("none", "one_loop", "one_loop_pref", "one_loop_g", "naive")
 VARIANT_LABEL = {"none": "2-D closed form exp(−S) (Eqs. (16), (18)), uncorrected",
                  "one_loop": "exp(−S − ΔS_EK), one loop (Eq. (32))",
@@ -48,6 +48,12 @@ VARIANT_LABEL = {"none": "2-D closed form exp(−S) (Eqs. (16), (18)), uncorrect
                  "one_loop_g": "exp(−S − ΔS_EK − ΔS_g) per run's dataset, averaged (Eqs. (32), (34))",
                  "naive": "exp(−S − ΔS_EK − ½ ln det d_k H_I⊥), the naive total-Hessian form (Sec. 13)"}
 PARAMS = ("c1", "cG")
+SOFTMAX_PARAMS = ("aG",)
+SOFTMAX_VARIANTS = ("none", "one_loop", "one_loop_no_obs")
+SOFTMAX_LABEL = {"none": "1-D closed form exp(−S(β)) (Eqs. (16), (18)), uncorrected",
+                 "one_loop": "exp(−S − ΔS_EK) with the observable's term (Eqs. (32), (35))",
+                 "one_loop_no_obs": "exp(−S − ΔS_EK), âG(β) without its second-order term (Eq. (32))"}
+BETA_BOX = (-3.0, 15.0)     # where the softmax window S(β) − S_min < CUT is searched
 
 
 def window(p: ActionParams, P, n=161, cut=CUT, box=BOX, max_widen=6):
@@ -155,6 +161,46 @@ def posterior_means(p: ActionParams, P, coarse=11, fine=161, correction=None, so
     return out
 
 
+def softmax_posterior_means(p: ActionParams, P, coarse=21, fine=801, soft=SOFT, cut=CUT):
+    """Softmax: posterior means of âG over the copy logit β (Eq. (18), uniform in β) inside the window
+    S(β) − S_min < cut, uncorrected (``none``), with ΔS_EK (Eq. (32), at M = β(I − J/L)) and the observable's
+    second-order term (Eq. (35)) (``one_loop``), and with ΔS_EK but âG(β) alone (``one_loop_no_obs``: what
+    the observable's term adds). Corrections on a ``coarse`` sub-grid, cubic interpolation; unstable
+    sub-grid points as in :func:`posterior_means`. Returns {"window", variant: {"aG"}, "soft_weight",
+    "unstable_weight", "near_unstable_weight", "n_unstable"}."""
+    b = np.linspace(*BETA_BOX, 4001)
+    S = action_softmax(b, P, p)
+    k = np.where(S - S.min() < cut)[0]
+    lo, hi = b[max(k.min() - 1, 0)], b[min(k.max() + 1, len(b) - 1)]
+    bf, bc = np.linspace(lo, hi, fine), np.linspace(lo, hi, coarse)
+    Sf = action_softmax(bf, P, p)
+    E = ol.evidence_ek(P * p.L, p.V, p.L, p.g_O, p.sigma2, "softmax")
+    dS, rel, obs = np.full(coarse, np.nan), np.full(coarse, np.nan), np.full(coarse, np.nan)
+    for i, x in enumerate(bc):
+        r, o = ol.one_loop_softmax(float(x), P, p.V, p.L, p.d_k, p.g_Q, p.g_K, p.g_O, p.sigma2, p.prior, E=E)
+        dS[i], rel[i], obs[i] = r.dS, r.min_rel_eig, o
+    bad = ~np.isfinite(dS)
+    aG = softmax_coeffs(bf, p.L)[1] / p.L                       # âG = mP/L (copyhead.results.inputs)
+    q0 = np.exp(-(Sf - Sf.min()))
+    idx = np.rint((bf - lo) / (hi - lo) * (coarse - 1)).astype(int)
+    out = {"window": (lo, hi), "unstable_weight": float(q0[bad[idx]].sum() / q0.sum()), "n_unstable": int(bad.sum()),
+           "none": {"aG": float(q0 @ aG / q0.sum())}}
+    if bad.all():
+        out.update({v: {"aG": np.nan} for v in SOFTMAX_VARIANTS[1:]}, soft_weight=np.nan, near_unstable_weight=np.nan)
+        return out
+    good = np.where(~bad)[0]
+    nearest = good[np.abs(bc[good][None, :] - bc[:, None]).argmin(1)]
+    keep = ~bad[idx]
+    T = Sf + CubicSpline(bc, dS[nearest])(bf)
+    q = np.exp(-(T - T[keep].min())) * keep
+    out["one_loop_no_obs"] = {"aG": float(q @ aG / q.sum())}
+    out["one_loop"] = {"aG": float(q @ (aG + CubicSpline(bc, obs[nearest])(bf)) / q.sum())}
+    near = np.convolve(bad, np.ones(3), "same") > 0
+    out["soft_weight"] = float(q[(rel < soft)[idx]].sum() / q.sum())
+    out["near_unstable_weight"] = float(q[near[idx]].sum() / q.sum())
+    return out
+
+
 def _means(q, C1, CG):
     return {"c1": float((q * C1).sum() / q.sum()), "cG": float((q * CG).sum() / q.sum())}
 
@@ -210,14 +256,15 @@ def one_loop_curve(p: ActionParams, Ps, settings=SETTINGS, log=None) -> dict:
 
 
 # ----------------------------------------------------------------------------- the studies' points
-def study_points(studies: dict, study: str, base: dict, recipe="sgld"):
-    """The measured linear gaps of one finite-size study of docs/studies/studies.json (``finite_size``:
+def study_points(studies: dict, study: str, base: dict, recipe="sgld", attention="linear"):
+    """The measured gaps (``attention``: linear ĉ1, ĉG; softmax âG) of one finite-size study of docs/studies/studies.json (``finite_size``:
     d_k at L = 16; ``finite_L``: L at d_k = 2L): (ActionParams per size x, {(ratio, x, param): point}) with
     point = dict(P, experiment, error, theory (the same-dataset posterior mean), gap, closed (the studies'
     closed-form posterior mean at that P, large-deviation prior, for a consistency check)).
     ``base``: the studies' base config (g_Q, g_K, g_O, prior; config/studies/base.yaml)."""
     fs = studies[study]
-    names = {a["x"]: a["name"] for a in fs["agreement"] if a["attention"] == "linear"}
+    names = {a["x"]: a["name"] for a in fs["agreement"] if a["attention"] == attention}
+    keep = PARAMS if attention == "linear" else SOFTMAX_PARAMS
     by_name = {s["name"]: s for s in studies["studies"]}
     m, prior = base["model"], base["theory"]["prior"]
     params, closed = {}, {}
@@ -225,12 +272,12 @@ def study_points(studies: dict, study: str, base: dict, recipe="sgld"):
         s = by_name[name]
         params[x] = ActionParams(V=s["V"], L=s["L"], d_k=s["d_k"], g_Q=m["g_Q"], g_K=m["g_K"], g_O=m["g_O"],
                                  sigma2=s["sigma2"], prior=prior)
-        for r in s["attentions"]["linear"]["rows"]:
+        for r in s["attentions"][attention]["rows"]:
             if r["curve"] == "closed_mean" and r["recipe"] == recipe:
                 closed[(x, float(r["P"]), r["param"])] = r["theory"]
     points = {}
     for g in fs["gaps"]:
-        if g["attention"] != "linear" or g["recipe"] != recipe:
+        if g["attention"] != attention or g["recipe"] != recipe or g["param"] not in keep:
             continue
         for q in g["points"]:
             points[(float(g["ratio"]), q["x"], g["param"])] = {
@@ -264,60 +311,73 @@ def converged_points(results: dict, recipe="sgld"):
     return {p.d_k: p}, points
 
 
-def compute_study(studies: dict, study: str, base: dict, settings=SETTINGS, recipe="sgld", log=print, seeds=()):
+def compute_study(studies: dict, study: str, base: dict, settings=SETTINGS, recipe="sgld", log=print, seeds=(),
+                  attention="linear"):
     """xr.Dataset over (ratio, x, param) of the measured points and the posterior means of every variant
-    (``seeds``: the runs whose training sets the one_loop_g variant uses)."""
-    params, points = study_points(studies, study, base, recipe)
+    (``seeds``: the runs whose training sets the one_loop_g variant uses; softmax: âG, SOFTMAX_VARIANTS)."""
+    params, points = study_points(studies, study, base, recipe, attention)
     return compute(params, points, {"study": study, "by": studies[study]["by"], "recipe": recipe}, settings, log,
-                   seeds)
+                   seeds, attention)
 
 
-def compute(params, points, attrs, settings=SETTINGS, log=print, seeds=()):
+def compute(params, points, attrs, settings=SETTINGS, log=print, seeds=(), attention="linear"):
     """The dataset of compute_study from (params per size x, {(ratio, x, param): point})."""
     study = attrs["study"]
+    linear = attention == "linear"
+    prms, variants = (PARAMS, VARIANTS) if linear else (SOFTMAX_PARAMS, SOFTMAX_VARIANTS)
     ratios = sorted({k[0] for k in points})
     xs = sorted(params)
-    shape3, shape2 = (len(ratios), len(xs), len(PARAMS)), (len(ratios), len(xs))
+    shape3, shape2 = (len(ratios), len(xs), len(prms)), (len(ratios), len(xs))
     v3 = {k: np.full(shape3, np.nan) for k in ("experiment", "error", "theory", "gap", "closed")}
-    v3.update({f"mean_{k}": np.full(shape3, np.nan) for k in VARIANTS})
+    v3.update({f"mean_{k}": np.full(shape3, np.nan) for k in variants})
+    window = ("c1_lo", "c1_hi", "cG_lo", "cG_hi") if linear else ("beta_lo", "beta_hi")
     v2 = {k: np.full(shape2, np.nan) for k in ("P", "unstable_weight", "near_unstable_weight", "soft_weight",
-                                                "n_unstable", "c1_lo", "c1_hi", "cG_lo", "cG_hi", "seconds")
-          + tuple(f"mode_{k}_{at}" for k in ("rel", "column", "block") for at in ("none", "one_loop"))}
+                                                "n_unstable", "seconds") + window
+          + (tuple(f"mode_{k}_{at}" for k in ("rel", "column", "block") for at in ("none", "one_loop"))
+             if linear else ())}
     for a, ratio in enumerate(ratios):
         for b, x in enumerate(xs):
-            if (ratio, x, "cG") not in points:
+            if (ratio, x, prms[-1]) not in points:
                 continue
-            P = points[(ratio, x, "cG")]["P"]
+            P = points[(ratio, x, prms[-1])]["P"]
             t0 = time.perf_counter()
-            r = posterior_means(params[x], P, settings["coarse"], settings["fine"], soft=settings["soft"],
-                                cut=settings["cut"], seeds=seeds)
-            (v2["c1_lo"][a, b], v2["c1_hi"][a, b]), (v2["cG_lo"][a, b], v2["cG_hi"][a, b]) = r["window"]
+            if linear:
+                r = posterior_means(params[x], P, settings["coarse"], settings["fine"], soft=settings["soft"],
+                                    cut=settings["cut"], seeds=seeds)
+                (v2["c1_lo"][a, b], v2["c1_hi"][a, b]), (v2["cG_lo"][a, b], v2["cG_hi"][a, b]) = r["window"]
+                for at in ("none", "one_loop"):
+                    blk, rel, share = mode_at(params[x], P, r[at]["c1"], r[at]["cG"])
+                    v2[f"mode_rel_{at}"][a, b], v2[f"mode_column_{at}"][a, b] = rel, share
+                    v2[f"mode_block_{at}"][a, b] = ol.BLOCKS.index(blk) if blk else -1
+                extra = f"(with g⊥ {r['one_loop_g']['cG'] - r['none']['cG']:+.4f}), "
+            else:
+                r = softmax_posterior_means(params[x], P, settings["coarse_beta"], settings["fine_beta"],
+                                            soft=settings["soft"], cut=settings["cut"])
+                v2["beta_lo"][a, b], v2["beta_hi"][a, b] = r["window"]
+                extra = f"(without the observable's term {r['one_loop_no_obs']['aG'] - r['none']['aG']:+.4f}), "
             for k in ("unstable_weight", "near_unstable_weight", "soft_weight", "n_unstable"):
                 v2[k][a, b] = r[k]
-            for at in ("none", "one_loop"):
-                blk, rel, share = mode_at(params[x], P, r[at]["c1"], r[at]["cG"])
-                v2[f"mode_rel_{at}"][a, b], v2[f"mode_column_{at}"][a, b] = rel, share
-                v2[f"mode_block_{at}"][a, b] = ol.BLOCKS.index(blk) if blk else -1
             v2["P"][a, b], v2["seconds"][a, b] = P, time.perf_counter() - t0
-            for c, prm in enumerate(PARAMS):
+            for c, prm in enumerate(prms):
                 for k in ("experiment", "error", "theory", "gap", "closed"):
                     v3[k][a, b, c] = points[(ratio, x, prm)][k]
-                for k in VARIANTS:
+                for k in variants:
                     v3[f"mean_{k}"][a, b, c] = r[k][prm]
-            log(f"{study} ratio {ratio} x {x} P {P:g}: shift cG {r['one_loop']['cG'] - r['none']['cG']:+.4f} "
-                f"(with g⊥ {r['one_loop_g']['cG'] - r['none']['cG']:+.4f}), "
-                f"soft weight {r['soft_weight']:.2g} ({v2['seconds'][a, b]:.0f} s)")
+            log(f"{study} {attention} ratio {ratio} x {x} P {P:g}: shift {prms[-1]} "
+                f"{r['one_loop'][prms[-1]] - r['none'][prms[-1]]:+.4f} {extra}"
+                f"soft weight {r['soft_weight']:.2g} ({v2['seconds'][a, b]:.1f} s)")
     ds = xr.Dataset({k: (("ratio", "x", "param"), v) for k, v in v3.items()}
                     | {k: (("ratio", "x"), v) for k, v in v2.items()},
-                    coords={"ratio": ratios, "x": xs, "param": list(PARAMS),
+                    coords={"ratio": ratios, "x": xs, "param": list(prms),
                             "d_k": ("x", [params[x].d_k for x in xs]), "L": ("x", [params[x].L for x in xs]),
                             "V": ("x", [params[x].V for x in xs]), "sigma2": ("x", [params[x].sigma2 for x in xs])})
-    ds.attrs.update({**attrs, "prior": params[xs[0]].prior,
+    labels = VARIANT_LABEL if linear else SOFTMAX_LABEL
+    ds.attrs.update({**attrs, "attention": attention, "prior": params[xs[0]].prior,
                      "g_Q": params[xs[0]].g_Q, "g_K": params[xs[0]].g_K, "g_O": params[xs[0]].g_O,
                      **{f"setting_{k}": v for k, v in settings.items()},
                      "measured": "SGLD (prior starts) minus the studies' same-dataset posterior mean",
                      "mode_block_codes": " ".join(ol.BLOCKS), "seeds": " ".join(map(str, seeds)),
-                     **{f"variant_{k}": VARIANT_LABEL[k] for k in VARIANTS}})
+                     **{f"variant_{k}": labels[k] for k in variants}})
     return ds
 
 
@@ -335,6 +395,8 @@ def main(argv=None):
     ap.add_argument("--study", required=True, choices=["finite_size", "finite_L", "converged"])
     ap.add_argument("--out", type=pathlib.Path, required=True)
     ap.add_argument("--coarse", type=int, default=SETTINGS["coarse"])
+    ap.add_argument("--attention", choices=["linear", "softmax"], default="linear",
+                    help="softmax: âG at the finite-size study's points (Eqs. (32), (35))")
     ap.add_argument("--spec", type=pathlib.Path, default=pathlib.Path("config/studies.yaml"),
                     help="the studies' spec: its seeds are the runs whose training sets the one_loop_g variant "
                          "uses (finite_size, finite_L; converged: the results' linear sgld seeds)")
@@ -350,7 +412,8 @@ def main(argv=None):
                                       "source": str(a.results)}, settings, seeds=seeds)
     else:
         seeds = load_yaml(a.spec)["seeds"]
-        ds = compute_study(json.loads(a.studies.read_text()), a.study, load_yaml(a.base), settings, seeds=seeds)
+        ds = compute_study(json.loads(a.studies.read_text()), a.study, load_yaml(a.base), settings,
+                           seeds=() if a.attention == "softmax" else seeds, attention=a.attention)
     ds.attrs["seconds_total"] = time.perf_counter() - t0
     a.out.parent.mkdir(parents=True, exist_ok=True)
     ds.to_netcdf(a.out)
