@@ -194,7 +194,8 @@ def test_theory_option_one_loop_writes_the_corrected_linear_curve(tmp_path):
     """theory.fluctuations {kind: one_loop} (docs/theory.md Sec. 13): the linear theory file gains the
     uncorrected and corrected posterior means on their own P grid, the flag and the corrected crossover;
     the uncorrected one equals the posterior mean of Eq. (18) computed by posterior_means; flagged P carry
-    NaN; softmax says it has no corrected curve; the default (no key) writes none of it."""
+    NaN; the softmax file has âG with Eq. (35) and the bracket of its jump; the default (no key) writes none
+    of it."""
     from copyhead.theory.output import write_theory
     cfg = {"task": {"V": 4, "L": 6}, "model": {"d_k": 12, "g_Q": 1.0, "g_K": 1.0, "g_O": 1.0, "sigma2": 0.1},
            "theory": {"prior": "large_deviation", "P_min": 1.0, "P_max": 60.0, "n_P": 30, "grid_n": 41,
@@ -213,7 +214,13 @@ def test_theory_option_one_loop_writes_the_corrected_linear_curve(tmp_path):
     assert (lin["cG_mean_one_loop"].values[~flagged] != lin["cG_mean_none"].values[~flagged]).all()
     assert "P_crossover_one_loop" in lin.attrs and lin.attrs["P_crossover_one_loop_note"]
     soft = write_theory(cfg, "softmax", tmp_path / "softmax.nc")
-    assert "linear attention only" in soft.attrs["fluctuations_note"] and "P_one_loop" not in soft.coords
+    ok = ~soft["one_loop_flagged"].values.astype(bool)
+    assert np.isfinite(soft["aG_mean_one_loop"].values[ok]).all() and ok.sum() >= 2
+    assert (soft["aG_mean_one_loop"].values[ok] != soft["aG_mean_none"].values[ok]).all()
+    ref = lp.softmax_posterior_means(p, 8.0)
+    assert float(soft["aG_mean_none"].sel(P_one_loop=8)) == pytest.approx(ref["none"]["aG"], rel=1e-12)
+    lo, hi = soft.attrs["P_jump_one_loop"]
+    assert lo < hi and lo in lin["P_one_loop"].values and soft["beta_min_none"].dims == ("P_one_loop",)
     del cfg["theory"]["fluctuations"]
     plain = write_theory(cfg, "linear", tmp_path / "plain.nc")
     assert plain.attrs["fluctuations"] == "none" and "P_one_loop" not in plain.coords

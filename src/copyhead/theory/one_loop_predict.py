@@ -184,7 +184,7 @@ def softmax_posterior_means(p: ActionParams, P, coarse=21, fine=801, soft=SOFT, 
     q0 = np.exp(-(Sf - Sf.min()))
     idx = np.rint((bf - lo) / (hi - lo) * (coarse - 1)).astype(int)
     out = {"window": (lo, hi), "unstable_weight": float(q0[bad[idx]].sum() / q0.sum()), "n_unstable": int(bad.sum()),
-           "none": {"aG": float(q0 @ aG / q0.sum())}}
+           "none": {"aG": float(q0 @ aG / q0.sum())}, "beta_min": {"none": float(bf[np.argmin(Sf)]), "one_loop": np.nan}}
     if bad.all():
         out.update({v: {"aG": np.nan} for v in SOFTMAX_VARIANTS[1:]}, soft_weight=np.nan, near_unstable_weight=np.nan)
         return out
@@ -193,6 +193,7 @@ def softmax_posterior_means(p: ActionParams, P, coarse=21, fine=801, soft=SOFT, 
     keep = ~bad[idx]
     T = Sf + CubicSpline(bc, dS[nearest])(bf)
     q = np.exp(-(T - T[keep].min())) * keep
+    out["beta_min"]["one_loop"] = float(bf[keep][np.argmin(T[keep])])
     out["one_loop_no_obs"] = {"aG": float(q @ aG / q.sum())}
     out["one_loop"] = {"aG": float(q @ (aG + CubicSpline(bc, obs[nearest])(bf)) / q.sum())}
     near = np.convolve(bad, np.ones(3), "same") > 0
@@ -216,42 +217,61 @@ def mode_at(p: ActionParams, P, c1, cG):
 
 
 # ----------------------------------------------------------------------------- the theory option
-def one_loop_curve(p: ActionParams, Ps, settings=SETTINGS, log=None) -> dict:
-    """The closed-form linear posterior means (Eq. (18)) without and with the one-loop correction (Eq. (32))
-    at each P of ``Ps`` (``theory.fluctuations: {kind: one_loop}``): arrays over Ps of c1, cG under
-    ``none`` and ``one_loop`` (NaN where flagged: more than settings["flag"] of the one-loop posterior
-    weight on near-critical transverse modes, or no stable sub-grid point), soft_weight, unstable_weight,
-    flagged; and P_crossover: where the corrected ĉG − ĉ1 changes sign between two neighbouring unflagged
-    P (linear in log P), NaN if it does not, with the reason."""
+def one_loop_curve(p: ActionParams, Ps, settings=SETTINGS, log=None, attention="linear") -> dict:
+    """The closed-form posterior means (Eq. (18)) without and with the one-loop correction at each P of
+    ``Ps`` (``theory.fluctuations: {kind: one_loop}``): arrays over Ps of each order parameter (linear c1,
+    cG, Eq. (32); softmax aG = mP/L, Eqs. (32) and (35)) under ``none`` and ``one_loop`` (NaN where flagged:
+    more than settings["flag"] of the one-loop posterior weight on near-critical transverse modes, or no
+    stable sub-grid point), soft_weight, unstable_weight, flagged, and the transition of the corrected
+    curve with a note: linear P_crossover, where ĉG − ĉ1 changes sign between two neighbouring unflagged P
+    (linear in log P); softmax P_jump, the pair of neighbouring unflagged P across which the global minimum
+    β of S + ΔS_EK jumps most (and the same for the uncorrected S, on the same grid: ``P_jump_none``)."""
+    linear = attention == "linear"
+    prms = PARAMS if linear else SOFTMAX_PARAMS
     Ps = np.asarray(sorted(float(x) for x in Ps))
-    out = {k: np.full(len(Ps), np.nan) for k in ("c1_none", "cG_none", "c1_one_loop", "cG_one_loop",
-                                                  "soft_weight", "unstable_weight")}
+    out = {f"{q}_{v}": np.full(len(Ps), np.nan) for q in prms for v in ("none", "one_loop")}
+    out.update({k: np.full(len(Ps), np.nan) for k in ("soft_weight", "unstable_weight", "beta_none", "beta_one_loop")})
     out["flagged"] = np.zeros(len(Ps), bool)
     for i, P in enumerate(Ps):
         t0 = time.perf_counter()
-        r = posterior_means(p, P, settings["coarse"], settings["fine"], soft=settings["soft"], cut=settings["cut"])
-        flag = not np.isfinite(r["one_loop"]["cG"]) or r["soft_weight"] > settings["flag"]
-        for prm in PARAMS:
-            out[f"{prm}_none"][i] = r["none"][prm]
-            out[f"{prm}_one_loop"][i] = np.nan if flag else r["one_loop"][prm]
+        if linear:
+            r = posterior_means(p, P, settings["coarse"], settings["fine"], soft=settings["soft"], cut=settings["cut"])
+        else:
+            r = softmax_posterior_means(p, P, settings["coarse_beta"], settings["fine_beta"], soft=settings["soft"],
+                                        cut=settings["cut"])
+            out["beta_none"][i], out["beta_one_loop"][i] = r["beta_min"]["none"], r["beta_min"]["one_loop"]
+        flag = not np.isfinite(r["one_loop"][prms[-1]]) or r["soft_weight"] > settings["flag"]
+        for q in prms:
+            out[f"{q}_none"][i] = r["none"][q]
+            out[f"{q}_one_loop"][i] = np.nan if flag else r["one_loop"][q]
         out["soft_weight"][i], out["unstable_weight"][i], out["flagged"][i] = (r["soft_weight"],
                                                                                 r["unstable_weight"], flag)
         if log:
-            log(f"one loop P {P:g}: (c1, cG) {r['none']['c1']:.4f}, {r['none']['cG']:.4f} -> "
-                f"{'flagged' if flag else '%.4f, %.4f' % (r['one_loop']['c1'], r['one_loop']['cG'])} "
-                f"({time.perf_counter() - t0:.1f} s)")
-    d = out["cG_one_loop"] - out["c1_one_loop"]
-    out["P_crossover"], out["P_crossover_note"] = np.nan, "the corrected ĉG − ĉ1 does not change sign on the grid"
-    for i in range(len(Ps) - 1):
-        if np.isfinite(d[i]) and np.isfinite(d[i + 1]) and d[i] < 0 <= d[i + 1]:
-            t = d[i] / (d[i] - d[i + 1])
-            out["P_crossover"] = float(np.exp(np.log(Ps[i]) + t * (np.log(Ps[i + 1]) - np.log(Ps[i]))))
-            out["P_crossover_note"] = "linear in log P between neighbouring unflagged grid points"
-            break
-    else:
-        if out["flagged"].any():
-            out["P_crossover_note"] += " outside the flagged P (no prediction there)"
+            log(f"one loop {attention} P {P:g}: " + ", ".join(f"{q} {r['none'][q]:.4f} -> "
+                + ("flagged" if flag else f"{r['one_loop'][q]:.4f}") for q in prms)
+                + f" ({time.perf_counter() - t0:.1f} s)")
     out["P"] = Ps
+    if linear:
+        d = out["cG_one_loop"] - out["c1_one_loop"]
+        out["P_crossover"], out["P_crossover_note"] = np.nan, "the corrected ĉG − ĉ1 does not change sign on the grid"
+        for i in range(len(Ps) - 1):
+            if np.isfinite(d[i]) and np.isfinite(d[i + 1]) and d[i] < 0 <= d[i + 1]:
+                t = d[i] / (d[i] - d[i + 1])
+                out["P_crossover"] = float(np.exp(np.log(Ps[i]) + t * (np.log(Ps[i + 1]) - np.log(Ps[i]))))
+                out["P_crossover_note"] = "linear in log P between neighbouring unflagged grid points"
+                break
+        else:
+            if out["flagged"].any():
+                out["P_crossover_note"] += " outside the flagged P (no prediction there)"
+        return out
+    for v in ("none", "one_loop"):
+        b = np.where(out["flagged"], np.nan, out[f"beta_{v}"]) if v == "one_loop" else out["beta_none"]
+        jumps = np.diff(b)
+        ok = np.isfinite(jumps)
+        out[f"P_jump_{v}"] = ((float(Ps[np.nanargmax(np.where(ok, jumps, np.nan))]),
+                               float(Ps[np.nanargmax(np.where(ok, jumps, np.nan)) + 1])) if ok.any() else (np.nan, np.nan))
+    out["P_jump_note"] = ("the neighbouring grid P across which the global minimum β of the (corrected) action "
+                          "jumps most: a bracket, as fine as the grid")
     return out
 
 

@@ -186,34 +186,41 @@ def compute_theory(th: TheoryParams, attention: str, log=print) -> xr.Dataset:
 
 
 def _fluctuation_vars(ds, attrs, th: TheoryParams, attention, P_exact, log):
-    """``theory.fluctuations``: with kind one_loop (linear attention), the closed-form posterior means without
-    and with the one-loop correction on their own P grid (docs/theory.md Sec. 13,
-    copyhead.theory.one_loop_predict.one_loop_curve)."""
+    """``theory.fluctuations``: with kind one_loop, the closed-form posterior means without and with the
+    one-loop correction on their own P grid (docs/theory.md Sec. 13; linear ĉ1, ĉG with Eq. (32), softmax âG
+    with Eqs. (32) and (35); copyhead.theory.one_loop_predict.one_loop_curve)."""
     fl = th.fluctuations
     attrs["fluctuations"] = fl.kind
     if fl.kind == "none":
         return ds, attrs
-    if attention != "linear":
-        attrs["fluctuations_note"] = ("one_loop is computed for linear attention only (docs/theory.md Sec. 13): "
-                                      "no corrected softmax curve")
-        return ds, attrs
-    from .one_loop_predict import SETTINGS, VARIANT_LABEL, one_loop_curve
+    from .one_loop_predict import PARAMS, SETTINGS, SOFTMAX_LABEL, SOFTMAX_PARAMS, VARIANT_LABEL, one_loop_curve
     t = time.perf_counter()
+    linear = attention == "linear"
     Pf = list(fl.P) or list(P_exact) or list(np.geomspace(th.P_min, th.P_max, 12))
-    r = one_loop_curve(th.action, Pf, log=log)
+    r = one_loop_curve(th.action, Pf, log=log, attention=attention)
     ds = ds.assign_coords(P_one_loop=("P_one_loop", r["P"], {"long_name": "P of the one-loop curves", "units": SEQ}))
-    for prm, name in (("c1", "ĉ1"), ("cG", "ĉG")):
-        for v, lab in (("none", VARIANT_LABEL["none"]), ("one_loop", VARIANT_LABEL["one_loop"] + "; NaN: flagged")):
-            ds[f"{prm}_mean_{v}"] = ("P_one_loop", r[f"{prm}_{v}"],
-                                     {"long_name": f"{name} posterior mean, {lab}", "units": "1"})
+    labels = VARIANT_LABEL if linear else SOFTMAX_LABEL
+    names = {"c1": "ĉ1", "cG": "ĉG", "aG": "âG = mP/L"}
+    for prm in (PARAMS if linear else SOFTMAX_PARAMS):
+        for v in ("none", "one_loop"):
+            ds[f"{prm}_mean_{v}"] = ("P_one_loop", r[f"{prm}_{v}"], {
+                "long_name": f"{names[prm]} posterior mean, {labels[v]}" + ("; NaN: flagged" if v != "none" else ""),
+                "units": "1"})
     ds["one_loop_soft_weight"] = ("P_one_loop", r["soft_weight"], {
         "long_name": "share of the one-loop posterior weight on near-critical transverse modes", "units": "1"})
     ds["one_loop_unstable_weight"] = ("P_one_loop", r["unstable_weight"], {
-        "long_name": "share of the 2-D posterior weight next to points where Eq. (33) fails", "units": "1"})
+        "long_name": "share of the uncorrected posterior weight next to points where Eq. (33) fails", "units": "1"})
     ds["one_loop_flagged"] = ("P_one_loop", r["flagged"].astype(np.int8), {
         "long_name": f"1: no one-loop prediction (soft-mode weight above {SETTINGS['flag']})", "units": "1"})
-    attrs.update({"P_crossover_one_loop": r["P_crossover"], "P_crossover_one_loop_note": r["P_crossover_note"],
-                  **{f"one_loop_setting_{k}": v for k, v in SETTINGS.items()}})
+    attrs.update({f"one_loop_setting_{k}": v for k, v in SETTINGS.items()})
+    if linear:
+        attrs.update(P_crossover_one_loop=r["P_crossover"], P_crossover_one_loop_note=r["P_crossover_note"])
+    else:
+        for v in ("none", "one_loop"):
+            ds[f"beta_min_{v}"] = ("P_one_loop", r[f"beta_{v}"], {
+                "long_name": f"global minimum β of the {'corrected ' if v != 'none' else ''}action", "units": "1"})
+        attrs.update(P_jump_one_loop=list(r["P_jump_one_loop"]), P_jump_none_on_one_loop_grid=list(r["P_jump_none"]),
+                     P_jump_one_loop_note=r["P_jump_note"])
     log(f"theory {attention}: one-loop curves at {len(Pf)} P done in {time.perf_counter() - t:.1f} s")
     return ds, attrs
 
