@@ -133,11 +133,11 @@ def test_injected_nan_diverges(tmp_path, monkeypatch):
     orig = CopyAttention.energy_grad
     calls = {"n": 0}
 
-    def bad(self, theta):
+    def bad(self, theta, **kw):
         calls["n"] += 1
         if calls["n"] == 31:
             theta[0] = float("nan")
-        return orig(self, theta)
+        return orig(self, theta, **kw)
 
     monkeypatch.setattr(CopyAttention, "energy_grad", bad)
     ds = train_run(run_cfg("softmax", "adam"), tmp_path / "n.nc")
