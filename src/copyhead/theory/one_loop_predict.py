@@ -267,9 +267,11 @@ def one_loop_curve(p: ActionParams, Ps, settings=SETTINGS, log=None, attention="
     for v in ("none", "one_loop"):
         b = np.where(out["flagged"], np.nan, out[f"beta_{v}"]) if v == "one_loop" else out["beta_none"]
         jumps = np.diff(b)
-        ok = np.isfinite(jumps)
-        out[f"P_jump_{v}"] = ((float(Ps[np.nanargmax(np.where(ok, jumps, np.nan))]),
-                               float(Ps[np.nanargmax(np.where(ok, jumps, np.nan)) + 1])) if ok.any() else (np.nan, np.nan))
+        if np.isfinite(jumps).any():
+            j = int(np.nanargmax(jumps))
+            out[f"P_jump_{v}"] = (float(Ps[j]), float(Ps[j + 1]))
+        else:
+            out[f"P_jump_{v}"] = (np.nan, np.nan)
     out["P_jump_note"] = ("the neighbouring grid P across which the global minimum β of the (corrected) action "
                           "jumps most: a bracket, as fine as the grid")
     return out
@@ -277,8 +279,8 @@ def one_loop_curve(p: ActionParams, Ps, settings=SETTINGS, log=None, attention="
 
 # ----------------------------------------------------------------------------- the studies' points
 def study_points(studies: dict, study: str, base: dict, recipe="sgld", attention="linear"):
-    """The measured gaps (``attention``: linear ĉ1, ĉG; softmax âG) of one finite-size study of docs/studies/studies.json (``finite_size``:
-    d_k at L = 16; ``finite_L``: L at d_k = 2L): (ActionParams per size x, {(ratio, x, param): point}) with
+    """The measured gaps (``attention``: linear ĉ1, ĉG; softmax âG) of one finite-size study of
+    docs/studies/studies.json (``finite_size``: d_k at L = 16; ``finite_L``: L at d_k = 2L): (ActionParams per size x, {(ratio, x, param): point}) with
     point = dict(P, experiment, error, theory (the same-dataset posterior mean), gap, closed (the studies'
     closed-form posterior mean at that P, large-deviation prior, for a consistency check)).
     ``base``: the studies' base config (g_Q, g_K, g_O, prior; config/studies/base.yaml)."""
