@@ -17,6 +17,7 @@ import torch
 
 from copyhead.config import ActionParams
 from copyhead.theory import one_loop as ol
+from copyhead.theory import one_loop_terms as olt
 from copyhead.theory.action import order_to_coeffs
 from copyhead.theory.same_dataset import run_training_tokens
 
@@ -43,7 +44,7 @@ def main(argv=None):
         for s in a.seeds:
             gd, Hd = ol.grad_hessian(ol.evidence_dataset(run_training_tokens(p, s, a.P), p.V, p.g_O, p.sigma2), M)
             own, ek = ol.one_loop(Hd, gd, HIf, p.d_k), ol.one_loop(H_ek, gd, HIf, p.d_k)
-            print(f"(c1, cG) = ({c1}, {cG}) run {s}: {ol.grad_term_blocks(gd, HE, HI, L):9.3f} | "
+            print(f"(c1, cG) = ({c1}, {cG}) run {s}: {olt.grad_term_blocks(gd, HE, HI, L):9.3f} | "
                   f"{own.grad_term:9.3f}   {ek.logdet:8.2f} | {own.logdet:8.2f}"
                   f"{'' if own.stable else '  (dataset: Eq. (33) fails)'}")
 

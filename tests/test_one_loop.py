@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from copyhead.theory import one_loop as ol
+from copyhead.theory import one_loop_terms as olt
 from copyhead.theory.action import closed_form_nle, order_to_coeffs, population_moments
 from copyhead.theory.evidence import neg_log_evidence, neg_log_evidence_from_stats
 from copyhead.theory.prior import neg_log_prior_matrix
@@ -153,15 +154,15 @@ def test_dataset_gradient_term_in_block_form_equals_the_full_projection():
         _, H = ol.grad_hessian(E, M)
         HIf = ol.prior_rate_hessian(M, 1.0)
         _, HE, HI, _ = ol.ek_blocks(m1, mP, P, V, L, d_k, 1.0, 1.0, 1.0, 0.1, E=E)
-        gd = ol.evidence_grad(ol.evidence_dataset(rng.integers(0, V, (P, L)), V, 1.0, 0.1), M)
+        gd = olt.evidence_grad(ol.evidence_dataset(rng.integers(0, V, (P, L)), V, 1.0, 0.1), M)
         assert np.linalg.norm(ol.transverse_basis(L).T @ gd) > 0.1 * np.linalg.norm(gd)
         for g in (rng.normal(size=L * L), gd):
             full = ol.one_loop(H, g, HIf, d_k)
             if (m1, mP) == (0.05, 0.1):                                    # pooling regime: a column mode
-                assert not full.stable and np.isnan(ol.grad_term_blocks(g, HE, HI, L))
+                assert not full.stable and np.isnan(olt.grad_term_blocks(g, HE, HI, L))
                 continue
             assert full.stable and full.grad_term < 0
-            assert ol.grad_term_blocks(g, HE, HI, L) == pytest.approx(full.grad_term, rel=1e-10)
+            assert olt.grad_term_blocks(g, HE, HI, L) == pytest.approx(full.grad_term, rel=1e-10)
 
 
 def test_gaussian_identity_by_quadrature():
@@ -261,16 +262,16 @@ def test_softmax_observable_term_in_block_form_equals_the_full_projection():
     from copyhead.theory.action import softmax_coeffs
     L, V, P, d_k = 5, 4, 9, 6
     for beta in (0.4, 1.3, 3.0):
-        m1, mP = ol.softmax_point(beta, L)
+        m1, mP = olt.softmax_point(beta, L)
         M = plane(m1, mP, L)
         E = ol.evidence_ek(P * L, V, L, 1.0, 0.1, "softmax")
         _, H = ol.grad_hessian(E, M)
-        _, Ho = ol.grad_hessian(ol.copy_weight, M)
+        _, Ho = ol.grad_hessian(olt.copy_weight, M)
         HIf = ol.prior_rate_hessian(M, 1.0)
         T = ol.transverse_basis(L)
         full = 0.5 * np.trace(np.linalg.solve(T.T @ H @ T + d_k * T.T @ HIf @ T, T.T @ Ho @ T))
-        r, obs = ol.one_loop_softmax(beta, P, V, L, d_k, 1.0, 1.0, 1.0, 0.1, E=E)
+        r, obs = olt.one_loop_softmax(beta, P, V, L, d_k, 1.0, 1.0, 1.0, 0.1, E=E)
         assert obs == pytest.approx(full, rel=1e-9, abs=1e-14)
         assert r.dS == pytest.approx(ol.one_loop(H, np.zeros(L * L), HIf, d_k).dS, rel=1e-10)
-        aG = float(ol.copy_weight(torch.as_tensor(M)))
+        aG = float(olt.copy_weight(torch.as_tensor(M)))
         assert aG == pytest.approx(float(softmax_coeffs(beta, L)[1]) / L, rel=1e-12)

@@ -32,7 +32,9 @@ from scipy.ndimage import binary_dilation, distance_transform_edt
 from copyhead.config import ActionParams
 
 from . import one_loop as ol
+from . import one_loop_terms as olt
 from .action import action_linear, action_softmax, order_to_coeffs, softmax_coeffs
+from .one_loop_points import PARAMS, SOFTMAX_PARAMS, converged_points, study_points
 from .same_dataset import run_training_tokens
 
 SOFT = 0.2       # a transverse mode with 1 + eig(Σ^½ H_E⊥ Σ^½) below this is near-critical (Sec. 13)
@@ -47,8 +49,6 @@ VARIANT_LABEL = {"none": "2-D closed form exp(−S) (Eqs. (16), (18)), uncorrect
                  "one_loop_pref": "exp(−S − ΔS_EK − ΔS_pref) (Eqs. (30), (32))",
                  "one_loop_g": "exp(−S − ΔS_EK − ΔS_g) per run's dataset, averaged (Eqs. (32), (34))",
                  "naive": "exp(−S − ΔS_EK − ½ ln det d_k H_I⊥), the naive total-Hessian form (Sec. 13)"}
-PARAMS = ("c1", "cG")
-SOFTMAX_PARAMS = ("aG",)
 SOFTMAX_VARIANTS = ("none", "one_loop", "one_loop_no_obs")
 SOFTMAX_LABEL = {"none": "1-D closed form exp(−S(β)) (Eqs. (16), (18)), uncorrected",
                  "one_loop": "exp(−S − ΔS_EK) with the observable's term (Eqs. (32), (35))",
@@ -100,7 +100,7 @@ def ek_correction(p: ActionParams, P, seeds=()):
         M = m1 * np.ones((p.L, p.L)) + mP * np.eye(p.L)
         return {"dS": r.dS, "rel": r.min_rel_eig, "pref": ol.prior_prefactor(m1, mP, p.L, p.g_Q * p.g_K, p.prior),
                 "naive": naive_extra(m1, mP, p),
-                **{f"g{i}": ol.grad_term_blocks(ol.evidence_grad(Ei, M), blocks[1], blocks[2], p.L)
+                **{f"g{i}": olt.grad_term_blocks(olt.evidence_grad(Ei, M), blocks[1], blocks[2], p.L)
                    for i, Ei in enumerate(Es)}}
     return corr
 
@@ -177,7 +177,7 @@ def softmax_posterior_means(p: ActionParams, P, coarse=21, fine=801, soft=SOFT, 
     E = ol.evidence_ek(P * p.L, p.V, p.L, p.g_O, p.sigma2, "softmax")
     dS, rel, obs = np.full(coarse, np.nan), np.full(coarse, np.nan), np.full(coarse, np.nan)
     for i, x in enumerate(bc):
-        r, o = ol.one_loop_softmax(float(x), P, p.V, p.L, p.d_k, p.g_Q, p.g_K, p.g_O, p.sigma2, p.prior, E=E)
+        r, o = olt.one_loop_softmax(float(x), P, p.V, p.L, p.d_k, p.g_Q, p.g_K, p.g_O, p.sigma2, p.prior, E=E)
         dS[i], rel[i], obs[i] = r.dS, r.min_rel_eig, o
     bad = ~np.isfinite(dS)
     aG = softmax_coeffs(bf, p.L)[1] / p.L                       # âG = mP/L (copyhead.results.inputs)
@@ -214,123 +214,6 @@ def mode_at(p: ActionParams, P, c1, cG):
     m1, mP = map(float, order_to_coeffs(c1, cG, p.L))
     blk, rel, u = ol.softest_mode(m1, mP, P, p.V, p.L, p.d_k, p.g_Q, p.g_K, p.g_O, p.sigma2, p.prior)
     return blk, rel, ol.column_share(u)
-
-
-# ----------------------------------------------------------------------------- the theory option
-def one_loop_curve(p: ActionParams, Ps, settings=SETTINGS, log=None, attention="linear") -> dict:
-    """The closed-form posterior means (Eq. (18)) without and with the one-loop correction at each P of
-    ``Ps`` (``theory.fluctuations: {kind: one_loop}``): arrays over Ps of each order parameter (linear c1,
-    cG, Eq. (32); softmax aG = mP/L, Eqs. (32) and (35)) under ``none`` and ``one_loop`` (NaN where flagged:
-    more than settings["flag"] of the one-loop posterior weight on near-critical transverse modes, or no
-    stable sub-grid point), soft_weight, unstable_weight, flagged, and the transition of the corrected
-    curve with a note: linear P_crossover, where ĉG − ĉ1 changes sign between two neighbouring unflagged P
-    (linear in log P); softmax P_jump, the pair of neighbouring unflagged P across which the global minimum
-    β of S + ΔS_EK jumps most (and the same for the uncorrected S, on the same grid: ``P_jump_none``)."""
-    linear = attention == "linear"
-    prms = PARAMS if linear else SOFTMAX_PARAMS
-    Ps = np.asarray(sorted(float(x) for x in Ps))
-    out = {f"{q}_{v}": np.full(len(Ps), np.nan) for q in prms for v in ("none", "one_loop")}
-    out.update({k: np.full(len(Ps), np.nan) for k in ("soft_weight", "unstable_weight", "beta_none", "beta_one_loop")})
-    out["flagged"] = np.zeros(len(Ps), bool)
-    for i, P in enumerate(Ps):
-        t0 = time.perf_counter()
-        if linear:
-            r = posterior_means(p, P, settings["coarse"], settings["fine"], soft=settings["soft"], cut=settings["cut"])
-        else:
-            r = softmax_posterior_means(p, P, settings["coarse_beta"], settings["fine_beta"], soft=settings["soft"],
-                                        cut=settings["cut"])
-            out["beta_none"][i], out["beta_one_loop"][i] = r["beta_min"]["none"], r["beta_min"]["one_loop"]
-        flag = not np.isfinite(r["one_loop"][prms[-1]]) or r["soft_weight"] > settings["flag"]
-        for q in prms:
-            out[f"{q}_none"][i] = r["none"][q]
-            out[f"{q}_one_loop"][i] = np.nan if flag else r["one_loop"][q]
-        out["soft_weight"][i], out["unstable_weight"][i], out["flagged"][i] = (r["soft_weight"],
-                                                                                r["unstable_weight"], flag)
-        if log:
-            log(f"one loop {attention} P {P:g}: " + ", ".join(f"{q} {r['none'][q]:.4f} -> "
-                + ("flagged" if flag else f"{r['one_loop'][q]:.4f}") for q in prms)
-                + f" ({time.perf_counter() - t0:.1f} s)")
-    out["P"] = Ps
-    if linear:
-        d = out["cG_one_loop"] - out["c1_one_loop"]
-        out["P_crossover"], out["P_crossover_note"] = np.nan, "the corrected ĉG − ĉ1 does not change sign on the grid"
-        for i in range(len(Ps) - 1):
-            if np.isfinite(d[i]) and np.isfinite(d[i + 1]) and d[i] < 0 <= d[i + 1]:
-                t = d[i] / (d[i] - d[i + 1])
-                out["P_crossover"] = float(np.exp(np.log(Ps[i]) + t * (np.log(Ps[i + 1]) - np.log(Ps[i]))))
-                out["P_crossover_note"] = "linear in log P between neighbouring unflagged grid points"
-                break
-        else:
-            if out["flagged"].any():
-                out["P_crossover_note"] += " outside the flagged P (no prediction there)"
-        return out
-    for v in ("none", "one_loop"):
-        b = np.where(out["flagged"], np.nan, out[f"beta_{v}"]) if v == "one_loop" else out["beta_none"]
-        jumps = np.diff(b)
-        if np.isfinite(jumps).any():
-            j = int(np.nanargmax(jumps))
-            out[f"P_jump_{v}"] = (float(Ps[j]), float(Ps[j + 1]))
-        else:
-            out[f"P_jump_{v}"] = (np.nan, np.nan)
-    out["P_jump_note"] = ("the neighbouring grid P across which the global minimum β of the (corrected) action "
-                          "jumps most: a bracket, as fine as the grid")
-    return out
-
-
-# ----------------------------------------------------------------------------- the studies' points
-def study_points(studies: dict, study: str, base: dict, recipe="sgld", attention="linear"):
-    """The measured gaps (``attention``: linear ĉ1, ĉG; softmax âG) of one finite-size study of
-    docs/studies/studies.json (``finite_size``: d_k at L = 16; ``finite_L``: L at d_k = 2L): (ActionParams per size x, {(ratio, x, param): point}) with
-    point = dict(P, experiment, error, theory (the same-dataset posterior mean), gap, closed (the studies'
-    closed-form posterior mean at that P, large-deviation prior, for a consistency check)).
-    ``base``: the studies' base config (g_Q, g_K, g_O, prior; config/studies/base.yaml)."""
-    fs = studies[study]
-    names = {a["x"]: a["name"] for a in fs["agreement"] if a["attention"] == attention}
-    keep = PARAMS if attention == "linear" else SOFTMAX_PARAMS
-    by_name = {s["name"]: s for s in studies["studies"]}
-    m, prior = base["model"], base["theory"]["prior"]
-    params, closed = {}, {}
-    for x, name in names.items():
-        s = by_name[name]
-        params[x] = ActionParams(V=s["V"], L=s["L"], d_k=s["d_k"], g_Q=m["g_Q"], g_K=m["g_K"], g_O=m["g_O"],
-                                 sigma2=s["sigma2"], prior=prior)
-        for r in s["attentions"][attention]["rows"]:
-            if r["curve"] == "closed_mean" and r["recipe"] == recipe:
-                closed[(x, float(r["P"]), r["param"])] = r["theory"]
-    points = {}
-    for g in fs["gaps"]:
-        if g["attention"] != attention or g["recipe"] != recipe or g["param"] not in keep:
-            continue
-        for q in g["points"]:
-            points[(float(g["ratio"]), q["x"], g["param"])] = {
-                "P": float(q["P"]), "experiment": q["experiment"], "error": q["error"], "theory": q["theory"],
-                "gap": q["gap"], "closed": closed.get((q["x"], float(q["P"]), g["param"]), np.nan)}
-    return params, points
-
-
-def converged_points(results: dict, recipe="sgld"):
-    """The measured linear gaps of one pipeline run's results JSON (docs/results.json: the converged study at
-    the default size), in the form of study_points: x = d_k, ratio = P / its closed-form crossover P_ref,
-    gap = SGLD − the same-dataset posterior mean, error = the row's error and its theory error in quadrature
-    (the definition of copyhead.analysis.fits.row_error; the theory package does not import the analysis)."""
-    import json
-    import math
-
-    def row_error(r):
-        return math.hypot(r["error"] if r["error"] is not None else math.nan, r.get("theory_error") or 0.0)
-    cfg = json.loads(results["config"]["json"])
-    lin = results["attentions"]["linear"]
-    m, t = cfg["model"], cfg["task"]
-    p = ActionParams(V=t["V"], L=t["L"], d_k=m["d_k"], g_Q=m["g_Q"], g_K=m["g_K"], g_O=m["g_O"],
-                     sigma2=m["sigma2"], prior=cfg["theory"]["prior"])
-    P_ref = float(lin["theory"]["P_crossover"])
-    rows = [r for r in lin["agreement"] if r.get("recipe") == recipe]
-    closed = {(float(r["P"]), r["param"]): r["theory"] for r in rows if r["curve"] == "closed_mean"}
-    points = {(float(r["P"]) / P_ref, p.d_k, r["param"]): {
-        "P": float(r["P"]), "experiment": r["experiment"], "error": row_error(r), "theory": r["theory"],
-        "gap": r["experiment"] - r["theory"], "closed": closed.get((float(r["P"]), r["param"]), np.nan)}
-        for r in rows if r["curve"] == "same_mean" and r["param"] in PARAMS}
-    return {p.d_k: p}, points
 
 
 def compute_study(studies: dict, study: str, base: dict, settings=SETTINGS, recipe="sgld", log=print, seeds=(),

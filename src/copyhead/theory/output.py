@@ -188,12 +188,13 @@ def compute_theory(th: TheoryParams, attention: str, log=print) -> xr.Dataset:
 def _fluctuation_vars(ds, attrs, th: TheoryParams, attention, P_exact, log):
     """``theory.fluctuations``: with kind one_loop, the closed-form posterior means without and with the
     one-loop correction on their own P grid (docs/theory.md Sec. 13; linear ĉ1, ĉG with Eq. (32), softmax âG
-    with Eqs. (32) and (35); copyhead.theory.one_loop_predict.one_loop_curve)."""
+    with Eqs. (32) and (35); copyhead.theory.one_loop_option.one_loop_curve)."""
     fl = th.fluctuations
     attrs["fluctuations"] = fl.kind
     if fl.kind == "none":
         return ds, attrs
-    from .one_loop_predict import PARAMS, SETTINGS, SOFTMAX_LABEL, SOFTMAX_PARAMS, VARIANT_LABEL, one_loop_curve
+    from .one_loop_option import one_loop_curve
+    from .one_loop_predict import PARAMS, SETTINGS, SOFTMAX_LABEL, SOFTMAX_PARAMS, VARIANT_LABEL
     t = time.perf_counter()
     linear = attention == "linear"
     Pf = list(fl.P) or list(P_exact) or list(np.geomspace(th.P_min, th.P_max, 12))
