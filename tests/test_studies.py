@@ -13,6 +13,7 @@ from copyhead import config as cfgmod
 from copyhead.config import ConfigError
 from copyhead.studies import report as R
 from copyhead.studies import tables as T
+from copyhead.studies.publish import publish
 from copyhead.studies.spec import load_spec, reference_transitions, action_params, study_config, write_study_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -219,7 +220,7 @@ def test_report_is_written_from_the_studies_results_files(tmp_path):
     docs.mkdir()
     (docs / "results.md").write_text("# Results\n\nbody\n")
     for _ in range(2):
-        R.publish(out.parent, docs)
+        publish(out.parent, docs)
     assert (docs / "results.md").read_text() == "# Results\n\nbody\n"
     assert (docs / "studies" / "fig9_finite_size.png").is_file()
     assert json.loads((docs / "studies" / "studies.json").read_text()) == data
@@ -301,5 +302,5 @@ def test_a_fixed_head_dimension_group_gets_its_own_section_findings_and_ordering
     lines = _studies([("studies_fixed_dk16", json.loads(out.with_suffix(".json").read_text()))])
     assert lines[0].startswith("From [docs/studies_fixed_dk16/studies.md](studies_fixed_dk16/studies.md) (L16_dk16")
     assert any("softmax copies first at L = 64" in x for x in lines)
-    R.publish(out.parent, tmp_path / "docs", "studies_fixed_dk16")
+    publish(out.parent, tmp_path / "docs", "studies_fixed_dk16")
     assert (tmp_path / "docs" / "studies_fixed_dk16" / "studies.md").read_text() == text

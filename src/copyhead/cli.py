@@ -142,7 +142,7 @@ def _cmd_studies_report(a) -> int:
 
 
 def _cmd_publish_studies(a) -> int:
-    from .studies.report import publish
+    from .studies.publish import publish
     print(f"published to {publish(a.report, a.docs, a.name)}")
     return 0
 
@@ -261,7 +261,8 @@ def build_parser() -> argparse.ArgumentParser:
     ps = sub.add_parser("publish-studies", help="copy a studies report to DOCS/studies/ (or DOCS/<name>/)")
     ps.add_argument("report", nargs="?", default="studies/report", help="the report folder (studies/report)")
     ps.add_argument("--docs", default="docs", help="the docs folder (docs)")
-    ps.add_argument("--name", default="studies", help="folder under DOCS (studies; studies_<group> for a group's report)")
+    ps.add_argument("--name", default="studies", help="one plain folder name under DOCS (studies; studies_<group> for a group's report); only a folder "
+                         "an earlier publish wrote, unchanged, is replaced")
     ps.set_defaults(func=_cmd_publish_studies)
 
     au = sub.add_parser("audit", help="verify a figure's chain of inputs back to the runs")

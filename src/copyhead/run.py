@@ -258,7 +258,7 @@ def _run_batch(rc: RunConfig, model: CopyAttention, Ps, seeds, outs, dev, stop_a
     state = None
     if ckpt.exists():
         try:
-            d = torch.load(ckpt, map_location="cpu", weights_only=False)  # RNG states must stay on CPU
+            d = torch.load(ckpt, map_location="cpu", weights_only=True)  # tensors and plain data only; RNG on CPU
             if d.get("key") == key:
                 state = BatchState.from_dict(d, dev)
                 log(f"resuming from checkpoint {ckpt} at step {state.step}")

@@ -321,19 +321,3 @@ def write_report(spec_path: str | Path, paths: list[str | Path], out_md: str | P
     out_md.write_text("\n".join(render(rep, str(spec_path))) + "\n")
     out_md.with_suffix(".json").write_text(json.dumps(jsonable(rep, drop=("config",)), indent=1, sort_keys=True))
     return rep
-
-
-# ---------------------------------------------------------------- publishing into docs/
-
-def publish(report_dir: str | Path, docs: str | Path, name: str = "studies") -> Path:
-    """Copy the report folder to ``docs/<name>/`` (replacing it; ``studies`` for the whole report,
-    ``studies_<group>`` for a group's). docs/results.md has one writer (the results_doc rule); it quotes
-    the reports' findings from their JSON (copyhead.results.findings) and links to them."""
-    import shutil
-
-    report_dir, docs = Path(report_dir), Path(docs)
-    dest = docs / name
-    if dest.exists():
-        shutil.rmtree(dest)
-    shutil.copytree(report_dir, dest)
-    return dest

@@ -1,0 +1,109 @@
+"""Publishing a studies report into docs/: ``copyhead publish-studies <report> [--docs docs] [--name N]``.
+
+The report folder (what ``copyhead studies-report`` wrote: studies.md, studies.json, figures) is copied
+to ``docs/<name>/``, replacing what an earlier publish put there. The command never removes or
+overwrites anything it did not write itself:
+
+- ``name`` is one plain folder name (letters, digits, ``_ . -``; not ``.``/``..``, no path separator),
+  so the target is always a direct child of ``docs/``;
+- each published folder carries a manifest (``MANIFEST``: every file with its sha256); an existing
+  ``docs/<name>/`` is replaced only when it holds exactly the files its manifest lists, unchanged: a
+  folder without one, a file added or edited by hand, is refused with the file named;
+- the copy is made in a temporary folder beside the target and swapped in by two renames, so a failed
+  or killed publish leaves the old folder (or nothing) in place, never a mix.
+
+docs/results.md has one writer (the results_doc rule); it quotes the reports' findings from their JSON
+(copyhead.results.findings) and links to them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+from copyhead.datafiles import DataFileError, sha256_file
+
+MANIFEST = ".published.json"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+class PublishError(DataFileError):
+    """The publish was refused before anything was written (the message names why)."""
+
+
+def check_name(name: str) -> str:
+    """``name`` if it is one plain folder name, else a PublishError saying what a name must be."""
+    if not _NAME.fullmatch(name or "") or name in (".", ".."):
+        raise PublishError(f"--name {name!r} is not a plain folder name: it must be one folder under the docs "
+                           "folder (letters, digits, '_', '.', '-'; e.g. studies or studies_fixed_dk16)")
+    return name
+
+
+def _files(folder: Path) -> dict[str, str]:
+    """Relative path -> sha256 of every file under ``folder`` (links refused: they could point anywhere)."""
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_symlink():
+            raise PublishError(f"{p}: is a symbolic link; a published folder holds plain files only")
+        if p.is_file():
+            out[p.relative_to(folder).as_posix()] = sha256_file(p)
+    return out
+
+
+def _check_replaceable(dest: Path) -> None:
+    """Refuse unless ``dest`` holds exactly what an earlier publish wrote (its manifest), unchanged."""
+    if not dest.is_dir() or dest.is_symlink():
+        raise PublishError(f"{dest}: exists and is not a folder written by publish-studies; nothing was changed "
+                           "(move it away first)")
+    try:
+        recorded = json.loads((dest / MANIFEST).read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise PublishError(f"{dest}: has no readable {MANIFEST}, so it was not written by publish-studies; "
+                           "nothing was changed (move it away, or choose another --name)") from None
+    now = {k: v for k, v in _files(dest).items() if k != MANIFEST}
+    extra = sorted(set(now) - set(recorded))
+    edited = sorted(k for k in set(now) & set(recorded) if now[k] != recorded[k])
+    if extra or edited:
+        what = ([f"{dest / k} was not published here" for k in extra]
+                + [f"{dest / k} was changed after it was published" for k in edited])
+        raise PublishError(f"{what[0]}" + (f" (and {len(what) - 1} more)" if len(what) > 1 else "")
+                           + "; nothing was changed (move those files away first)")
+
+
+def publish(report_dir: str | Path, docs: str | Path, name: str = "studies") -> Path:
+    """Copy the report folder to ``docs/<name>/`` (``studies`` for the whole report, ``studies_<group>``
+    for a group's), replacing only an earlier publish's folder; return the folder."""
+    report_dir, docs, name = Path(report_dir), Path(docs), check_name(name)
+    if not (report_dir / "studies.md").is_file():
+        raise PublishError(f"{report_dir}: is not a studies report (no studies.md; make it with "
+                           "`snakemake -s workflow/studies.smk`); nothing was changed")
+    if docs.exists() and not docs.is_dir():
+        raise PublishError(f"{docs}: is not a folder; nothing was changed")
+    dest = docs / name
+    src, target = report_dir.resolve(), dest.resolve()
+    if src == target or target in src.parents or src in target.parents:
+        raise PublishError(f"{report_dir} and {dest} overlap; publish a report into another folder")
+    files = _files(report_dir)
+    if MANIFEST in files:
+        raise PublishError(f"{report_dir / MANIFEST}: a report folder must not hold a publish manifest")
+    if dest.exists() or dest.is_symlink():
+        _check_replaceable(dest)
+    docs.mkdir(parents=True, exist_ok=True)
+    tag = f"{os.getpid()}"
+    tmp, old = docs / f".{name}.publishing-{tag}", docs / f".{name}.replaced-{tag}"
+    try:
+        shutil.copytree(report_dir, tmp)
+        (tmp / MANIFEST).write_text(json.dumps({"report": str(report_dir), "files": files}, indent=1,
+                                               sort_keys=True) + "\n")
+        if dest.exists():
+            os.replace(dest, old)
+        os.replace(tmp, dest)
+    except BaseException:
+        if old.exists() and not dest.exists():
+            os.replace(old, dest)                     # put the earlier publish back
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(old, ignore_errors=True)            # the earlier publish, checked above
+    return dest
