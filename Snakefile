@@ -36,6 +36,8 @@ if not workflow.overwrite_configfiles:
 _stale = recovery.clear_stale_locks(".snakemake")
 if _stale:
     logger.warning(_stale)
+elif workflow.is_main_process and (_held := recovery.lock_holders(".snakemake")):
+    logger.warning(_held)   # Snakemake's own refusal that follows names no process
 
 
 onstart:
@@ -46,6 +48,12 @@ onstart:
 
 onsuccess:
     recovery.release_owner(".snakemake")
+    # runs left out of every mean (non-finite or made with another config) are named in one line
+    from copyhead.aggregate import left_out_summary
+
+    _left = left_out_summary([f"results/aggregate/{a}.nc" for a in ATTENTIONS])
+    if _left:
+        logger.warning(_left)
 
 
 onerror:

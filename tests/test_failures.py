@@ -102,3 +102,123 @@ def test_publish_refuses_what_is_not_a_report(sandbox):
         r = copyhead("publish-studies", report, "--docs", "docs", cwd=sandbox)
         assert r.returncode == 2 and "is not a studies report" in r.stderr, r.stderr
     assert tree(sandbox) == before
+
+
+# ------------------------------------------------------------------ a second snakemake in a locked folder
+
+def test_a_locked_folder_names_the_snakemake_that_holds_it(tmp_path):
+    """A snakemake that finds the folder locked by one that is still running says which process holds it
+    (Snakemake's own refusal names none), and changes nothing."""
+    import json
+    import shutil
+    import socket
+
+    from copyhead import recovery
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    shutil.copy(ROOT / "Snakefile", wd / "Snakefile")
+    shutil.copytree(ROOT / "workflow", wd / "workflow")
+    shutil.copy(ROOT / "tests/configs/tiny.yaml", wd / "config.yaml")
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        smk = wd / ".snakemake"
+        (smk / "locks").mkdir(parents=True)
+        (smk / "locks/0.output.lock").write_text("results/docs/results.md\n")   # an output of this DAG
+        (smk / "copyhead-owners").mkdir()
+        (smk / f"copyhead-owners/{socket.gethostname()}.{holder.pid}").write_text(json.dumps(
+            {"host": socket.gethostname(), "pid": holder.pid, "start": recovery._start_ticks(holder.pid),
+             "boot_id": recovery._boot_id()}))
+        r = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1"], cwd=wd, capture_output=True,
+                           text=True, timeout=300)
+    finally:
+        holder.kill()
+    assert r.returncode != 0
+    assert f"this folder is locked by pid {holder.pid} on {socket.gethostname()}" in r.stderr, r.stderr[-3000:]
+    assert (smk / "locks/0.output.lock").exists() and not (wd / "results").exists()
+
+
+# ------------------------------------------------------------------ outputs that cannot be written
+
+def _unwritable_folders(tmp_path):
+    """Folders a write into fails: under a regular file (on every machine), and a read-only folder where
+    the permission bits hold (not for root)."""
+    (tmp_path / "a_file").write_text("x")
+    out = {"under a file": tmp_path / "a_file" / "runs"}
+    ro = tmp_path / "read_only"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        (ro / "probe").write_text("x")
+        (ro / "probe").unlink()                  # root: the bits do not hold here
+    except PermissionError:
+        out["read-only"] = ro
+    return out
+
+
+def test_train_into_an_unwritable_folder_refuses_before_training(tmp_path):
+    for what, folder in _unwritable_folders(tmp_path).items():
+        r = copyhead("train", "--config", ROOT / "tests/configs/tiny.yaml", "--attention", "linear", "--optimizer",
+                     "adam", "--P", "4", "--seeds", "0", "1", "--out", folder / "seed0.nc", folder / "seed1.nc",
+                     cwd=tmp_path)
+        err = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(err) == 1, (what, r.stderr)
+        assert f"{folder / 'seed0.nc'}: cannot be written" in err[0] and "nothing was computed" in err[0], err
+        assert "step" not in r.stdout, (what, r.stdout)      # no training progress: refused first
+
+
+def _fig_inputs(tmp_path):
+    from test_figures import synthetic_aggregate
+
+    from copyhead.provenance import write_dataset
+    return {"aggregate_linear": str(write_dataset(synthetic_aggregate(), tmp_path / "agg.nc"))}
+
+
+def _limited(limit_bytes):
+    """preexec_fn: files larger than ``limit_bytes`` cannot be written (EFBIG, as a full disk gives ENOSPC)."""
+    def set_limit():
+        import resource
+        import signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
+    return set_limit
+
+
+def _figure(inputs, out, cwd, **kw):
+    import json
+    return subprocess.run([sys.executable, "-m", "copyhead", "figure", "fig6_linear_loss_curves", "--inputs",
+                           json.dumps(inputs), "--out", str(out)], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, **kw)
+
+
+def test_a_figure_that_cannot_be_written_is_one_line_and_keeps_the_earlier_outputs(tmp_path):
+    """A write that fails half-way (a file-size limit: the pdf fits, the png does not) is one line naming
+    the file, and the figure's earlier pdf, png and sidecar are left exactly as they were."""
+    inputs, out = _fig_inputs(tmp_path), tmp_path / "figs/fig6_linear_loss_curves.pdf"
+    assert _figure(inputs, out, tmp_path).returncode == 0
+    before = tree(out.parent)
+    sizes = {p: len(b) for p, b in before.items()}
+    limit = sizes["fig6_linear_loss_curves.pdf"] + 4096
+    assert limit < sizes["fig6_linear_loss_curves.png"]
+    r = _figure(inputs, out, tmp_path, preexec_fn=_limited(limit))
+    err = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(err) == 1, r.stderr
+    assert f"{out.with_suffix('.png')}: could not be written" in err[0] and "File too large" in err[0], err
+    assert tree(out.parent) == before                       # no mix of old and new, no temporary
+
+
+def test_a_figure_on_a_full_disk_is_one_line(tmp_path):
+    """A real full disk (a 16 KiB tmpfs; needs root and mount, else skipped): one line saying the disk is
+    full, nothing left on it."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(mnt)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here (needs root); the file-size-limit test covers the path")
+    try:
+        r = _figure(_fig_inputs(tmp_path), mnt / "fig6_linear_loss_curves.pdf", tmp_path)
+        left = sorted(p.name for p in mnt.iterdir())
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+    err = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(err) == 1 and "the disk is full" in err[0], r.stderr
+    assert left == [], left

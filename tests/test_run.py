@@ -202,20 +202,22 @@ def test_recipe_without_samples_is_a_config_error(tmp_path, capsys):
 
 
 def test_packed_group_command(tmp_path, capsys):
-    """``python -m copyhead.engine`` trains every (P, seed) of a recipe in one process, P-major outputs;
-    a wrong number of outputs or bad JSON is refused (exit 2) before anything is trained."""
+    """``copyhead train`` given several P trains every (P, seed) of a recipe in one process, P-major
+    outputs; a wrong number of outputs, a P given twice or bad JSON is refused (exit 2) before anything
+    is trained."""
     import json
-
-    from copyhead import engine
 
     rc = cfgmod.run_config(tiny_config(), "linear", "adam")
     outs = [str(tmp_path / f"P{P}_s{s}.nc") for P in (4, 8) for s in (0, 1)]
-    args = ["--run-config", json.dumps(rc), "--P", "4", "8", "--seeds", "0", "1"]
-    assert engine.main([*args, "--out", *outs[:3]]) == 2
+    args = ["train", "--run-config", json.dumps(rc), "--P", "4", "8", "--seeds", "0", "1"]
+    assert cli.main([*args, "--out", *outs[:3]]) == 2
     assert "need 4 --out files" in capsys.readouterr().err
-    assert engine.main(["--run-config", "{", "--P", "4", "--seeds", "0", "--out", outs[0]]) == 2
+    assert cli.main(["train", "--run-config", json.dumps(rc), "--P", "4", "4", "--seeds", "0", "--out",
+                     *outs[:2]]) == 2
+    assert "a training-set size twice" in capsys.readouterr().err
+    assert cli.main(["train", "--run-config", "{", "--P", "4", "--seeds", "0", "--out", outs[0]]) == 2
     assert not any(Path(o).exists() for o in outs)
-    assert engine.main([*args, "--out", *outs]) == 0
+    assert cli.main([*args, "--out", *outs]) == 0
     for o, (P, s) in zip(outs, [(4, 0), (4, 1), (8, 0), (8, 1)]):
         ds = read_dataset(o)
         assert (ds.attrs["P"], ds.attrs["seed"], ds.attrs["packed_P"]) == (P, s, "4 8")

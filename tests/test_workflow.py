@@ -5,6 +5,7 @@ workflow; the other tests dry-run edits of its config against that finished stat
 copies of its results.
 """
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -23,6 +24,9 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 def _copy_workflow(dest: Path, cfg: dict | None = None) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "Snakefile", dest / "Snakefile")
+    for report in ROOT.glob("docs/studies*/studies.json"):     # what results_doc quotes, as in a clone
+        (dest / report.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(report, dest / report.relative_to(ROOT))
     shutil.copytree(ROOT / "workflow", dest / "workflow", symlinks=False, dirs_exist_ok=True)
     shutil.copytree(ROOT / "envs", dest / "envs", dirs_exist_ok=True)
     (dest / "config.yaml").write_text(yaml.safe_dump(cfg if cfg is not None else yaml.safe_load(TINY.read_text()),
@@ -30,17 +34,18 @@ def _copy_workflow(dest: Path, cfg: dict | None = None) -> Path:
     return dest
 
 
-def smk(wd: Path, *args, check=True):
-    r = subprocess.run([*SNAKEMAKE, "--cores", "2", *args], cwd=wd, capture_output=True, text=True, timeout=900)
+def smk(wd: Path, *args, check=True, env=None):
+    r = subprocess.run([*SNAKEMAKE, "--cores", "2", *args], cwd=wd, capture_output=True, text=True, timeout=900,
+                       env=None if env is None else {**os.environ, **env})
     if check and r.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed ({r.returncode}):\n{r.stdout[-4000:]}\n"
                              f"{r.stderr[-6000:]}")
     return r
 
 
-def planned_jobs(wd: Path) -> dict[str, int]:
+def planned_jobs(wd: Path, env=None) -> dict[str, int]:
     """Rule -> number of jobs a dry run schedules (from Snakemake's job stats table)."""
-    r = smk(wd, "-n")
+    r = smk(wd, "-n", env=env)
     out = r.stdout + r.stderr
     if "Nothing to be done" in out:
         return {}
@@ -61,7 +66,9 @@ def train_jobs(jobs: dict[str, int]) -> dict[str, int]:
 
 @pytest.fixture(scope="session")
 def pipeline(tmp_path_factory):
-    wd = _copy_workflow(tmp_path_factory.mktemp("pipeline"))
+    """The whole DAG, run in a folder whose path has a space and a non-ASCII letter (every path in every
+    rule is quoted; an unquoted one cut the path at the space)."""
+    wd = _copy_workflow(tmp_path_factory.mktemp("sp ace é") / "wk")
     smk(wd)
     return wd
 
@@ -131,6 +138,25 @@ def test_report_renders(pipeline):
 
 def test_no_change_schedules_nothing(pipeline):
     assert planned_jobs(pipeline) == {}
+
+
+def test_the_pipeline_ran_under_a_path_with_a_space(pipeline):
+    assert " " in str(pipeline) and "é" in str(pipeline)
+    assert (pipeline / "results/docs/results.md").stat().st_size > 0      # the rule that broke at the space
+    assert list((pipeline / "docs").glob("studies*/studies.json"))          # with the studies it quotes
+
+
+def test_switching_packed_training_on_and_off_reruns_nothing(pipeline, tmp_path):
+    """COPYHEAD_TRAIN_PACK=recipe is an execution detail: a DAG made per P is up to date packed, and one
+    trained packed is up to date per P (same files, same recorded params and shell command)."""
+    packed = {"COPYHEAD_TRAIN_PACK": "recipe"}
+    assert planned_jobs(pipeline, env=packed) == {}
+    wd = _copy_workflow(tmp_path / "packed")
+    runs = [str(p.relative_to(pipeline)) for p in (pipeline / "results/runs").rglob("*.nc")]
+    smk(wd, *runs, env=packed)                      # train every run in packed mode (one job per recipe)
+    assert (wd / "results/logs/train/linear/adam/packed.log").is_file()
+    assert train_jobs(planned_jobs(wd)) == {}
+    assert train_jobs(planned_jobs(wd, env=packed)) == {}
 
 
 def test_adding_one_P_schedules_only_its_runs(pipeline, tmp_path):
@@ -450,7 +476,8 @@ def test_nonfinite_and_foreign_runs_are_left_out_named_refused_and_remade(pipeli
     other["model"]["sigma2"] = 0.2
     train_run(c.run_config(other, "linear", "adam", 8, 0), tmp_path / "foreign.nc", log=lambda line: None)
     shutil.copy(tmp_path / "foreign.nc", foreign_run)
-    smk(wd)                                                   # the aggregate is remade from the new files
+    r = smk(wd)                                               # the aggregate is remade from the new files
+    assert "2 run(s) left out of every mean (1 linear nonfinite, 1 linear foreign)" in r.stderr, r.stderr[-3000:]
     ag = read_dataset(wd / "results/aggregate/linear.nc")
     p4, p8 = ag.sel(optimizer="adam", P=4), ag.sel(optimizer="adam", P=8)
     assert str(p4["status"].sel(seed=0).values) == "nonfinite" and str(p8["status"].sel(seed=0).values) == "foreign"
@@ -479,7 +506,7 @@ def test_nonfinite_and_foreign_runs_are_left_out_named_refused_and_remade(pipeli
     assert "removed results/runs/linear/adam/P4/seed0.nc (non-finite values in a run marked ok)" in r.stdout
     assert "moved results/runs/linear/adam/P8/seed0.nc to results/quarantine/runs/linear/adam/P8/seed0.nc" in r.stdout
     assert (wd / "results/quarantine/runs/linear/adam/P8/seed0.nc").exists()     # kept, not deleted
-    smk(wd)
+    assert "left out of every mean" not in smk(wd).stderr
     assert np.isfinite(float(read_dataset(nan_run)["c1"]))
     assert json.loads(read_dataset(foreign_run).attrs["config_json"])["model"]["sigma2"] == 0.1
     _audit_clean(wd)

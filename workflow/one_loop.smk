@@ -52,9 +52,9 @@ rule one_loop_predict:
     benchmark:
         f"{OUT}/logs/{{study}}{{grid}}.bench.tsv"
     shell:
-        "OMP_NUM_THREADS=1 python -m copyhead.theory.one_loop_predict --studies {input.studies}"
-        " --base {input.base} --spec {input.spec} --study {wildcards.study} {params.coarse} --out {output}"
-        " > {log} 2>&1"
+        "OMP_NUM_THREADS=1 python -m copyhead.theory.one_loop_predict --studies {input.studies:q}"
+        " --base {input.base:q} --spec {input.spec:q} --study {wildcards.study} {params.coarse} --out {output:q}"
+        " > {log:q} 2>&1"
 
 
 rule one_loop_softmax:
@@ -71,9 +71,9 @@ rule one_loop_softmax:
     benchmark:
         f"{OUT}/logs/finite_size_softmax.bench.tsv"
     shell:
-        "OMP_NUM_THREADS=1 python -m copyhead.theory.one_loop_predict --studies {input.studies}"
-        " --base {input.base} --spec {input.spec} --study finite_size --attention softmax --out {output}"
-        " > {log} 2>&1"
+        "OMP_NUM_THREADS=1 python -m copyhead.theory.one_loop_predict --studies {input.studies:q}"
+        " --base {input.base:q} --spec {input.spec:q} --study finite_size --attention softmax --out {output:q}"
+        " > {log:q} 2>&1"
 
 
 rule one_loop_converged:
@@ -88,8 +88,8 @@ rule one_loop_converged:
     benchmark:
         f"{OUT}/logs/converged.bench.tsv"
     shell:
-        "OMP_NUM_THREADS=1 python -m copyhead.theory.one_loop_predict --results {input} --study converged"
-        " --out {output} > {log} 2>&1"
+        "OMP_NUM_THREADS=1 python -m copyhead.theory.one_loop_predict --results {input:q} --study converged"
+        " --out {output:q} > {log:q} 2>&1"
 
 
 rule one_loop_figure:
@@ -102,8 +102,8 @@ rule one_loop_figure:
     log:
         f"{OUT}/logs/figure.log",
     shell:
-        "python -m copyhead.figures.one_loop --finite-size {input[0]} --finite-L {input[1]} --out {output}"
-        " > {log} 2>&1"
+        "python -m copyhead.figures.one_loop --finite-size {input[0]:q} --finite-L {input[1]:q} --out {output:q}"
+        " > {log:q} 2>&1"
 
 
 rule one_loop_page:
@@ -119,6 +119,6 @@ rule one_loop_page:
     log:
         f"{OUT}/logs/page.log",
     shell:
-        "python -m copyhead.results.one_loop_page --finite-size {input[0]} --finite-L {input[1]}"
-        " --check {input[2]} --converged {input[3]} --softmax {input[4]} --out {output}"
-        " > {log} 2>&1"
+        "python -m copyhead.results.one_loop_page --finite-size {input[0]:q} --finite-L {input[1]:q}"
+        " --check {input[2]:q} --converged {input[3]:q} --softmax {input[4]:q} --out {output:q}"
+        " > {log:q} 2>&1"

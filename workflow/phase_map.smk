@@ -31,7 +31,7 @@ rule phase_map:
     benchmark:
         f"{OUT}/logs/map.bench.tsv"
     shell:
-        "OMP_NUM_THREADS=1 python -m copyhead.theory.phase_map map --out {output} > {log} 2>&1"
+        "OMP_NUM_THREADS=1 python -m copyhead.theory.phase_map map --out {output:q} > {log:q} 2>&1"
 
 
 rule phase_map_exact:
@@ -46,7 +46,7 @@ rule phase_map_exact:
     benchmark:
         f"{OUT}/logs/exact.bench.tsv"
     shell:
-        "OMP_NUM_THREADS=1 python -m copyhead.theory.phase_map exact --map {input} --out {output} > {log} 2>&1"
+        "OMP_NUM_THREADS=1 python -m copyhead.theory.phase_map exact --map {input:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule prior_check:
@@ -59,7 +59,7 @@ rule prior_check:
     benchmark:
         f"{OUT}/logs/prior_check.bench.tsv"
     shell:
-        "OMP_NUM_THREADS=1 python -m copyhead.theory.prior_effect --out {output} > {log} 2>&1"
+        "OMP_NUM_THREADS=1 python -m copyhead.theory.prior_effect --out {output:q} > {log:q} 2>&1"
 
 
 rule phase_map_figures:
@@ -73,8 +73,8 @@ rule phase_map_figures:
     log:
         f"{OUT}/logs/figures.log",
     shell:
-        "python -m copyhead.figures.phase_map --map {input.map} --exact {input.exact} --prior {input.prior}"
-        " --out {OUT} > {log} 2>&1"
+        "python -m copyhead.figures.phase_map --map {input.map:q} --exact {input.exact:q} --prior {input.prior:q}"
+        " --out {OUT:q} > {log:q} 2>&1"
 
 
 rule phase_map_page:
@@ -87,5 +87,5 @@ rule phase_map_page:
     log:
         f"{OUT}/logs/page.log",
     shell:
-        "python -m copyhead.theory.phase_map_page --map {input.map} --exact {input.exact} --prior {input.prior}"
-        " --out {output} > {log} 2>&1"
+        "python -m copyhead.theory.phase_map_page --map {input.map:q} --exact {input.exact:q} --prior {input.prior:q}"
+        " --out {output:q} > {log:q} 2>&1"

@@ -44,8 +44,8 @@ rule studies_report:
     log:
         "studies/logs/studies_report.log",
     shell:
-        "copyhead studies-report {input.spec} {input.studies} --converged {input.converged} --out {output.md}"
-        " > {log} 2>&1"
+        "copyhead studies-report {input.spec:q} {input.studies:q} --converged {input.converged:q} --out {output.md:q}"
+        " > {log:q} 2>&1"
 
 
 # One group's own report (e.g. the fixed head dimension of issue 20), beside the whole one:
@@ -65,7 +65,7 @@ rule group_report:
     log:
         "studies/logs/report_{group}.log",
     shell:
-        "copyhead studies-report {input.spec} {input.studies} --out {output.md} > {log} 2>&1"
+        "copyhead studies-report {input.spec:q} {input.studies:q} --out {output.md:q} > {log:q} 2>&1"
 
 
 for _group, _names in GROUPS.items():
@@ -88,7 +88,7 @@ rule study_config:
     log:
         "studies/logs/{name}.study_config.log",
     shell:
-        "copyhead study-config {input.spec} {wildcards.name} --out {output} > {log} 2>&1"
+        "copyhead study-config {input.spec:q} {wildcards.name} --out {output:q} > {log:q} 2>&1"
 
 
 rule study:
@@ -102,5 +102,5 @@ rule study:
         "studies/logs/{name}.log",
     threads: workflow.cores
     shell:
-        "snakemake -s Snakefile --cores {threads} --configfile {input} --directory studies/{wildcards.name}"
-        " results/docs/results.json > {log} 2>&1"
+        "snakemake -s Snakefile --cores {threads} --configfile {input:q} --directory studies/{wildcards.name:q}
+        " results/docs/results.json > {log:q} 2>&1"

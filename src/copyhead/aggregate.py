@@ -303,3 +303,28 @@ def summary_table(ag: xr.Dataset) -> str:
         for path, why in json.loads(ag.attrs.get(f"{kind}_json", "") or "{}").items():
             lines.append(f"  {kind}: {path}: {', '.join(why)}")
     return "\n".join(lines)
+
+
+def left_out_summary(paths) -> str:
+    """One line naming how many runs the aggregates at ``paths`` leave out of every mean (non-finite or
+    made with another config) and how to see and remake them; '' when none (or no aggregate yet). What
+    the Snakefile prints when a run ends, so that a successful `snakemake` does not hide them."""
+    counts = {}
+    for path in map(Path, paths):
+        if not path.is_file():
+            continue
+        try:
+            with xr.open_dataset(path) as ag:
+                attrs = dict(ag.attrs)
+        except (OSError, ValueError) as e:
+            return f"{path}: unreadable ({type(e).__name__}); `copyhead audit --all` names what is wrong"
+        for kind in ("nonfinite", "foreign"):
+            n = len(json.loads(attrs.get(f"{kind}_json", "") or "{}"))
+            if n:
+                counts[f"{attrs.get('attention', path.stem)} {kind}"] = n
+    if not counts:
+        return ""
+    total = sum(counts.values())
+    return (f"{total} run(s) left out of every mean ({', '.join(f'{n} {k}' for k, n in counts.items())}): "
+            f"`copyhead summary {' '.join(map(str, paths))}` names them; `copyhead audit --all --fix` then "
+            "`snakemake` makes them again")

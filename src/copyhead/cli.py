@@ -20,24 +20,32 @@ def _load_config(path: str) -> dict:
 
 def _cmd_train(a) -> int:
     seeds = a.seeds if a.seeds is not None else ([a.seed] if a.seed is not None else None)
+    Ps = a.P
     if a.run_config:
         try:
             run_cfg = json.loads(a.run_config)
         except json.JSONDecodeError as e:
             raise cfgmod.ConfigError(f"--run-config is not valid JSON: {e}") from None
         run_cfg = cfgmod.validate_run_config(run_cfg)
-        P = a.P if a.P is not None else run_cfg.get("P")
+        Ps = Ps if Ps is not None else ([run_cfg["P"]] if "P" in run_cfg else None)
         seeds = seeds if seeds is not None else ([run_cfg["seed"]] if "seed" in run_cfg else None)
     else:
         if None in (a.attention, a.optimizer):
             raise cfgmod.ConfigError("copyhead train needs --attention, --optimizer, --P and --seed/--seeds "
                                      "(or --run-config)")
         run_cfg = cfgmod.run_config(_load_config(a.config), a.attention, a.optimizer)
-        P = a.P
-    if P is None or seeds is None:
+    if Ps is None or seeds is None:
         raise cfgmod.ConfigError("copyhead train needs --P and --seed (one run) or --seeds (a batch)")
-    from .run import train_job  # imports torch: only after the config is known to be valid
-    train_job(run_cfg, P, seeds, [Path(o) for o in a.out], device=a.device)
+    from .engine import points
+    try:
+        pts = points(Ps, seeds, a.out)
+    except ValueError as e:
+        raise cfgmod.ConfigError(str(e)) from None
+    from .run import train_job, train_points  # import torch: only after the config is known to be valid
+    if len(pts) == 1:
+        train_job(run_cfg, *pts[0], device=a.device)
+    else:
+        train_points(run_cfg, pts, device=a.device)     # a packed group: every P in one batched program
     return 0
 
 
@@ -176,17 +184,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True, metavar="<command>")
 
     t = sub.add_parser("train", help="train the seeds of one (attention, optimizer, P) as one batch of "
-                                     "chains -> one netCDF file per seed")
+                                     "chains -> one netCDF file per seed (several P: one packed program)")
     t.add_argument("--config", default="config.yaml", help="config file (default: config.yaml)")
     t.add_argument("--run-config", help="resolved run config as JSON (what the workflow passes)")
     t.add_argument("--attention", choices=cfgmod.ATTENTIONS)
     t.add_argument("--optimizer", help="recipe name, a key of 'optimizers' in the config")
-    t.add_argument("--P", type=int, help="training-set size (sequences)")
+    t.add_argument("--P", type=int, nargs="+", help="training-set size (sequences); several: every (P, seed) "
+                                                    "of the recipe in one batched program, --out P-major")
     t.add_argument("--seed", type=int, help="one run")
     t.add_argument("--seeds", type=int, nargs="+", help="a batch: one chain per seed (one --out each)")
     t.add_argument("--device", choices=["auto", "cpu", "cuda"], help="override numerics.device")
     t.add_argument("--out", required=True, nargs="+",
-                   help="output .nc file(s), one per seed in the order of --seeds (written atomically)")
+                   help="output .nc file(s), one per seed in the order of --seeds (written atomically); with "
+                        "several P one per (P, seed), every seed of the first P first")
     t.set_defaults(func=_cmd_train)
 
     th = sub.add_parser("theory", help="theory predictions for one attention type -> netCDF")
@@ -304,12 +314,22 @@ def _stopped(args) -> str:
     return "no partial output file is left"
 
 
+def _check_outputs(args) -> None:
+    """Every ``--out`` file of a command can be written: refuse now (one line) rather than after the
+    compute (a training job would run to its end, then fail on a read-only or missing folder)."""
+    from .datafiles import check_writable
+    outs = getattr(args, "out", None)
+    for out in [outs] if isinstance(outs, str) else outs or []:
+        check_writable(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     import signal
     parser = build_parser()
     args = parser.parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
+        _check_outputs(args)
         return args.func(args)
     except (Terminated, KeyboardInterrupt) as e:
         why = "SIGTERM" if isinstance(e, Terminated) else "Ctrl-C (SIGINT)"

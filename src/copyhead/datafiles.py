@@ -95,21 +95,71 @@ def atomic_write(path: str | Path, write) -> Path:
 
     The file gets the mode a plain ``open(path, "w")`` would give (0o666 minus the umask), not
     mkstemp's 0o600, so results on a shared file system are readable by the group as the umask allows.
+    Any failure to write (the folder cannot be made or written, a full disk, and a writer whose own
+    cleanup then fails, such as matplotlib's) is a :class:`WriteError`: one line naming the file.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp_beside(path)
+    return atomic_write_all({path: write})[0]
+
+
+def atomic_write_all(writes: dict) -> list[Path]:
+    """Write several files as one product (path -> ``write(tmp_path)``): every file goes to a temporary
+    beside its target first, and only when all are written are they renamed onto their targets, so a
+    failure (a full disk at the second file) leaves every target as it was and no temporary behind."""
+    done, current = [], None
     try:
-        write(tmp)
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
+        for path, write in writes.items():
+            current = path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = _tmp_beside(path)
+            done.append((tmp, path))
+            write(tmp)
+            with open(tmp, "rb") as f:
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o666 & ~_umask())
+        for tmp, path in done:
+            os.replace(tmp, path)
     except BaseException as e:
-        tmp.unlink(missing_ok=True)
-        if isinstance(e, (OSError, RuntimeError)):     # netCDF/HDF5 report a full disk as "HDF error"
-            raise WriteError(_write_failure(path, e)) from e
+        for tmp, _ in done:
+            tmp.unlink(missing_ok=True)
+        cause = _write_cause(e)
+        if cause is not None:
+            raise WriteError(_write_failure(current, cause)) from e
         raise
+    return [path for _, path in done]
+
+
+def _write_cause(e: BaseException) -> BaseException | None:
+    """The error that says why a write failed: ``e`` itself (OSError; netCDF/HDF5 report a full disk as
+    a RuntimeError "HDF error"), or an OSError in its chain (matplotlib's writer, after a full disk,
+    fails again in its cleanup with an AttributeError whose context is the OSError); None otherwise."""
+    if not isinstance(e, Exception):               # Ctrl-C, SIGTERM, exit: not a failed write
+        return None
+    if isinstance(e, (OSError, RuntimeError)) and not isinstance(e, DataFileError):
+        return e
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OSError):
+            return e
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def check_writable(path: str | Path) -> Path:
+    """Raise a one-line :class:`WriteError` now if ``path`` could not be written later (its folder cannot
+    be made, or a file cannot be created in it), so that a command refuses before it computes; a probe
+    file is created and removed, the target itself is not touched."""
+    path = Path(path)
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(21, "Is a directory")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=path.parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise WriteError(f"{path}: cannot be written ({type(e).__name__}: {e.strerror or e}); "
+                         "nothing was computed") from None
     return path
 
 
@@ -140,10 +190,13 @@ def write_dataset(ds, path: str | Path) -> Path:
     return atomic_write(path, lambda tmp: ds.to_netcdf(tmp, engine="netcdf4", encoding=enc))
 
 
+def json_text(obj: Any) -> str:
+    """The text of a JSON product (sorted keys, indented, a final newline)."""
+    return json.dumps(obj, indent=2, sort_keys=True) + "\n"
+
+
 def write_json(obj: Any, path: str | Path) -> Path:
-    def w(tmp):
-        Path(tmp).write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
-    return atomic_write(path, w)
+    return atomic_write(path, lambda tmp: Path(tmp).write_text(json_text(obj)))
 
 
 def read_dataset(path: str | Path):

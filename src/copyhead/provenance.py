@@ -22,13 +22,14 @@ from . import __version__
 from .config import canonical_json, config_hash
 # the data files themselves (checksums, atomic writes, reading, temporaries) live in copyhead.datafiles;
 # re-exported here, where the readers and writers of every product have always found them
-from .datafiles import (DataFileError, WriteError, _PROCESS_START, atomic_write, input_checksums,
-                        read_dataset, require_kind, sha256_file, stale_temps, write_dataset, write_json)
+from .datafiles import (DataFileError, WriteError, _PROCESS_START, atomic_write, atomic_write_all, input_checksums,
+                        json_text, read_dataset, require_kind, sha256_file, stale_temps, write_dataset, write_json)
 
 __all__ = ["PAPER", "CODE_MODULES", "KIND_CONCERN", "code_fingerprint", "code_version", "code_version_string",
            "library_versions", "now_iso", "provenance_attrs", "figure_record",
            # re-exported from copyhead.datafiles
-           "DataFileError", "WriteError", "_PROCESS_START", "atomic_write", "input_checksums", "read_dataset",
+           "DataFileError", "WriteError", "_PROCESS_START", "atomic_write", "atomic_write_all", "input_checksums",
+           "json_text", "read_dataset",
            "require_kind", "sha256_file", "stale_temps", "write_dataset", "write_json"]
 
 PAPER = ("Lavie, Fischer, Lekov, Van Maele, Ringel, Helias: Phase Transitions in Attention: A Bayesian "

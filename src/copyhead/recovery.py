@@ -75,6 +75,26 @@ def release_owner(smk_dir: str | Path = ".snakemake") -> None:
     (Path(smk_dir) / OWNERS / f"{socket.gethostname()}.{os.getpid()}").unlink(missing_ok=True)
 
 
+def lock_holders(smk_dir: str | Path = ".snakemake") -> str:
+    """Who holds the directory locks, when a snakemake that may still run does ('' otherwise): the line
+    the Snakefile prints before Snakemake's own refusal ("Directory cannot be locked"), which names no
+    process. Call it after :func:`clear_stale_locks`."""
+    smk = Path(smk_dir)
+    if not (smk / "locks").is_dir() or not any((smk / "locks").glob("*.lock")):
+        return ""
+    live = []
+    for p in sorted((smk / OWNERS).glob("*")) if (smk / OWNERS).is_dir() else []:
+        try:
+            rec = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        if rec and _alive(rec) and not (rec.get("host") == socket.gethostname() and rec.get("pid") == os.getpid()):
+            live.append(f"pid {rec.get('pid')} on {rec.get('host')}")
+    who = ", ".join(live) if live else "a snakemake that left no owner record (another machine, or an older run)"
+    return (f"this folder is locked by {who}: a run that writes results waits for it to end "
+            "(`snakemake --unlock` only after checking that it no longer runs)")
+
+
 def clear_stale_locks(smk_dir: str | Path = ".snakemake") -> str:
     """Remove Snakemake's locks if every run that could hold them was killed on this machine; return a
     message saying what was removed ('' if nothing). Called by the Snakefile before the DAG is locked."""

@@ -23,4 +23,4 @@ rule aggregate:
         mem_mb=2000,
     shell:
         "copyhead aggregate --attention {wildcards.attention} --run-configs {params.run_configs:q}"
-        " --out {output} {input} > {log} 2>&1"
+        " --out {output:q} {input:q} > {log:q} 2>&1"

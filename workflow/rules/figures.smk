@@ -1,6 +1,7 @@
 # One rule per figure (generated from the registry copyhead.figures.FIGURES, so the inputs each figure
 # needs are declared once). Each writes .pdf, .png and a .provenance.json sidecar. fig3/fig4/fig8 also read
 # the results model (RESULTS_JSON, rule results_tables below) for the experimental transitions they mark.
+import shlex
 from pathlib import Path
 
 RESULTS_JSON = "results/docs/results.json"
@@ -31,7 +32,7 @@ for _fig in FIGURES.values():
         params:
             name=_fig.name,
             inputs=lambda w, input: json.dumps({k: v for k, v in input.items() if k != "results"}, sort_keys=True),
-            results=lambda w, input: f"--results {input.results}" if "results" in input.keys() else "",
+            results=lambda w, input: f"--results {shlex.quote(input.results)}" if "results" in input.keys() else "",
             options=chcfg.canonical_json(_fig.options(CONFIG)),
             code=CODE["figures"],
         conda:
@@ -45,7 +46,7 @@ for _fig in FIGURES.values():
             mem_mb=2000,
         shell:
             "copyhead figure {params.name} --inputs {params.inputs:q} --options {params.options:q}"
-            " {params.results} --out {output.pdf} > {log} 2>&1"
+            " {params.results} --out {output.pdf:q} > {log:q} 2>&1"
 
 
 # The results model (copyhead.results): agreement, transitions with bootstrap CIs, convergence, the paper's
@@ -75,7 +76,7 @@ rule results_tables:
         mem_mb=2000,
     shell:
         "copyhead results --inputs {params.inputs:q} --config-json {params.config:q}"
-        " --config-name {params.config_name:q} --out {output} > {log} 2>&1"
+        " --config-name {params.config_name:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule results_doc:
@@ -99,6 +100,6 @@ rule results_doc:
         runtime=10,
         mem_mb=2000,
     shell:
-        "mkdir -p {output.figures} && cp {input.figures} {output.figures}/ &&"
-        " copyhead results --tables {input.tables} --figure-dir results_figures --studies {input.studies}"
-        " --out {output.md} > {log} 2>&1"
+        "mkdir -p {output.figures:q} && cp {input.figures:q} {output.figures:q}/ &&"
+        " copyhead results --tables {input.tables:q} --figure-dir results_figures --studies {input.studies:q}"
+        " --out {output.md:q} > {log:q} 2>&1"

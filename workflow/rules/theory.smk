@@ -20,7 +20,7 @@ rule theory:
         mem_mb=4000,
     shell:
         "OMP_NUM_THREADS={threads} copyhead theory --attention {wildcards.attention}"
-        " --theory-config {params.theory_config:q} --out {output} > {log} 2>&1"
+        " --theory-config {params.theory_config:q} --out {output:q} > {log:q} 2>&1"
 
 
 # Same-dataset theory: the exact action's minima on each run's own training set, for every (P, seed) the
@@ -44,4 +44,4 @@ rule theory_datasets:
         mem_mb=4000,
     shell:
         "OMP_NUM_THREADS={threads} copyhead theory-datasets --attention {wildcards.attention}"
-        " --theory-config {params.theory_config:q} --pairs {params.pairs:q} --out {output} > {log} 2>&1"
+        " --theory-config {params.theory_config:q} --pairs {params.pairs:q} --out {output:q} > {log:q} 2>&1"

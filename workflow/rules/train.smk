@@ -1,8 +1,11 @@
 # One rule per swept (attention, optimizer recipe); one job per P trains every seed of the recipe as one
 # batch of chains and writes one netCDF per seed (docs/workflow.md: job granularity and why).
 # COPYHEAD_TRAIN_PACK=recipe instead makes ONE job per (attention, recipe) that trains every (P, seed)
-# of it as one batched process (python -m copyhead.engine; for GPU nodes, docs/slurm.md); its files
-# equal the per-P jobs' files number for number.
+# of it as one batched process (the same `copyhead train` given every P; for GPU nodes, docs/slurm.md);
+# its files equal the per-P jobs' files number for number.
+# Packing is an execution detail: both modes have the same shell command and the same recorded params
+# (the P list is derived from the outputs, which Snakemake does not compare), so switching the mode on or
+# off reruns nothing that is up to date (tests/test_workflow.py).
 from copyhead.resources import packed_resources
 
 TRAIN_PACK = os.environ.get("COPYHEAD_TRAIN_PACK", "")
@@ -10,63 +13,54 @@ if TRAIN_PACK not in ("", "recipe"):
     raise WorkflowError(f"COPYHEAD_TRAIN_PACK must be unset or 'recipe', got {TRAIN_PACK!r}")
 
 
-for _att, _opt, _seeds in train_jobs() if not TRAIN_PACK else []:
+def train_Ps(attention, optimizer):
+    return sorted(int(P) for P in CONFIG["sweep"][attention][optimizer]["P"])
+
+
+def train_mode(attention, optimizer, seeds):
+    """outputs, log, benchmark, the P list (a function of the outputs) and resources of the training rule
+    of one recipe, per P (default) or packed (one job for every P)."""
+    if TRAIN_PACK:
+        Ps = train_Ps(attention, optimizer)
+        res = lambda w, attempt=1: packed_resources(CONFIG, attention, optimizer, attempt)
+        return dict(output=[run_path(attention, optimizer, P, s) for P in Ps for s in seeds],
+                    log=f"results/logs/train/{attention}/{optimizer}/packed.log",
+                    benchmark=f"results/benchmarks/train/{attention}/{optimizer}/packed.tsv",
+                    Ps=lambda w, output: " ".join(map(str, Ps)), resources=res)
+    return dict(output=[run_path(attention, optimizer, "{P}", s) for s in seeds],
+                log=f"results/logs/train/{attention}/{optimizer}/P{{P}}.log",
+                benchmark=f"results/benchmarks/train/{attention}/{optimizer}/P{{P}}.tsv",
+                Ps=lambda w, output: w.P,
+                resources=lambda w, attempt=1: run_resources(attention, optimizer, w.P, attempt))
+
+
+for _att, _opt, _seeds in train_jobs():
+    _mode = train_mode(_att, _opt, _seeds)
 
     rule:
         name:
             f"train_{_att}_{_opt}"
         output:
-            [run_path(_att, _opt, "{P}", s) for s in _seeds],
+            _mode["output"],
         params:
             run_config=run_params(_att, _opt),
             seeds=" ".join(map(str, _seeds)),
+            Ps=_mode["Ps"],
             code=CODE["train"],
         conda:
             ENV
         log:
-            f"results/logs/train/{_att}/{_opt}/P{{P}}.log",
+            _mode["log"],
         benchmark:
-            f"results/benchmarks/train/{_att}/{_opt}/P{{P}}.tsv"
+            _mode["benchmark"]
         group:
             "train"
         threads: 1
         resources:
-            runtime=lambda w, attempt, a=_att, o=_opt: run_resources(a, o, w.P, attempt)["runtime"],
-            mem_mb=lambda w, a=_att, o=_opt: run_resources(a, o, w.P)["mem_mb"],
-            gpu=lambda w, a=_att, o=_opt: run_resources(a, o, w.P)["gpu"],
+            runtime=lambda w, attempt, r=_mode["resources"]: r(w, attempt)["runtime"],
+            mem_mb=lambda w, r=_mode["resources"]: r(w)["mem_mb"],
+            gpu=lambda w, r=_mode["resources"]: r(w)["gpu"],
             **train_partition(),
         shell:
             "OMP_NUM_THREADS={threads} copyhead train --run-config {params.run_config:q}"
-            " --P {wildcards.P} --seeds {params.seeds} --out {output} > {log} 2>&1"
-
-
-for _att, _opt, _seeds in train_jobs() if TRAIN_PACK else []:
-    _Ps = sorted(int(P) for P in CONFIG["sweep"][_att][_opt]["P"])
-
-    rule:
-        name:
-            f"train_{_att}_{_opt}"
-        output:
-            [run_path(_att, _opt, P, s) for P in _Ps for s in _seeds],
-        params:
-            run_config=run_params(_att, _opt),
-            seeds=" ".join(map(str, _seeds)),
-            Ps=" ".join(map(str, _Ps)),
-            code=CODE["train"],
-        conda:
-            ENV
-        log:
-            f"results/logs/train/{_att}/{_opt}/packed.log",
-        benchmark:
-            f"results/benchmarks/train/{_att}/{_opt}/packed.tsv"
-        group:
-            "train"
-        threads: 1
-        resources:
-            runtime=lambda w, attempt, a=_att, o=_opt: packed_resources(CONFIG, a, o, attempt)["runtime"],
-            mem_mb=lambda w, a=_att, o=_opt: packed_resources(CONFIG, a, o)["mem_mb"],
-            gpu=lambda w, a=_att, o=_opt: packed_resources(CONFIG, a, o)["gpu"],
-            **train_partition(),
-        shell:
-            "OMP_NUM_THREADS={threads} python -m copyhead.engine --run-config {params.run_config:q}"
-            " --P {params.Ps} --seeds {params.seeds} --out {output} > {log} 2>&1"
+            " --P {params.Ps} --seeds {params.seeds} --out {output:q} > {log:q} 2>&1"

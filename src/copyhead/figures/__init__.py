@@ -82,7 +82,12 @@ def make_figure(name: str, inputs: dict, out_pdf: Path, options: dict | None = N
     results JSON ``results``; write .pdf, .png, .provenance.json (which records the results file's sha256)."""
     if name not in FIGURES:
         raise ValueError(f"unknown figure {name!r}; allowed values: {sorted(FIGURES)}")
-    from ..provenance import atomic_write, figure_record, sha256_file, write_json
+    import hashlib
+    import io
+
+    import matplotlib.pyplot as plt
+
+    from ..provenance import atomic_write_all, figure_record, json_text, sha256_file
     options = options or {}
     out_pdf = Path(out_pdf)
     rec = figure_record(name, inputs, options)
@@ -91,16 +96,24 @@ def make_figure(name: str, inputs: dict, out_pdf: Path, options: dict | None = N
     fig = FIGURES[name].draw(dict(inputs, results=str(results)) if results else inputs, options)
     short = json.dumps({"figure": name, "code_version": rec["code_version"],
                         "inputs": {r: v["sha256"] for r, v in rec["inputs"].items()}}, sort_keys=True)
-    atomic_write(out_pdf, lambda t: fig.savefig(t, format="pdf", metadata={
-        "Title": name, "Creator": f"copyhead {rec['package_version']}", "Subject": short,
-        "Keywords": "copyhead provenance; see " + out_pdf.with_suffix(".provenance.json").name}))
-    atomic_write(out_pdf.with_suffix(".png"), lambda t: fig.savefig(
-        t, format="png", metadata={"Title": name, "Software": "copyhead", "Description": short}))
-    import matplotlib.pyplot as plt
-    plt.close(fig)
-    rec["outputs"] = {ext: {"path": str(out_pdf.with_suffix("." + ext)),
-                            "sha256": sha256_file(out_pdf.with_suffix("." + ext))} for ext in ("pdf", "png")}
-    write_json(rec, out_pdf.with_suffix(".provenance.json"))
+    # Both images are rendered in memory, then the images and the sidecar are written as one product
+    # (datafiles.atomic_write_all): a full disk fails a plain write (one line naming the file; matplotlib
+    # writing to the file itself fails again in its cleanup) and leaves the earlier outputs as they were.
+    images = {"pdf": io.BytesIO(), "png": io.BytesIO()}
+    try:
+        fig.savefig(images["pdf"], format="pdf", metadata={
+            "Title": name, "Creator": f"copyhead {rec['package_version']}", "Subject": short,
+            "Keywords": "copyhead provenance; see " + out_pdf.with_suffix(".provenance.json").name})
+        fig.savefig(images["png"], format="png", metadata={"Title": name, "Software": "copyhead",
+                                                           "Description": short})
+    finally:
+        plt.close(fig)
+    data = {ext: image.getvalue() for ext, image in images.items()}
+    rec["outputs"] = {ext: {"path": str(out_pdf.with_suffix("." + ext)), "sha256": hashlib.sha256(b).hexdigest()}
+                      for ext, b in data.items()}
+    writes = {out_pdf.with_suffix("." + ext): (lambda t, b=b: Path(t).write_bytes(b)) for ext, b in data.items()}
+    writes[out_pdf.with_suffix(".provenance.json")] = lambda t: Path(t).write_text(json_text(rec))
+    atomic_write_all(writes)
     return rec
 
 

@@ -23,7 +23,7 @@ import re
 import shutil
 from pathlib import Path
 
-from copyhead.datafiles import DataFileError, sha256_file
+from copyhead.provenance import DataFileError, sha256_file
 
 MANIFEST = ".published.json"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
