@@ -222,3 +222,12 @@ def test_a_figure_on_a_full_disk_is_one_line(tmp_path):
     err = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(err) == 1 and "the disk is full" in err[0], r.stderr
     assert left == [], left
+
+
+def test_the_quickstart_venv_is_ignored_by_git(tmp_path):
+    """The README's quickstart makes .venv/ in the checkout: git status stays clean and tools that walk
+    the tree skip it."""
+    if subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=ROOT, capture_output=True).returncode:
+        pytest.skip("not a git checkout")
+    r = subprocess.run(["git", "check-ignore", "-q", ".venv/bin/python", ".venv/lib/x.py"], cwd=ROOT)
+    assert r.returncode == 0
