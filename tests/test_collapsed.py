@@ -96,3 +96,12 @@ def test_gradient_matches_finite_differences(attention, energy):
         h = 1e-5
         fd = (post.energy(q + h * d) - post.energy(q - h * d)) / (2 * h)
         torch.testing.assert_close((g * d).sum(1), fd, rtol=1e-6, atol=1e-7)
+
+
+def test_chains_of_different_P_in_one_counts_batch_equal_each_alone():
+    data = [make_data(0, 3, 4, P, 7) for P in (3, 6)]
+    both = CollapsedPosterior(CopyAttention(data, "softmax", MODEL, energy="dense"))
+    q = torch.randn(2, both.n_qk, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    for k, d in enumerate(data):
+        alone = CollapsedPosterior(CopyAttention([d], "softmax", MODEL, energy="dense"))
+        assert float(both.energy(q)[k]) == pytest.approx(float(alone.energy(q[k:k + 1])[0]), rel=1e-13)

@@ -38,8 +38,6 @@ class CollapsedPosterior:
     def __init__(self, model: CopyAttention):
         if model.scores_kind != "position":
             raise ValueError("the collapsed posterior needs position-only scores (scores: position)")
-        if model.P is None:
-            raise ValueError("the collapsed posterior needs the chains of one batch to share P")
         if model.prior_weight != 1.0:
             raise ValueError("the collapsed posterior is the posterior: prior_weight must be 1")
         self.model = m = model
@@ -49,10 +47,13 @@ class CollapsedPosterior:
             raise ValueError("expected θ = [Q, K, W]")
         self.prec_qk = m._prec[: self.n_qk]                        # 1/g per entry of (Q, K)
         self.sigma2, self.g_O = m.sigma2, m.g_O
-        self.N = m.P * m.L
-        self.const = (0.5 * self.N * self.V * math.log(2 * math.pi * self.sigma2)
-                      + 0.5 * self.V * self.D * math.log(self.g_O) + self.N / (2 * self.sigma2))  # ‖Y‖² = N
         self.counts = m.counts
+        # P per chain (chains of different P share one batch on the counts path)
+        self.P = (m.counts.P if m.counts is not None
+                  else torch.full((self.K,), float(m.P), dtype=m.dtype, device=m.device))
+        N = self.P * m.L
+        self.const = (0.5 * N * self.V * math.log(2 * math.pi * self.sigma2)
+                      + 0.5 * self.V * self.D * math.log(self.g_O) + N / (2 * self.sigma2))     # ‖Y‖² = N
         self.n = (m.counts.n if m.counts is not None else m.T.sum(1))            # (K, L, V)
         if m.counts is not None:
             iu = torch.triu_indices(m.L, m.L, 1, device=m.device)
@@ -88,23 +89,27 @@ class CollapsedPosterior:
         S = torch.bmm(A.transpose(1, 2), A)
         tt, ty = self._token_blocks(S, A)
         nS = torch.bmm(self.n.transpose(1, 2), S)                  # (K, V, L)
-        P = float(self.model.P)
-        ZZ = torch.cat([torch.cat([tt, nS], 2), torch.cat([nS.transpose(1, 2), P * S], 2)], 1)
+        PS = self.P[:, None, None] * S
+        ZZ = torch.cat([torch.cat([tt, nS], 2), torch.cat([nS.transpose(1, 2), PS], 2)], 1)
         ZY = torch.cat([ty, torch.bmm(A.transpose(1, 2), self.n)], 1)
         return ZZ, ZY
 
     def _factor(self, A: torch.Tensor):
+        """(C, ZᵀY, ok): the Cholesky factor of Σ = ZᵀZ/σ² + I/g_O per chain, and whether it exists (Σ is
+        positive definite for every finite A; a chain whose A is not finite gets ok = False instead of
+        stopping the batch)."""
         ZZ, ZY = self.stats(A)
-        Sig = ZZ / self.sigma2 + self._eye / self.g_O
-        return torch.linalg.cholesky(Sig), ZY
+        C, info = torch.linalg.cholesky_ex(ZZ / self.sigma2 + self._eye / self.g_O)
+        return C, ZY, info == 0
 
     # ---- energy, gradient, readout draws ---------------------------------------------------------
     def neg_log_lik(self, q: torch.Tensor) -> torch.Tensor:
         """−log p(Y | Q, K) per chain (K,)."""
-        C, B = self._factor(self.attention(q))
+        C, B, ok = self._factor(self.attention(q))
         logdet = 2 * torch.log(torch.diagonal(C, 0, 1, 2)).sum(1)
         Y = torch.linalg.solve_triangular(C, B, upper=False)          # C⁻¹ B: tr(Bᵀ Σ⁻¹ B) = ‖C⁻¹B‖²
-        return self.const + 0.5 * self.V * logdet - (Y * Y).sum((1, 2)) / (2 * self.sigma2 ** 2)
+        nll = self.const + 0.5 * self.V * logdet - (Y * Y).sum((1, 2)) / (2 * self.sigma2 ** 2)
+        return torch.where(ok, nll, torch.full_like(nll, float("inf")))
 
     def energy(self, q: torch.Tensor) -> torch.Tensor:
         """U(Q, K) per chain (K,): −log p(Y | Q, K) − log prior(Q, K) (the prior up to its constant)."""
@@ -122,7 +127,7 @@ class CollapsedPosterior:
         """W (K, V, D) given (Q, K): a draw from its exact conditional with standard normal ``xi``
         (K, D, V), or its conditional mean when ``xi`` is None; ``xi`` of shape (K, S, D, V) gives S draws
         per chain (K, S, V, D)."""
-        C, B = self._factor(self.attention(q))
+        C, B, _ = self._factor(self.attention(q))
         mean = torch.cholesky_solve(B, C) / self.sigma2               # Σ⁻¹ B / σ²   (K, D, V)
         if xi is not None:                                           # + C⁻ᵀ ξ: covariance C⁻ᵀC⁻¹ = Σ⁻¹
             if xi.dim() == 4:

@@ -52,7 +52,8 @@ _CODE_PATHS = ("src", "workflow", "Snakefile", "pyproject.toml")
 # this module (file writing and provenance records).
 CODE_MODULES = {
     "train": ("copyhead.task", "copyhead.model", "copyhead.train", "copyhead.run", "copyhead.order_params",
-              "copyhead.schedules", "copyhead.engine", "copyhead.suffstats", "copyhead.config"),
+              "copyhead.schedules", "copyhead.engine", "copyhead.suffstats", "copyhead.config", "copyhead.hmc",
+              "copyhead.collapsed"),
     "theory": ("copyhead.theory", "copyhead.task", "copyhead.config"),
     "aggregate": ("copyhead.aggregate", "copyhead.order_params", "copyhead.analysis", "copyhead.config"),
     "figures": ("copyhead.figures", "copyhead.analysis", "copyhead.results", "copyhead.order_params",

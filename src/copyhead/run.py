@@ -25,7 +25,7 @@ from .config import ConfigError, RunConfig, config_hash
 from .model import CopyAttention, energy_kind
 from .provenance import atomic_write, code_fingerprint, now_iso, provenance_attrs, write_dataset
 from .schedules import record_steps, sample_steps, step_size
-from .task import make_data, noise_seed, torch_seed
+from .task import hmc_seed, make_data, noise_seed, torch_seed
 from .train import SAMPLE_VARS, BatchState, Interrupted, NoiseStreams, new_state, run_chains
 
 __all__ = ["train_job", "train_points", "train_run", "resolve_device", "checkpoint_path", "Interrupted"]
@@ -118,6 +118,13 @@ def _dataset(rc: RunConfig, model: CopyAttention, state: BatchState, k: int, sta
                       "score matrix M = QᵀK/d_k" + (" (position-position block)" if tp else "")
                       + (" (mean over samples)" if n > 1 else " (final state)") + sign_note)
     v["status"] = var((), np.array(status, dtype=object), "run status: ok | diverged")
+    if recipe.method == "hmc":   # the sampler's own record (copyhead.hmc)
+        x = state.extra
+        v["hmc_accept_rate"] = var((), x["accept_rate"][k], "HMC: mean acceptance probability after warm-up")
+        v["hmc_divergent"] = var((), x["n_divergent"][k], "HMC: divergent trajectories after warm-up (rejected)")
+        v["hmc_divergent_warmup"] = var((), x["n_divergent_warmup"][k],
+                                        "HMC: divergent trajectories during warm-up (step-size search)")
+        v["hmc_step_size"] = var((), x["step_size"][k], "HMC: leapfrog step size after warm-up (dual averaging)")
     extra_coords = {}
     if tp:  # token-aware scores: the pattern differs per sequence, so coverage per test sequence too
         with torch.no_grad():
@@ -233,7 +240,8 @@ def _train_batch(rc: RunConfig, points, chains, kind: str, dev: str, packed: str
                  "n_samples": int(len(ds.sample)), "torch_threads": torch.get_num_threads(),
                  "batch_seeds": " ".join(map(str, point_seeds)), "batch_chain": k,
                  "energy": kind, "packed_P": packed,
-                 "noise_seed": noise_seed(seed, recipe.init) if recipe.sgld else -1}
+                 "noise_seed": noise_seed(seed, recipe.init) if recipe.sgld else
+                 hmc_seed(seed, recipe.init, "sampler") if recipe.method == "hmc" else -1}
         run_k = dict(rc.as_dict(), P=P, seed=seed)
         ds.attrs = provenance_attrs(
             "run", run_k, title=f"copyhead run: {rc.attention} attention, {rc.optimizer} "
@@ -248,25 +256,10 @@ def _train_batch(rc: RunConfig, points, chains, kind: str, dev: str, packed: str
 
 def _run_batch(rc: RunConfig, model: CopyAttention, Ps, seeds, outs, dev, stop_after, log) -> BatchState:
     recipe = rc.recipe
-    noise = None
-    if recipe.sgld:
-        gens = [torch.Generator(device=dev).manual_seed(noise_seed(s, recipe.init)) for s in seeds]
-        noise = NoiseStreams(gens, model.layout.n, model.dtype, dev)
     ckpt = checkpoint_path(outs)
     key = config_hash({"run": rc.as_dict(), "P": Ps, "seeds": seeds, "device": dev,
                       "code": code_fingerprint("train")})  # resume only under the same code
-    state = None
-    if ckpt.exists():
-        try:
-            d = torch.load(ckpt, map_location="cpu", weights_only=True)  # tensors and plain data only; RNG on CPU
-            if d.get("key") == key:
-                state = BatchState.from_dict(d, dev)
-                log(f"resuming from checkpoint {ckpt} at step {state.step}")
-            else:
-                log(f"ignoring checkpoint {ckpt}: written by other code, config, seeds or device")
-        except Exception as e:  # an unreadable checkpoint is ignored (it is rewritten atomically, so rare)
-            log(f"ignoring unreadable checkpoint {ckpt}: {type(e).__name__}: {e}")
-            state = None
+    state = _resume(ckpt, key, dev, log)
     if state is None:
         theta = torch.stack([_init_theta(model, recipe, s, k) for k, s in enumerate(seeds)])
         state = new_state(model, recipe, theta)
@@ -274,9 +267,35 @@ def _run_batch(rc: RunConfig, model: CopyAttention, Ps, seeds, outs, dev, stop_a
     def save(d: dict):
         atomic_write(ckpt, lambda tmp: torch.save(dict(d, key=key), tmp))
 
+    every = dict(checkpoint=save, checkpoint_every=recipe.checkpoint_every, stop_after=stop_after, log=log)
+    if recipe.method == "hmc":  # per chain: one generator for the sampler, one for the readout draws
+        from .hmc import run_hmc
+        gens, wgens = ([torch.Generator().manual_seed(hmc_seed(s, recipe.init, use)) for s in seeds]
+                       for use in ("sampler", "readout"))
+        return run_hmc(model, recipe, state, gens, wgens, **every)
+    noise = None
+    if recipe.sgld:
+        gens = [torch.Generator(device=dev).manual_seed(noise_seed(s, recipe.init)) for s in seeds]
+        noise = NoiseStreams(gens, model.layout.n, model.dtype, dev)
     eta = [step_size(recipe, P) for P in Ps] if recipe.sgld else None
-    return run_chains(model, recipe, state, noise, eta=eta, checkpoint=save,
-                      checkpoint_every=recipe.checkpoint_every, stop_after=stop_after, log=log)
+    return run_chains(model, recipe, state, noise, eta=eta, **every)
+
+
+def _resume(ckpt: Path, key: str, dev, log) -> BatchState | None:
+    """The state saved at ``ckpt`` when it was written under ``key`` (same code, config, seeds, device)."""
+    if not ckpt.exists():
+        return None
+    try:
+        d = torch.load(ckpt, map_location="cpu", weights_only=True)  # tensors and plain data only; RNG on CPU
+    except Exception as e:  # an unreadable checkpoint is ignored (it is rewritten atomically, so rare)
+        log(f"ignoring unreadable checkpoint {ckpt}: {type(e).__name__}: {e}")
+        return None
+    if d.get("key") != key:
+        log(f"ignoring checkpoint {ckpt}: written by other code, config, seeds or device")
+        return None
+    state = BatchState.from_dict(d, dev)
+    log(f"resuming from checkpoint {ckpt} at step {state.step}")
+    return state
 
 
 def train_run(run_cfg: dict, out: Path, device: str | None = None, _stop_after: int | None = None,

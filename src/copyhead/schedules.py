@@ -37,9 +37,9 @@ def record_steps(steps: int, n: int) -> np.ndarray:
 
 
 def sample_steps(recipe) -> np.ndarray:
-    """Steps at which samples are recorded: SGLD every ``thin`` steps after ``burn_in``; Adam the last.
-    ``recipe`` is a :class:`copyhead.config.Recipe`."""
-    if recipe.method == "sgld":
+    """Steps at which samples are recorded: SGLD (steps) and HMC (iterations) every ``thin`` after
+    ``burn_in``; Adam the last. ``recipe`` is a :class:`copyhead.config.Recipe`."""
+    if recipe.method in ("sgld", "hmc"):
         return np.arange(recipe.burn_in + recipe.thin, recipe.steps + 1, recipe.thin, dtype=np.int64)
     return np.array([recipe.steps], dtype=np.int64)
 

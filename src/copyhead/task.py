@@ -65,3 +65,15 @@ def noise_seed(seed: int, init: str) -> int:
     driven by independent noise, and neither shares the initialisation's stream)."""
     return int(np.random.SeedSequence(seed, spawn_key=(TORCH_STREAM, 1 + INITS.index(init)))
                .generate_state(1, np.uint64)[0] & 0x7FFF_FFFF_FFFF_FFFF)
+
+
+HMC_USES = ("sampler", "readout")
+
+
+def hmc_seed(seed: int, init: str, use: str) -> int:
+    """Seed of one of a chain's HMC Generators (``use``: the sampler's momenta and accept tests, or the
+    readout draws at record steps): stream 2 of the seed, sub-streams after the SGLD noise ones, one per
+    (initialisation kind, use), so none shares another's stream."""
+    sub = 1 + len(INITS) + len(HMC_USES) * INITS.index(init) + HMC_USES.index(use)
+    return int(np.random.SeedSequence(seed, spawn_key=(TORCH_STREAM, sub)).generate_state(1, np.uint64)[0]
+               & 0x7FFF_FFFF_FFFF_FFFF)

@@ -136,6 +136,7 @@ class BatchState:
         d = {k: cpu(getattr(self, k)) for k in self.KEYS}
         for k in ("curves", "samples"):
             d[k] = {n: cpu(t) for n, t in d[k].items()}
+        d["extra"] = self.extra                    # a sampler's own state (HMC; already on the CPU)
         return d
 
     @classmethod
@@ -145,6 +146,7 @@ class BatchState:
         for k in ("curves", "samples"):
             kw[k] = {n: mv(t) for n, t in d[k].items()}
         kw["diverged_step"] = list(d["diverged_step"])
+        kw["extra"] = d.get("extra", {})
         return cls(**kw)
 
     def live(self, device) -> torch.Tensor:
@@ -176,6 +178,56 @@ def diverged(U: torch.Tensor, theta: torch.Tensor, state: BatchState) -> torch.T
         norm > DIVERGE_FACTOR * state.ref_norm)
 
 
+class Recorder:
+    """What is recorded when: the curves at ``record_steps`` and the samples at ``sample_steps`` of a
+    recipe, written into a :class:`BatchState` from one evaluation at the step (shared by every method's
+    loop: this one and :func:`copyhead.hmc.run_hmc`)."""
+
+    def __init__(self, model: CopyAttention, recipe, state: BatchState):
+        self.model = model
+        self.rec, self.samp = record_steps(recipe.steps, recipe.log_points), sample_steps(recipe)
+        self.ri, self.si = int(np.searchsorted(self.rec, state.step)), int(np.searchsorted(self.samp, state.step))
+        self.linear = model.attention == "linear"
+        self.pos_scores = model.scores_kind == "position"
+        self.inv_tokens = 1.0 / model.n_tokens
+        self.nan = torch.tensor(float("nan"), dtype=model.dtype, device=model.device)
+
+    def _next(self, steps, i) -> int:
+        return int(steps[i]) if i < len(steps) else -1
+
+    def due(self, s: int) -> tuple[bool, bool]:
+        """(a curve point, a sample) is due at step ``s``."""
+        return s == self._next(self.rec, self.ri), s == self._next(self.samp, self.si)
+
+    def record(self, state: BatchState, s: int, theta, U, sse, A, live, any_frozen: bool, on_sample=None):
+        """Write what is due at step ``s`` from (U, SSE, A) at ``theta`` (frozen chains: NaN)."""
+        model = self.model
+        is_rec, is_samp = self.due(s)
+        if not (is_rec or is_samp):
+            return
+        M = model.score_matrix(theta)
+        if not self.pos_scores:
+            M = M[:, model.V:, model.V:]
+        test_loss = model.mean_loss(theta, model.T_test, A if self.pos_scores else None)
+        if self.linear:  # the gauge acts on the reported pattern only (f is invariant under it)
+            A, M = op.sign_fix(A, M)
+        vals = {**op.order_parameters(A), "energy": U, "train_loss": sse * self.inv_tokens, "test_loss": test_loss}
+        if any_frozen:
+            vals = {k: torch.where(live, x, self.nan) for k, x in vals.items()}
+        if is_rec:
+            for k in CURVES:
+                state.curves[k][:, self.ri] = vals[k]
+            self.ri += 1
+        if is_samp:
+            for k in SAMPLE_VARS:
+                state.samples[k][:, self.si] = vals[k]
+            state.A_sum += A
+            state.M_sum += M
+            if on_sample is not None:
+                on_sample(s, theta)
+            self.si += 1
+
+
 def run_chains(model: CopyAttention, recipe, state: BatchState, noise: NoiseStreams | None = None, *,
                eta=None, mask: torch.Tensor | None = None, on_sample=None, checkpoint=None,
                checkpoint_every: int = 0, stop_after: int | None = None,
@@ -190,9 +242,7 @@ def run_chains(model: CopyAttention, recipe, state: BatchState, noise: NoiseStre
     energy, order parameters, steps/s, ETA) and one line per divergence.
     """
     steps = recipe.steps
-    rec, samp = record_steps(steps, recipe.log_points), sample_steps(recipe)
     sgld, linear = recipe.sgld, model.attention == "linear"
-    pos_scores = model.scores_kind == "position"
     if sgld:
         if noise is None:
             raise ValueError("SGLD needs the chains' noise streams")
@@ -206,18 +256,14 @@ def run_chains(model: CopyAttention, recipe, state: BatchState, noise: NoiseStre
     K = theta.shape[0]
     b1, b2 = ADAM_BETAS
     prior_warmup = recipe.prior_warmup if not sgld else 0
-    ri, si = int(np.searchsorted(rec, state.step)), int(np.searchsorted(samp, state.step))
-    next_rec = int(rec[ri]) if ri < len(rec) else -1
-    next_samp = int(samp[si]) if si < len(samp) else -1
-    inv_tokens = 1.0 / model.n_tokens
-    nan = torch.tensor(float("nan"), dtype=model.dtype, device=model.device)
+    recorder = Recorder(model, recipe, state)
     live = state.live(model.device)
     any_frozen = not bool(live.all())
     progress_every = max(1, steps // 10)
     t_start, s_start = time.perf_counter(), state.step
     s = state.step
     while True:
-        is_rec, is_samp = s == next_rec, s == next_samp
+        is_rec, is_samp = recorder.due(s)
         is_log = log is not None and s > s_start and (s % progress_every == 0 or s == steps)
         is_check = is_rec or is_samp or s % CHECK_EVERY == 0 or s == steps
         U, sse, A, g = model.energy_grad(theta, with_energy=is_check or is_log)   # U only where used
@@ -234,31 +280,7 @@ def run_chains(model: CopyAttention, recipe, state: BatchState, noise: NoiseStre
                 any_frozen = True
                 if not bool(live.any()):
                     break
-        if is_rec or is_samp:
-            M = model.score_matrix(theta)
-            if not pos_scores:
-                M = M[:, model.V:, model.V:]
-            test_loss = model.mean_loss(theta, model.T_test, A if pos_scores else None)
-            if linear:  # the gauge acts on the reported pattern only (f is invariant under it)
-                A, M = op.sign_fix(A, M)
-            ops = op.order_parameters(A)
-            vals = {**ops, "energy": U, "train_loss": sse * inv_tokens, "test_loss": test_loss}
-            if any_frozen:
-                vals = {k: torch.where(live, x, nan) for k, x in vals.items()}
-            if is_rec:
-                for k in CURVES:
-                    state.curves[k][:, ri] = vals[k]
-                ri += 1
-                next_rec = int(rec[ri]) if ri < len(rec) else -1
-            if is_samp:
-                for k in SAMPLE_VARS:
-                    state.samples[k][:, si] = vals[k]
-                state.A_sum += A
-                state.M_sum += M
-                if on_sample is not None:
-                    on_sample(s, theta)
-                si += 1
-                next_samp = int(samp[si]) if si < len(samp) else -1
+        recorder.record(state, s, theta, U, sse, A, live, any_frozen, on_sample)
         if is_log:
             _progress(log, s, steps, s_start, t_start, U, A, live, linear)
         if s == steps:

@@ -121,6 +121,10 @@ class Recipe:
     burn_in: int = 0
     thin: int = 1
     checkpoint_every: int = 0
+    # HMC (burn_in: warm-up iterations, thin, checkpoint_every as for SGLD; steps count iterations)
+    n_leapfrog: int = 16
+    step_size: float = 0.0
+    target_accept: float = 0.7
 
     @classmethod
     def from_dict(cls, name: str, d: dict) -> "Recipe":

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 ATTENTIONS = ("linear", "softmax")
-METHODS = ("adam", "sgld")
+METHODS = ("adam", "sgld", "hmc")
 
 
 class ConfigError(ValueError):
@@ -88,7 +88,10 @@ def _cross_problems(cfg: dict) -> list[str]:
                 if cfg["optimizers"].get(name, {}).get("init") == "copy":
                     msgs.append(_copy_init_rank(f"'sweep.{att}.{name}' (init: copy)", model["d_k"], task["L"]))
     for name, rec in cfg["optimizers"].items():
-        if rec["method"] == "sgld":
+        if rec["method"] == "hmc" and model["scores"] != "position":
+            msgs.append(f"'optimizers.{name}': method hmc samples the collapsed posterior of position-only "
+                        f"scores; 'model.scores' is {model['scores']!r} (use sgld, or scores: position)")
+        if rec["method"] in ("sgld", "hmc"):
             if rec["burn_in"] + rec["thin"] > rec["steps"]:
                 msgs.append(f"'optimizers.{name}.burn_in' + 'thin' = {rec['burn_in'] + rec['thin']} must be <= "
                             f"'optimizers.{name}.steps' = {rec['steps']} (no samples would be recorded)")
