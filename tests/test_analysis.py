@@ -273,6 +273,7 @@ def test_inverse_size_fit_recovers_a_known_line():
     assert row_error({"error": 0.3, "theory_error": None}) == pytest.approx(0.3)
 
 
+@pytest.mark.stored_numbers   # stored chains as input; both sides of every comparison computed here
 def test_the_results_diagnostics_are_arvizs_on_the_projects_own_chains():
     """The results' R̂, bulk ESS and MCSE are ArviZ's (arviz-stats) on the default run's SGLD chains
     (tests/data/sgld_chains_default.npz: 4 chains x 100 draws per (attention, recipe, P, stored order

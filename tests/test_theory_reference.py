@@ -6,6 +6,9 @@ import pytest
 
 from copyhead.theory.reference import check, reference_table
 
+# the design's stored reference numbers, within physics tolerances (far wider than any kernel's spread)
+pytestmark = pytest.mark.stored_numbers
+
 ROWS = reference_table()
 
 

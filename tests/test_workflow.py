@@ -232,10 +232,34 @@ def test_clean_pipeline_audits_ok(pipeline):
     r = _audit(pipeline, "--all")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "8 ok, 0 with problems" in r.stdout
+    _audit_clean(pipeline)                       # no stale product: same code, same config
     j = json.loads(_audit(pipeline, "--json", "results/figures/fig3_linear_order_params.pdf").stdout)
     assert j[0]["ok"] and len(j[0]["runs"]) == 7
     assert sorted(r["status"] for r in j[0]["runs"]).count("diverged") == 1
     assert j[0]["runs"][0]["snakemake"]["rule"].startswith("train_")   # job record from .snakemake when present
+
+
+def test_audit_names_products_made_with_another_config(pipeline, tmp_path):
+    """`sed -i 's/sigma2: 0.1/sigma2: 0.2/' config.yaml` without rerunning: the audit says which products
+    were made with the old value and what the config says now; --strict fails; the unedited config is
+    clean (test_clean_pipeline_audits_ok), and nothing is removed by --fix for it."""
+    wd = tmp_path / "wd"
+    shutil.copytree(pipeline, wd, symlinks=True)
+    assert "sigma2: 0.1" in (wd / "config.yaml").read_text()
+    subprocess.run(["sed", "-i", "s/sigma2: 0.1/sigma2: 0.2/", "config.yaml"], cwd=wd, check=True)
+    fig = "results/figures/fig3_linear_order_params.pdf"
+    r = _audit(wd, "--strict", fig)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "made with model.sigma2 = 0.1, config.yaml now says 0.2" in r.stdout, r.stdout
+    lines = [ln for ln in r.stdout.splitlines() if "model.sigma2" in ln]
+    assert any("run file(s)" in ln for ln in lines) and any("theory" in ln for ln in lines), lines
+    r = _audit(wd, fig)
+    assert r.returncode == 0 and "config.yaml now says 0.2" in r.stdout
+    (wd / "other.yaml").write_text((pipeline / "config.yaml").read_text())   # --config: the file it matches
+    assert "now says" not in _audit(wd, "--strict", "--config", "other.yaml", fig).stdout
+    (wd / "config.yaml").write_text("model: [")
+    r = _audit(wd, fig)
+    assert "config.yaml: invalid" in r.stdout and "recorded configs not compared" in r.stdout and r.returncode == 0
 
 
 def test_audit_detects_changed_and_missing_run(pipeline, tmp_path):

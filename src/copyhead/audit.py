@@ -9,7 +9,10 @@ problem: the audit names it and exits non-zero.
 
 Every product records the fingerprint of the code that made it (``code_fingerprint``; figures in their
 sidecar); one that differs from the current code's (``copyhead.provenance.code_fingerprint``) is *stale*:
-a warning (exit 1 under ``--strict``). ``--fix`` removes what is broken so that the next ``snakemake``
+a warning (exit 1 under ``--strict``). So is a product whose recorded config differs from the one the
+current config file gives it (``config.yaml`` of the audited folder, or ``--config``): each differing key
+is one line, ``stale: <product> made with model.sigma2 = 0.1, config.yaml now says 0.2`` (runs per
+recipe, theory files, figure options); a product for a point no longer in the sweep is not compared. ``--fix`` removes what is broken so that the next ``snakemake``
 makes it again instead of failing downstream: an unreadable file itself, a product whose recorded input
 changed (the input is kept), figure outputs that changed, and, under ``--results``, every unreadable
 netCDF file and stale temporary file of a killed write.
@@ -35,7 +38,9 @@ class Report:
     products: list[dict] = field(default_factory=list)   # aggregates / theory files
     runs: list[dict] = field(default_factory=list)
     code_versions: dict[str, list[str]] = field(default_factory=dict)  # version -> files
-    stale: list[str] = field(default_factory=list)       # products made by other code than the current
+    stale: list[str] = field(default_factory=list)       # products made by other code or config than the current
+    # (kind, key, recorded, current) -> products whose recorded config differs from the current config's
+    config_stale: dict = field(default_factory=dict)
     # what `--fix` removes: path -> reason (an empty reason list: Snakemake remakes a missing file itself)
     remove: dict[str, str] = field(default_factory=dict)
 
@@ -77,8 +82,13 @@ def _snakemake_record(root: Path, path: str) -> dict | None:
 
 
 class _Auditor:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, config: Path | None = None):
         self.root = root
+        # the config the products should have been made with: config.yaml of the audited root (or the
+        # file named by --config); None (with why) when it cannot be read, then no config check is made
+        self.config_path = Path(config) if config is not None else root / "config.yaml"
+        self.config, self.config_error = _current_config(self.config_path)
+        self.config_label = (str(config) if config is not None else "config.yaml")
         # path -> (sha256, dataset or the read error): `--all` reaches the same aggregate and runs from
         # several figures; each file is hashed and read once per audit
         self._files: dict[Path, tuple[str, object]] = {}
@@ -94,6 +104,48 @@ class _Auditor:
         if recorded != self.current[concern]:
             return f"made by other {concern} code (fingerprint {recorded}, current {self.current[concern]})"
         return ""
+
+    def _config_stale(self, rep: Report, kind: str, path: str, recorded, want):
+        """Note every key where a product's recorded config differs from what the current config gives
+        it (collected per (kind, key, values) and printed as one line each by :meth:`_config_lines`)."""
+        from .config import config_differences
+        if want is None:
+            return
+        if isinstance(recorded, str):
+            try:
+                recorded = json.loads(recorded)
+            except json.JSONDecodeError:
+                return
+        for key, got, now in config_differences(recorded, want):
+            rep.config_stale.setdefault((kind, key, repr(got), repr(now)), []).append(path)
+
+    def _config_lines(self, rep: Report):
+        for (kind, key, got, now), paths in sorted(rep.config_stale.items()):
+            n = len(paths)
+            what = f"{n} {kind} file(s), e.g. {paths[0]}," if n > 1 else f"{kind} {paths[0]}"
+            rep.warnings.append(f"stale: {what} made with {key} = {got}, {self.config_label} now says {now}")
+            rep.stale += [p for p in paths if p not in rep.stale]
+
+    def _want_run(self, a: dict):
+        """The defining config the current config gives a run (None: the run is not in its sweep)."""
+        from .config import run_config, run_identity
+        cfg = self.config
+        att, opt = str(a.get("attention", "")), str(a.get("optimizer", ""))
+        if cfg is None or opt not in cfg["sweep"].get(att, {}):
+            return None
+        return run_identity(run_config(cfg, att, opt), int(a.get("P", 0)), int(a.get("seed", 0)))
+
+    def _want_theory(self, kind: str, recorded: str):
+        from .config import theory_config
+        if self.config is None:
+            return None
+        want = theory_config(self.config)
+        if kind == "theory_datasets":          # the training sets it was computed on are its inputs, not config
+            try:
+                want = dict(want, same_dataset=json.loads(recorded).get("same_dataset"))
+            except (json.JSONDecodeError, AttributeError):
+                return None
+        return want
 
     def _resolve(self, p: str) -> Path:
         path = Path(p)
@@ -159,6 +211,9 @@ class _Auditor:
         if why:
             rep.stale.append(str(sidecar))
             rep.warnings.append(f"stale figure {figure}: {why}")
+        if self.config is not None and rec.get("figure") in _figures():
+            fig = _figures()[rec["figure"]]
+            self._config_stale(rep, "figure", str(sidecar), rec.get("options", {}), fig.options(self.config))
         fig_job = _snakemake_record(self.root, rec.get("outputs", {}).get("pdf", {}).get("path", ""))
         if fig_job:
             rep.products.append({"role": "figure", "path": str(figure), "snakemake": fig_job})
@@ -181,6 +236,9 @@ class _Auditor:
                 prod["stale"] = why
                 rep.stale.append(inp["path"])
                 rep.warnings.append(f"stale {kind} {inp['path']}: {why}")
+            if kind in ("theory", "theory_datasets"):
+                self._config_stale(rep, kind, inp["path"], ds.attrs.get("config_json", "{}"),
+                                   self._want_theory(kind, ds.attrs.get("config_json", "{}")))
             if kind == "aggregate":
                 self._audit_runs(rep, ds.attrs, inp["path"])
         stale_runs = [r for r in rep.runs if r.get("stale")]
@@ -189,6 +247,9 @@ class _Auditor:
             reasons = sorted({r["stale"] for r in stale_runs})
             rep.warnings.append(f"{len(stale_runs)} of {len(rep.runs)} stale run(s), e.g. {stale_runs[0]['path']}: "
                                 + "; ".join(reasons))
+        if self.config_error:
+            rep.warnings.append(f"{self.config_label}: {self.config_error}; recorded configs not compared")
+        self._config_lines(rep)
         if len(rep.code_versions) > 1:
             rep.warnings.append("mixed code versions: " + "; ".join(
                 f"{v} ({len(f)} file(s))" for v, f in sorted(rep.code_versions.items())))
@@ -233,6 +294,7 @@ class _Auditor:
                 why = self._stale("run", str(a.get("code_fingerprint", "")))
                 if why:
                     run["stale"] = why
+                self._config_stale(rep, "run", path, a.get("config_json", "{}"), self._want_run(a))
                 self._note_version(rep, a, path)
                 self._check_run_content(rep, ds, attrs, path)
             job = _snakemake_record(self.root, path)
@@ -241,8 +303,24 @@ class _Auditor:
             rep.runs.append(run)
 
 
-def audit_figures(figures, root: Path = Path(".")) -> list[Report]:
-    aud = _Auditor(Path(root))
+def _current_config(path: Path):
+    """(validated config, '') or (None, why not)."""
+    from .config import ConfigError, load
+    if not path.is_file():
+        return None, "not found"
+    try:
+        return load(path), ""
+    except ConfigError as e:
+        return None, f"invalid ({str(e).splitlines()[0]})"
+
+
+def _figures():
+    from .figures import FIGURES
+    return FIGURES
+
+
+def audit_figures(figures, root: Path = Path("."), config: Path | None = None) -> list[Report]:
+    aud = _Auditor(Path(root), config)
     return [aud.audit(Path(f)) for f in figures]
 
 
@@ -289,7 +367,7 @@ def main(args) -> int:
         print("copyhead audit: no figures given (name files or use --all)", file=sys.stderr)
         return 2
     root = results.resolve().parent
-    reports = audit_figures(figures, root=root)
+    reports = audit_figures(figures, root=root, config=getattr(args, "config", None))
     if args.json:
         print(json.dumps([r.as_dict() for r in reports], indent=2, default=str))
     else:
@@ -298,7 +376,8 @@ def main(args) -> int:
         bad = sum(not r.ok for r in reports)
         stale = len({p for r in reports for p in r.stale})
         print(f"audited {len(reports)} figure(s): {len(reports) - bad} ok, {bad} with problems"
-              + (f"; {stale} stale product(s) (made by other code: `snakemake` remakes them)" if stale else ""))
+              + (f"; {stale} stale product(s) (made by other code or config: `snakemake` remakes them)"
+                 if stale else ""))
     if fix:
         remove = {str(Path(p).resolve()): why for r in reports for p, why in r.remove.items()}
         for p, why in broken_results(results).items():

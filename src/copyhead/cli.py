@@ -280,6 +280,8 @@ def build_parser() -> argparse.ArgumentParser:
     au.add_argument("--all", action="store_true", help="audit every figure under --results/figures")
     au.add_argument("--results", default="results", help="results folder (default: results)")
     au.add_argument("--json", action="store_true", help="machine-readable output")
+    au.add_argument("--config", help="the config the products should match (default: config.yaml beside the "
+                                     "results folder)")
     au.add_argument("--strict", action="store_true",
                     help="also fail on warnings (stale products, mixed code versions, dirty working tree)")
     au.add_argument("--fix", action="store_true",

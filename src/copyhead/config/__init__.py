@@ -15,7 +15,8 @@ and ``g_Q: 1.0`` give identical params and hashes), a typed dataclass by its fie
 """
 from .files import (_StrictLoader, canonical_json, config_hash, load, load_mapping, load_yaml,
                     merge_overrides, parse_overrides)
-from .runs import (ModelParams, Recipe, RunConfig, TaskParams, config_diff, run_config, run_identity, runs,
+from .runs import (ModelParams, Recipe, RunConfig, TaskParams, config_diff, config_differences, run_config,
+                   run_identity, runs,
                    theory_config, validate_run_config)
 from .schema import ATTENTIONS, METHODS, ConfigError, schema, schema_problems, validate
 from .theory import (ActionParams, ExactSettings, FluctuationSettings, LandscapeP, ScalingSettings, TheoryParams,
@@ -24,6 +25,6 @@ from .theory import (ActionParams, ExactSettings, FluctuationSettings, Landscape
 __all__ = ["ATTENTIONS", "METHODS", "ActionParams", "ConfigError", "ExactSettings", "FluctuationSettings",
            "LandscapeP", "ModelParams",
            "Recipe", "RunConfig", "ScalingSettings", "TaskParams", "TheoryParams", "_StrictLoader",
-           "canonical_json", "config_diff", "config_hash", "load", "load_mapping", "load_yaml",
+           "canonical_json", "config_diff", "config_differences", "config_hash", "load", "load_mapping", "load_yaml",
            "merge_overrides", "parse_overrides", "run_config", "run_identity", "runs", "schema",
            "schema_problems", "theory_config", "theory_params", "validate", "validate_run_config"]

@@ -65,14 +65,17 @@ def run_identity(run_cfg: dict, P: int, seed: int) -> dict:
     return dict(RunConfig.from_dict(run_cfg).as_dict(), P=int(P), seed=int(seed))
 
 
-def config_diff(got: Any, want: Any, path=()) -> list[str]:
-    """Every key where ``got`` differs from ``want``, as "'key' = got (expected want)" lines."""
+def config_differences(got: Any, want: Any, path=()) -> list[tuple[str, Any, Any]]:
+    """Every (dotted key, got, want) where ``got`` differs from ``want`` (an absent key: "<absent>")."""
     if isinstance(got, dict) and isinstance(want, dict):
         return [d for k in sorted(set(got) | set(want), key=str)
-                for d in config_diff(got.get(k, "<absent>"), want.get(k, "<absent>"), (*path, k))]
-    if got == want:
-        return []
-    return [f"'{_key(path)}' = {got!r} (expected {want!r})"]
+                for d in config_differences(got.get(k, "<absent>"), want.get(k, "<absent>"), (*path, k))]
+    return [] if got == want else [(_key(path), got, want)]
+
+
+def config_diff(got: Any, want: Any, path=()) -> list[str]:
+    """Every key where ``got`` differs from ``want``, as "'key' = got (expected want)" lines."""
+    return [f"'{k}' = {g!r} (expected {w!r})" for k, g, w in config_differences(got, want, path)]
 
 
 def theory_config(cfg: dict) -> dict:
