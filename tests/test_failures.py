@@ -231,3 +231,52 @@ def test_the_quickstart_venv_is_ignored_by_git(tmp_path):
         pytest.skip("not a git checkout")
     r = subprocess.run(["git", "check-ignore", "-q", ".venv/bin/python", ".venv/lib/x.py"], cwd=ROOT)
     assert r.returncode == 0
+
+
+# ------------------------------------------------------------------ a point no machine can hold
+
+def test_an_absurd_P_is_refused_before_any_compute_with_the_memory_it_needs(tmp_path):
+    """`P: [4, 1000000000]`: check-config, the Snakemake dry run and `copyhead train` refuse it in one
+    line naming the point, the memory it needs and what this machine has (no numpy allocation error)."""
+    import re
+    import shutil
+    import yaml
+    cfg = yaml.safe_load((ROOT / "tests/configs/tiny.yaml").read_text())
+    cfg["sweep"]["linear"]["adam"]["P"] = [4, 1_000_000_000]
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    need = re.compile(r"'sweep\.linear\.adam\.P': P = 1000000000 needs about [0-9.]+ TiB of memory for one "
+                      r"training job \(2 chain\(s\)\); this machine has [0-9.]+ GiB")
+    r = copyhead("check-config", "config.yaml", cwd=tmp_path)
+    assert r.returncode == 2 and need.search(r.stderr) and "Traceback" not in r.stderr, r.stderr
+    shutil.copy(ROOT / "Snakefile", tmp_path / "Snakefile")
+    shutil.copytree(ROOT / "workflow", tmp_path / "workflow")
+    r = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and need.search(r.stdout + r.stderr), r.stderr[-3000:]
+    assert "MemoryError" not in r.stdout + r.stderr and "Job stats" not in r.stdout + r.stderr
+    r = copyhead("train", "--config", ROOT / "tests/configs/tiny.yaml", "--attention", "linear", "--optimizer",
+                 "adam", "--P", "1000000000", "--seed", "0", "--out", tmp_path / "x.nc", cwd=tmp_path)
+    err = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(err) == 1 and "P = 1000000000 needs about" in err[0], r.stderr
+    assert not (tmp_path / "x.nc").exists()
+
+
+# ------------------------------------------------------------------ every path in every rule quoted
+
+def test_every_path_in_every_rule_is_quoted():
+    """No shell command of any workflow file names {input}, {output} or {log} (or one of their items)
+    without :q: an unquoted path breaks at a space and is a shell-injection point."""
+    import re
+    unquoted = re.compile(r"\{(input|output|log)(\.[A-Za-z_]+|\[\d+\])?\}")
+    files = [ROOT / "Snakefile", *sorted((ROOT / "workflow").rglob("*.smk"))]
+    bad = [f"{f.relative_to(ROOT)}:{i}: {ln.strip()}" for f in files
+           for i, ln in enumerate(f.read_text().splitlines(), 1)
+           if not ln.lstrip().startswith(("#", 'f"')) and unquoted.search(ln)]
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("smk", ["workflow/phase_map.smk", "workflow/one_loop.smk", "workflow/studies.smk"])
+def test_every_side_workflow_parses(smk):
+    r = subprocess.run([sys.executable, "-m", "snakemake", "-s", smk, "-n", "--cores", "1"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]

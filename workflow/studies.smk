@@ -102,5 +102,5 @@ rule study:
         "studies/logs/{name}.log",
     threads: workflow.cores
     shell:
-        "snakemake -s Snakefile --cores {threads} --configfile {input:q} --directory studies/{wildcards.name:q}
+        "snakemake -s Snakefile --cores {threads} --configfile {input:q} --directory studies/{wildcards.name:q}"
         " results/docs/results.json > {log:q} 2>&1"

@@ -29,6 +29,9 @@ GPU: one GPU when the run's device is ``auto`` or ``cuda``, none when the config
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+from functools import lru_cache
 from types import SimpleNamespace
 from typing import Any, Mapping
 
@@ -157,3 +160,61 @@ def submission_cap(resource: str) -> int:
         return fallback
     vals = [int(v.rstrip("+")) for v in out.stdout.split() if v.rstrip("+").isdigit()]
     return min(vals) if out.returncode == 0 and vals else fallback
+
+
+# ---------------------------------------------------------------- what a job may ask for
+
+def _local_mem_mb() -> int:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20)
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+@lru_cache(maxsize=1)
+def memory_limits() -> dict:
+    """The memory a training job can get, in MB: this machine's (physical RAM), and the largest SLURM
+    node's (``sinfo``; COPYHEAD_MAX_NODE_MEM_MB overrides it, e.g. on a login node without sinfo); 0
+    where unknown."""
+    node = os.environ.get("COPYHEAD_MAX_NODE_MEM_MB", "")
+    if not node.isdigit():
+        try:
+            out = subprocess.run(["sinfo", "-h", "-o", "%m"], capture_output=True, text=True, timeout=20)
+            vals = [int(v.rstrip("+")) for v in out.stdout.split() if v.rstrip("+").isdigit()]
+            node = max(vals) if out.returncode == 0 and vals else 0
+        except (OSError, subprocess.SubprocessError):
+            node = 0
+    return {"local": _local_mem_mb(), "slurm_node": int(node)}
+
+
+def _size(mb: float) -> str:
+    for unit, f in (("TiB", 2**20), ("GiB", 2**10)):
+        if mb >= f:
+            return f"{mb / f:.1f} {unit}"
+    return f"{mb:.0f} MiB"
+
+
+def memory_problem(run_cfg: Mapping[str, Any], P: int, n_chains: int, where: str) -> str:
+    """'' if one training job of ``n_chains`` chains at ``P`` fits the largest memory on offer
+    (:func:`memory_limits`), else one line saying what it needs and what there is (before any compute)."""
+    need = estimate(_sizes(run_cfg, P, n_chains))["mem_mb"]
+    lim = memory_limits()
+    have = max(lim["local"], lim["slurm_node"])
+    if have <= 0 or need <= have:
+        return ""
+    node = (f"the largest SLURM node {_size(lim['slurm_node'])}" if lim["slurm_node"]
+            else "no SLURM node is known (sinfo; or set COPYHEAD_MAX_NODE_MEM_MB)")
+    return (f"{where}: P = {P} needs about {_size(need)} of memory for one training job ({n_chains} chain(s)); "
+            f"this machine has {_size(lim['local'])} and {node}")
+
+
+def sweep_memory_problems(cfg: Mapping[str, Any]) -> list[str]:
+    """:func:`memory_problem` for every (attention, recipe, P) of a validated config's sweep."""
+    from .config import run_config
+
+    out = []
+    for att, recipes in cfg["sweep"].items():
+        for opt, v in recipes.items():
+            rc = run_config(cfg, att, opt)
+            out += [m for P in v["P"] if (m := memory_problem(rc, int(P), len(v["seeds"]), f"'sweep.{att}.{opt}.P'"))]
+    return out

@@ -23,6 +23,7 @@ import xarray as xr
 from . import order_params as op
 from .config import ConfigError, RunConfig, config_hash
 from .model import CopyAttention, energy_kind
+from .resources import memory_problem
 from .provenance import atomic_write, code_fingerprint, now_iso, provenance_attrs, write_dataset
 from .schedules import record_steps, sample_steps, step_size
 from .task import hmc_seed, make_data, noise_seed, torch_seed
@@ -183,6 +184,9 @@ def train_points(run_cfg: dict, points, device: str | None = None, _stop_after: 
         if any(s < 0 for s in seeds):
             raise ConfigError(f"seeds must be >= 0, got {seeds}")
         _check_outputs(outs, seeds)
+        too_big = memory_problem(run_cfg, P, len(seeds), "copyhead train")
+        if too_big:
+            raise ConfigError(too_big)
     rc = RunConfig.from_dict({k: run_cfg[k] for k in ("attention", "optimizer", "recipe", "task", "model",
                                                        "numerics")})
     recipe = rc.recipe

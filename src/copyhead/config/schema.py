@@ -184,4 +184,9 @@ def validate(cfg: Any) -> dict:
     if msgs:
         raise ConfigError("invalid config:\n  - " + "\n  - ".join(msgs))
     root = schema()
-    return _normalise(cfg, root, root)
+    cfg = _normalise(cfg, root, root)
+    from ..resources import sweep_memory_problems   # a point no machine can hold: refused before any job
+    msgs = sweep_memory_problems(cfg)
+    if msgs:
+        raise ConfigError("invalid config:\n  - " + "\n  - ".join(msgs))
+    return cfg
