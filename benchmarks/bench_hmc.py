@@ -96,6 +96,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="the dataset")
     ap.add_argument("--out", default=str(ROOT / "results/benchmarks/hmc.json"))
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--md", help="also write the table as a markdown page (e.g. docs/benchmarks/hmc.md)")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
     log = None if a.quiet else (lambda line: print("   ", line, flush=True))
@@ -107,18 +108,47 @@ def main(argv=None) -> int:
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps({"hmc_recipe": HMC, "sgld_recipe": SGLD, "rows": rows,
                                        "torch": torch.__version__}, indent=1))
-    print("| attention | P | σ² | param | HMC mean ± MCSE | SGLD mean ± MCSE | R̂ HMC / SGLD | ESS HMC / SGLD "
-          "| ESS/s HMC / SGLD | ratio | ms/grad HMC / SGLD |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    lines = ["| attention | P | σ² | param | HMC mean ± MCSE | SGLD mean ± MCSE | R̂ HMC / SGLD | ESS HMC / SGLD "
+             "| ESS/s HMC / SGLD | ratio | ms/grad HMC / SGLD |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         h, s = r["hmc"], r["sgld"]
         for name in [k for k in h if isinstance(h[k], dict) and "ess_bulk" in h[k]]:
             hp, sp = h[name], s[name]
-            print(f"| {r['attention']} | {r['P']} | {r['sigma2']} | {name} | {hp['mean']:.4f} ± {hp['mcse']:.4f} "
-                  f"| {sp['mean']:.4f} ± {sp['mcse']:.4f} | {hp['rhat']:.3f} / {sp['rhat']:.3f} "
-                  f"| {hp['ess_bulk']:.0f} / {sp['ess_bulk']:.0f} | {hp['ess_per_s']:.2f} / {sp['ess_per_s']:.3f} "
-                  f"| {hp['ess_per_s'] / sp['ess_per_s']:.1f}× | {h['ms_per_gradient_per_chain']:.3f} / "
-                  f"{s['ms_per_gradient_per_chain']:.3f} |")
+            lines.append(f"| {r['attention']} | {r['P']} | {r['sigma2']} | {name} | {hp['mean']:.4f} ± {hp['mcse']:.4f} "
+                         f"| {sp['mean']:.4f} ± {sp['mcse']:.4f} | {hp['rhat']:.3f} / {sp['rhat']:.3f} "
+                         f"| {hp['ess_bulk']:.0f} / {sp['ess_bulk']:.0f} "
+                         f"| {hp['ess_per_s']:.2f} / {sp['ess_per_s']:.3f} "
+                         f"| {hp['ess_per_s'] / sp['ess_per_s']:.1f}× | {h['ms_per_gradient_per_chain']:.3f} / "
+                         f"{s['ms_per_gradient_per_chain']:.3f} |")
+    print("\n".join(lines))
+    if a.md:
+        import platform
+        import subprocess
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True).stdout.strip() or "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src"], cwd=ROOT, capture_output=True,
+                               text=True).stdout.strip()
+        cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                    if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
+        head = [f"# HMC on the collapsed posterior against SGLD: ESS per CPU-second",
+                "",
+                f"Written by `python benchmarks/bench_hmc.py --points {a.points} --chains {a.chains} --md {a.md}` "
+                f"(commit {commit}{'-dirty' if dirty else ''}, {time.strftime('%Y-%m-%d')}, {cpu}, one thread, "
+                f"torch {torch.__version__}). {a.chains} chains per sampler on ONE training set (dataset seed "
+                f"{a.seed}) from independent prior draws; R̂ (rank split-R̂) and bulk ESS across those chains "
+                f"(ArviZ); ESS/s over the CPU time of the whole batch, HMC's warm-up included.",
+                "",
+                f"- HMC: {a.chains} × {HMC['steps']} iterations ({HMC['burn_in']} warm-up), {HMC['n_leapfrog']} leapfrog "
+                f"steps, target acceptance {HMC['target_accept']}; acceptance after warm-up "
+                + "; ".join(f"{r['attention']} P={r['P']}: " + ", ".join(f"{x:.2f}" for x in r["hmc"]["extra"]["accept_rate"])
+                            for r in rows) + "; divergent after warm-up: "
+                + ", ".join(str(sum(r["hmc"]["extra"]["n_divergent"])) for r in rows) + ".",
+                f"- SGLD: the converged study's recipe, {SGLD['steps']} steps (burn-in {SGLD['burn_in']}, thin "
+                f"{SGLD['thin']}), η = {SGLD['eta']} scaled by σ² as the recipe does.",
+                "- ms/grad: CPU milliseconds per gradient evaluation per chain (HMC: n_leapfrog per iteration).",
+                ""]
+        Path(a.md).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.md).write_text("\n".join(head + lines) + "\n")
     return 0
 
 

@@ -105,3 +105,22 @@ def test_chains_of_different_P_in_one_counts_batch_equal_each_alone():
     for k, d in enumerate(data):
         alone = CollapsedPosterior(CopyAttention([d], "softmax", MODEL, energy="dense"))
         assert float(both.energy(q)[k]) == pytest.approx(float(alone.energy(q[k:k + 1])[0]), rel=1e-13)
+
+
+@pytest.mark.parametrize("attention,energy", CASES)
+def test_the_hand_gradient_equals_autograd(attention, energy):
+    model, post, theta = tiny(attention, energy, P=6, seeds=(0, 1, 2))
+    q = theta[:, :post.n_qk]
+    U, g = post.energy_grad(q)
+    U_ref, g_ref = post.energy_grad_autograd(q)
+    torch.testing.assert_close(U, U_ref, rtol=1e-13, atol=1e-10)
+    torch.testing.assert_close(g, g_ref, rtol=1e-10, atol=1e-11)
+
+
+def test_a_chain_whose_statistics_overflow_gets_an_infinite_energy_and_leaves_the_others():
+    model, post, theta = tiny("linear", "dense")
+    q = theta[:, :post.n_qk].clone()
+    q[1] *= 1e80                                                     # A ~ 1e160: Σ is not factorable
+    U, g = post.energy_grad(q)
+    assert torch.isinf(U[1]) and torch.isfinite(U[0])
+    torch.testing.assert_close(g[0], post.energy_grad_autograd(q)[1][0])
