@@ -229,8 +229,9 @@ def test_the_quickstart_venv_is_ignored_by_git(tmp_path):
     the tree skip it."""
     if subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=ROOT, capture_output=True).returncode:
         pytest.skip("not a git checkout")
-    r = subprocess.run(["git", "check-ignore", "-q", ".venv/bin/python", ".venv/lib/x.py"], cwd=ROOT)
-    assert r.returncode == 0
+    r = subprocess.run(["git", "check-ignore", ".venv/bin/python", ".venv/lib/x.py"], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.split() == [".venv/bin/python", ".venv/lib/x.py"], r
 
 
 # ------------------------------------------------------------------ a point no machine can hold
