@@ -1,13 +1,15 @@
 # One rule per figure (generated from the registry copyhead.figures.FIGURES, so the inputs each figure
 # needs are declared once). Each writes .pdf, .png and a .provenance.json sidecar. fig3/fig4/fig8 also read
 # the results model (RESULTS_JSON, rule results_tables below) for the experimental transitions they mark.
+import os
 import shlex
 from pathlib import Path
 
 RESULTS_JSON = "results/docs/results.json"
 # The committed studies reports (docs/studies*/studies.json of this repository): the results page quotes
-# their findings in its Studies section, with the code version that made them.
-STUDY_REPORTS = sorted(str(p) for p in Path(workflow.basedir).glob("docs/studies*/studies.json"))
+# their findings in its Studies section, with the code version that made them. Relative to the working
+# directory, so that a checkout moved or copied elsewhere keeps the same input set (nothing reruns).
+STUDY_REPORTS = sorted(os.path.relpath(p) for p in Path(workflow.basedir).glob("docs/studies*/studies.json"))
 
 
 for _fig in FIGURES.values():
