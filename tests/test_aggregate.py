@@ -116,3 +116,20 @@ def test_runs_of_mixed_code_are_flagged_or_refused(runs, tmp_path):
     assert ag.attrs["mixed_code"] == 1 and "0123456789abcdef" in ag.attrs["run_code_fingerprints"]
     with pytest.raises(AggregateError, match="0123456789abcdef"):
         aggregate_datasets([other, *runs[1:]], "linear", strict=True)
+
+
+def test_a_method_s_own_variables_are_not_missing_from_other_methods(runs, tmp_path):
+    """HMC runs record their acceptance rate; the Adam runs beside them do not have it and are not
+    counted as missing it (only a run lacking what another run of its own recipe has is)."""
+    import warnings as w
+    from copyhead.provenance import write_dataset
+    ds = read_dataset(runs[0])
+    ds.attrs = dict(ds.attrs, optimizer="hmc")
+    ds["hmc_accept_rate"] = ((), 0.7)
+    hmc = write_dataset(ds, tmp_path / "hmc.nc")
+    with w.catch_warnings():
+        w.simplefilter("error")
+        ag = aggregate_datasets([*runs, hmc], "linear")
+    assert "n_missing" not in ag["hmc_accept_rate"].attrs and ag.attrs["n_missing_values"] == 0
+    assert float(ag["hmc_accept_rate"].sel(optimizer="hmc", P=4, seed=0)) == 0.7
+    assert np.isnan(ag["hmc_accept_rate"].sel(optimizer="adam").values).all()

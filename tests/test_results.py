@@ -525,3 +525,60 @@ def test_a_run_with_a_non_finite_result_is_named_and_marked(tmp_path):
     assert len(marks) == 1 and list(marks[0].get_xdata()) == [P]
     assert any("1 non-finite run(s) excluded" in t.get_text() for t in fig.axes[1].texts)
     plt.close(fig)
+
+
+# ------------------------------------------------------------------------------- SGLD against HMC
+def _two_samplers(seed=0, n_seeds=4, n_draws=200, tau=0.02, sd=0.05, bias_at=None, bias=0.0):
+    """SGLD ("sgld", AR(1) ρ = 0.8) and HMC ("hmc", ρ = 0.1) chains on the same datasets: both around the
+    dataset's own posterior mean μ(P) + δ(P, seed); SGLD's ĉG shifted by ``bias`` at P = ``bias_at``."""
+    rng = np.random.default_rng(seed)
+    delta = tau * rng.standard_normal((2, len(PS), n_seeds))
+    out = {}
+    for name, rho in (("sgld", 0.8), ("hmc", 0.1)):
+        x = np.empty((2, len(PS), n_seeds, n_draws))
+        for k, mu in enumerate((MU1, MUG)):
+            for i, P in enumerate(PS):
+                shift = bias if (name == "sgld" and k == 1 and P == bias_at) else 0.0
+                for j in range(n_seeds):
+                    x[k, i, j] = mu(P) + delta[k, i, j] + shift + sd * ar1(rng, n_draws, rho)
+        out[name] = (x[0], x[1])
+    return fake_aggregate("linear", out, PS, range(n_seeds))
+
+
+def test_sgld_against_hmc_on_the_same_datasets_cancels_the_dataset_and_finds_a_bias():
+    """The difference of two unbiased samplers on the same training sets has z ~ N(0, 1) although the
+    datasets differ by τ = 0.4 sd (the dataset cancels); a planted SGLD bias of 0.03 at one P is the one
+    point outside 2σ; HMC is recognised as a sampler by its name; its ESS per chain beats SGLD's."""
+    from copyhead.results import sampler_summaries, sampler_table
+    z = []
+    for rep in range(3):
+        ag = _two_samplers(seed=rep)
+        recs = recipes(ag)
+        assert recs["hmc"].method == "hmc" and recs["hmc"].sampler and recs["sgld"].sampler
+        rows = sampler_table(ag, "linear", recs)
+        assert len(rows) == 2 * len(PS) and {r["reference"] for r in rows} == {"hmc"}
+        assert all(r["n_seeds"] == 4 and r["ess_hmc"] > 2 * r["ess_sgld"] for r in rows)
+        z += [r["z"] for r in rows]
+    assert 0.7 < np.sqrt(np.mean(np.square(z))) < 1.3
+    ag = _two_samplers(seed=5, bias_at=16, bias=0.03)
+    rows = sampler_table(ag, "linear", recipes(ag))
+    out = [(r["P"], r["param"]) for r in rows if abs(r["z"]) > 3]
+    assert out == [(16.0, "cG")]
+    (s,) = sampler_summaries(rows)
+    assert (s["recipe"], s["reference"], s["worst_P"], s["worst_param"]) == ("sgld", "hmc", 16.0, "ĉG")
+    assert s["worst_diff"] == pytest.approx(0.03, abs=0.01)
+
+
+def test_the_page_reports_the_hmc_reference_and_sgld_against_it(tmp_path):
+    """With an HMC recipe the summary has a ``reference`` section and the page leads with HMC: a transition
+    column, the convergence of its chains and the SGLD − HMC table."""
+    from copyhead.results.page import render_page
+    ag = _two_samplers(seed=1, bias_at=16, bias=0.03)
+    th = fake_theory("linear", np.geomspace(2, 200, 200), {"saddle": (MU1, MUG), "mean": (MU1, MUG)})
+    tables = jsonable(build_tables({"aggregate_linear": ag, "theory_linear": th}, n_boot=20))
+    ref = tables["summary"]["attentions"]["linear"]["reference"]
+    assert ref["convergence"]["n_rows"] == 2 * len(PS) and ref["sgld"][0]["worst_P"] == 16.0
+    page = render_page(tables)
+    assert "## The reference posterior: HMC, and SGLD against it" in page
+    assert "| HMC `hmc` [95% CI] |" in page and "`sgld` − `hmc`" in page
+    assert "- **linear**: HMC " in page

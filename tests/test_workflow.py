@@ -104,14 +104,17 @@ def test_end_to_end_every_output(pipeline):
 def test_aggregate_has_every_run_and_status(pipeline):
     from copyhead.provenance import read_dataset
     ag = read_dataset(pipeline / "results/aggregate/linear.nc")
-    assert set(ag["optimizer"].values) == {"adam", "sgld", "sgld_diverge"}
+    assert set(ag["optimizer"].values) == {"adam", "sgld", "sgld_diverge", "hmc"}
     assert list(ag["P"].values) == [4, 8]
     # the sweep has sgld with seed 0 only: seed 1 is present as 'absent', not dropped
     assert ag["status"].sel(optimizer="sgld", seed=1).values.tolist() == ["absent", "absent"]
     assert (ag["status"].sel(optimizer="adam") == "ok").all()
     assert {"c1_mean", "c1_sem", "cG_mean", "n_ok", "test_loss"} <= set(ag.data_vars)
     inputs = json.loads(ag.attrs["inputs_json"])
-    assert len(inputs) == 7
+    assert len(inputs) == 9
+    # the HMC runs carry their sampler's record (acceptance after warm-up, divergences)
+    acc = ag["hmc_accept_rate"].sel(optimizer="hmc", seed=0).values
+    assert np.all((acc > 0.3) & (acc < 1)) and (ag["hmc_divergent"].sel(optimizer="hmc", seed=0) == 0).all()
     # the diverged run is kept: status, NaN results, its curve up to the divergence
     d = ag.sel(optimizer="sgld_diverge", P=4, seed=0)
     assert str(d["status"].values) == "diverged" and ag.attrs["n_diverged"] == 1
@@ -234,7 +237,7 @@ def test_clean_pipeline_audits_ok(pipeline):
     assert "8 ok, 0 with problems" in r.stdout
     _audit_clean(pipeline)                       # no stale product: same code, same config
     j = json.loads(_audit(pipeline, "--json", "results/figures/fig3_linear_order_params.pdf").stdout)
-    assert j[0]["ok"] and len(j[0]["runs"]) == 7
+    assert j[0]["ok"] and len(j[0]["runs"]) == 9
     assert sorted(r["status"] for r in j[0]["runs"]).count("diverged") == 1
     assert j[0]["runs"][0]["snakemake"]["rule"].startswith("train_")   # job record from .snakemake when present
 

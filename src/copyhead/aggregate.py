@@ -225,7 +225,10 @@ def aggregate_datasets(paths, attention: str, strict: bool = False, run_configs:
     for name, arr in meta_vars.items():
         out[name] = (GRID, arr.astype(str))
     ran = status != "absent"
-    missing = {v: int((ran & ~m).sum()) for v, m in present.items() if (ran & ~m).any()}
+    # missing: a run lacks a variable that another run of the same recipe has (a method's own variables,
+    # e.g. HMC's acceptance rate, are not expected from the runs of other methods)
+    expected = {v: ran & m.any(axis=(1, 2), keepdims=True) for v, m in present.items()}
+    missing = {v: int((expected[v] & ~m).sum()) for v, m in present.items() if (expected[v] & ~m).any()}
     for v, n in missing.items():
         out[v].attrs["n_missing"] = n
     if missing:

@@ -4,16 +4,19 @@ A pure function of the results tables (``copyhead.results.build_tables``, JSON-r
 attention type:
 
 - ``transitions`` — one row per transition kind (:data:`KINDS`), each read with ONE estimator
-  (:data:`ESTIMATORS`) from the tables' bootstrap rows, for SGLD and for Adam (the first prior-started
-  recipe of each method): estimate, 95 % CI, and the theory value of the method's *natural* curve — the
-  posterior mean for SGLD (what a chain's average estimates), the minimiser for Adam (a MAP estimate) —
-  from the most specific source present (same dataset: the same estimator on the runs' own training sets
-  and P grid; else the dataset-averaged exact action; else the closed form). Each method's verdict is data:
-  ``{"rule", "value", "outcome"}`` with outcome "inside" | "outside" | "no interval" | "no estimate" |
-  "no theory". The closed-form (large-N) value and the paper's number on our σ² scale stand beside them.
+  (:data:`ESTIMATORS`) from the tables' bootstrap rows, for HMC, SGLD and Adam (the first prior-started
+  recipe of each method; None where the sweep has none): estimate, 95 % CI, and the theory value of the
+  method's *natural* curve — the posterior mean for the samplers HMC and SGLD (what a chain's average
+  estimates), the minimiser for Adam (a MAP estimate) — from the most specific source present (same
+  dataset: the same estimator on the runs' own training sets and P grid; else the dataset-averaged exact
+  action; else the closed form). Each method's verdict is data: ``{"rule", "value", "outcome"}`` with
+  outcome "inside" | "outside" | "no interval" | "no estimate" | "no theory". The closed-form (large-N)
+  value and the paper's number on our σ² scale stand beside them.
 - ``agreement`` — one row per method: the natural curve's summary over the points away from the
   transitions, with the verdict rule of :func:`agreement_verdict`.
-- ``convergence`` — counts of R̂ flags and what they mean for the error bars; ``evidence`` — numbers on the
+- ``convergence`` — counts of R̂ flags of the SGLD chains and what they mean for the error bars;
+  ``reference`` — the HMC reference posterior where the sweep has one: its convergence (per dataset across
+  prior- and copy-started chains) and SGLD against it on the same datasets; ``evidence`` — numbers on the
   likely reasons for disagreement; ``nonfinite`` — runs that ended with a non-finite result.
 
 Every transition P of the theory is proportional to σ² (docs/theory.md Sec. 6): the paper's numbers, quoted
@@ -22,6 +25,8 @@ at the paper's σ² = :data:`PAPER_SIGMA2`, are put on our σ² by multiplying w
 from __future__ import annotations
 
 import math
+
+from ..config.schema import METHODS, SAMPLERS
 
 # The paper's own numbers (arXiv 2606.12058; summary in shared/seeds/), quoted, not computed: (what, quoted
 # text, low, high) at the paper's σ². The one copy in the package (the pages and the studies read it here).
@@ -86,7 +91,7 @@ def natural_theory(theory: list[dict], method: str, kind_of_transition: str) -> 
     """The theory value a method's transition is judged against: the natural kind (SGLD: posterior mean;
     Adam: minimiser; the onset and the hysteresis edges exist for the minimiser only: the origin's Hessian
     instability, the spinodals) of the most specific source with a finite value."""
-    want = "mean" if method == "sgld" and kind_of_transition in ("crossover", "jump") else "saddle"
+    want = "mean" if method in SAMPLERS and kind_of_transition in ("crossover", "jump") else "saddle"
     have = {}
     for t in theory:
         source, kind = curve_of(t["curve"])
@@ -146,13 +151,13 @@ def transition_rows(att: dict, attention: str) -> list[dict]:
     for kind, (only, _, paper_key, closed_label) in KINDS.items():
         if only not in (None, attention):
             continue
-        sg, ad = _first(att, kind, "sgld"), _first(att, kind, "adam")
-        if sg is None and ad is None:
+        first = {m: _first(att, kind, m) for m in METHODS}
+        any_row = next((r for r in first.values() if r is not None), None)
+        if any_row is None:
             continue
-        any_row = sg or ad
         closed = next((t["value"] for t in any_row.get("theory", []) if t["curve"] == closed_label), None)
         out.append({"kind": kind, "label": LABELS[kind], "estimator": ESTIMATORS[kind],
-                    "sgld": _method_cell(sg, kind, "sgld"), "adam": _method_cell(ad, kind, "adam"),
+                    **{m: _method_cell(r, kind, m) for m, r in first.items()},
                     "closed_form": {"label": closed_label, "value": _num(closed)},
                     "paper": _paper(paper_key, sigma2)})
     return out
@@ -175,7 +180,7 @@ def agreement_verdict(s: dict | None) -> dict:
 
 def natural_curve(att: dict, method: str) -> str | None:
     """The agreement curve of a method: its natural kind from the most specific source with a z."""
-    kind = "mean" if method == "sgld" else "saddle"
+    kind = "mean" if method in SAMPLERS else "saddle"
     have = {r["curve"] for r in att["agreement"] if r["method"] == method and _ok(r["z"])}
     return next((f"{s}_{kind}" for s, _ in SOURCES if f"{s}_{kind}" in have), None)
 
@@ -191,7 +196,7 @@ def _find(att: dict, recipe: str, curve: str | None) -> dict | None:
 
 def agreement_rows(att: dict) -> list[dict]:
     out = []
-    for method in ("sgld", "adam"):
+    for method in METHODS:
         recs = prior_recipes(att, method)
         if not recs:
             continue
@@ -206,14 +211,24 @@ def agreement_rows(att: dict) -> list[dict]:
     return out
 
 
-def convergence_summary(att: dict, rhat_max: float) -> dict:
-    """R̂ flags of the single-recipe SGLD rows (across chains; within one chain) and of the prior/copy pairs."""
-    rows = [r for r in att["convergence"] if r["n_chains"] > 0 and "+" not in r["recipe"]]
-    pairs = [r for r in att["convergence"] if r["n_chains"] > 0 and "+" in r["recipe"]]
+def _of_method(att: dict, recipe: str, method: str) -> bool:
+    return all(att["recipes"].get(n, {}).get("method") == method for n in recipe.split("+"))
+
+
+def convergence_summary(att: dict, rhat_max: float, method: str = "sgld") -> dict:
+    """R̂ flags of the single-recipe rows of one sampling method (across chains; within one chain) and of
+    its prior/copy pairs (per dataset: the R̂ of one training set's prior- and copy-started chains)."""
+    conv = [r for r in att["convergence"] if r["n_chains"] > 0 and _of_method(att, r["recipe"], method)]
+    rows = [r for r in conv if "+" not in r["recipe"]]
+    pairs = [r for r in conv if "+" in r["recipe"]]
     within = [r for r in rows if _num(r.get("rhat_within_max")) > rhat_max]
     return {"rhat_max": rhat_max, "n_rows": len(rows), "n_flag": sum(bool(r["rhat_flag"]) for r in rows),
             "n_within_flag": len(within), "n_pairs": len(pairs),
             "n_paired_flag": sum(_num(r.get("rhat_paired_max")) > rhat_max for r in pairs),
+            "largest_paired": max((_num(r.get("rhat_paired_max")) for r in pairs), default=math.nan),
+            "smallest_paired_ess": min((_num(r.get("ess_paired_min")) for r in pairs), default=math.nan),
+            "paired_points": sorted({f"P = {r['P']:g} {r['name']}" for r in pairs
+                                     if _num(r.get("rhat_paired_max")) > rhat_max}),
             "largest_rhat": max((_num(r["rhat"]) for r in rows), default=math.nan),
             "largest_within": max((_num(r.get("rhat_within_max")) for r in rows), default=math.nan),
             "smallest_ess": min((_num(r["ess_bulk"]) for r in rows), default=math.nan),
@@ -251,6 +266,17 @@ def evidence(att: dict, rhat_max: float) -> list[dict]:
     return out
 
 
+def reference_posterior(att: dict, rhat_max: float) -> dict | None:
+    """The HMC reference posterior of one attention type (None without HMC recipes): its convergence
+    (:func:`convergence_summary` of the HMC rows: across its chains and per dataset across the prior- and
+    copy-started chains of one training set) and SGLD against it on the same training sets (the tables'
+    ``sampler_summary`` rows, one per SGLD recipe)."""
+    if not any(r["method"] == "hmc" for r in att["recipes"].values()):
+        return None
+    return {"convergence": convergence_summary(att, rhat_max, "hmc"),
+            "sgld": [dict(s) for s in att.get("sampler_summary", [])]}
+
+
 SCALING_RULE = "the form whose ratio max/min over the theory's L range is smallest"
 
 
@@ -282,5 +308,6 @@ def build_summary(tables: dict) -> dict:
             "sigma2": att["theory"].get("config", {}).get("model", {}).get("sigma2"),
             "transitions": transition_rows(att, a), "agreement": agreement_rows(att),
             "convergence": convergence_summary(att, rhat_max), "evidence": evidence(att, rhat_max),
+            "reference": reference_posterior(att, rhat_max),
             "nonfinite": att.get("nonfinite", [])}
     return out

@@ -13,6 +13,7 @@ import yaml
 
 ATTENTIONS = ("linear", "softmax")
 METHODS = ("adam", "sgld", "hmc")
+SAMPLERS = ("sgld", "hmc")   # the methods that sample the posterior (their runs estimate its mean)
 
 
 class ConfigError(ValueError):

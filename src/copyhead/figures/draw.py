@@ -264,14 +264,15 @@ def fig_scaling(inputs, options):
     drawn = 0
     for att, kind, color, name in (("linear", "crossover", "tab:green", "crossover"),
                                    ("softmax", "jump", "tab:red", "jump")):
-        c = experiment_transition(summary, att, kind)
+        method = "hmc" if experiment_transition(summary, att, kind, "hmc") else "sgld"   # the reference first
+        c = experiment_transition(summary, att, kind, method)
         if c is None:
             continue
         lo, hi = c["ci_lo"], c["ci_hi"]
         yerr = ([[c["estimate"] - lo], [hi - c["estimate"]]] if lo is not None and hi is not None else None)
         ax.errorbar([L0 * (0.86 if att == "linear" else 1.16)], [c["estimate"]], yerr=yerr, fmt="*", color=color,
                     ms=6, mec="k", mew=0.4, capsize=3, elinewidth=1.2, ecolor="k", zorder=5,
-                    label=f"SGLD {name} at $L={L0}$, 95% CI")
+                    label=f"{method.upper()} {name} at $L={L0}$, 95% CI")
         drawn += 1
     if summary is None:
         ax.text(0.02, 0.98, "no results JSON: experimental transitions not drawn", transform=ax.transAxes,

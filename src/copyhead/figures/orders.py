@@ -25,7 +25,7 @@ def experiment_transition(summary, attention: str, kind: str, method: str = "sgl
     if not summary:
         return None
     rows = summary["attentions"].get(attention, {}).get("transitions", [])
-    cell = next((r[method] for r in rows if r["kind"] == kind), None)
+    cell = next((r.get(method) for r in rows if r["kind"] == kind), None)
     est = cell and cell.get("estimate")
     return cell if est is not None and np.isfinite(est) else None
 
@@ -54,7 +54,7 @@ def _mark_experimental_transitions(ax, summary, attention):
     y, n = 0.955, 0
     tr = ax.get_xaxis_transform()
     for kind in MARKED[attention]:
-        for method in ("sgld", "adam"):
+        for method in ("hmc", "sgld", "adam"):
             c = rows.get(kind, {}).get(method)
             if not c or c["estimate"] is None:
                 continue

@@ -6,12 +6,14 @@ import numpy as np
 COL = 3.4   # paper single-column width, inches
 WIDE = 7.0  # two-column width
 
-MARKERS = {"adam": "o", "sgld": "D", "adam_map": "s", "sgld_copy": "^"}
-LABELS = {"adam": "Adam", "sgld": "SGLD", "adam_map": "Adam (plain MAP)", "sgld_copy": "SGLD, copy init"}
+MARKERS = {"adam": "o", "sgld": "D", "adam_map": "s", "sgld_copy": "^", "hmc": "*", "hmc_copy": "v"}
+LABELS = {"adam": "Adam", "sgld": "SGLD", "adam_map": "Adam (plain MAP)", "sgld_copy": "SGLD, copy init",
+          "hmc": "HMC (reference)", "hmc_copy": "HMC, copy init"}
 C1_COLOR, CG_COLOR = "tab:blue", "tab:orange"
 EXACT_MEAN_LS = (0, (3, 1, 1, 1, 1, 1))   # dataset-averaged exact action, posterior mean
 LOSS_LINESTYLES = {"adam": "-", "adam_map": "--"}
-OPT_COLORS = {"adam": "tab:blue", "sgld": "tab:red", "adam_map": "tab:gray", "sgld_copy": "tab:purple"}
+OPT_COLORS = {"adam": "tab:blue", "sgld": "tab:red", "adam_map": "tab:gray", "sgld_copy": "tab:purple",
+              "hmc": "tab:green", "hmc_copy": "tab:olive"}
 
 # theory transition points: label, colour, line style (every drawn line is named on the plot)
 TRANSITION_STYLES = {
@@ -140,8 +142,8 @@ def residual_axis(ax, reference: dict):
     fixed_ticks(ax.yaxis, sorted({0.0, *ticks, *(-t for t in ticks)}))
     ax.set_ylim(-1.2 * top, 1.2 * top)
     ax.set_ylabel("$z$")
-    names = {"sgld": "SGLD", "adam": "Adam"}
-    what = "; ".join(f"{names.get(m, m)} vs {c}" for m, c in reference.items())
+    names = {"sgld": "SGLD", "adam": "Adam", "hmc": "HMC"}
+    what = "; ".join(f"{names.get(m, m)} vs {c}" for m, c in reference.items() if c)
     ax.set_title(f"residuals: {what}" if what else "residuals: no theory curve with errors", fontsize=6)
 
 

@@ -3,7 +3,8 @@ theory files (issue 11).
 
 - :mod:`.inputs` — recipes (method, start, copy twin), per-run and per-chain values of the plotted order
   parameters, theory curves at the runs' P and the theory's transition points.
-- :mod:`.tables` — convergence (split-R̂, ESS, MCSE), agreement (z per point, summaries); the definitions
+- :mod:`.tables` — convergence (split-R̂, ESS, MCSE), agreement (z per point, summaries), SGLD against the
+  HMC reference on the same training sets; the definitions
   are in its docstring. :mod:`.transitions` — transitions with bootstrap intervals; :mod:`.adam` — Adam
   against the MAP landscape.
 - :mod:`.page`, :mod:`.appendix` — the Markdown pages, every number read from the JSON (:mod:`.format`:
@@ -27,7 +28,7 @@ from pathlib import Path
 from .inputs import CURVES, KEYS, NAMES, Recipe, config_of, recipes
 from .adam import adam_table, softmax_landscape_minima
 from .tables import (RHAT_MAX, agreement_summaries, agreement_table, convergence_table, figure_statistics,
-                     flagged_points, reference_curve)
+                     flagged_points, reference_curve, sampler_summaries, sampler_table)
 from .transitions import transition_table
 
 from ..analysis.summary import build_summary
@@ -35,7 +36,7 @@ from ..config import ATTENTIONS
 
 __all__ = ["ATTENTIONS", "CURVES", "KEYS", "NAMES", "RHAT_MAX", "Recipe", "adam_table", "agreement_summaries",
            "agreement_table", "build_tables", "convergence_table", "figure_statistics", "flagged_points",
-           "jsonable", "recipes", "reference_curve", "softmax_landscape_minima", "transition_table",
+           "jsonable", "recipes", "reference_curve", "sampler_summaries", "sampler_table", "softmax_landscape_minima", "transition_table",
            "write_pages", "write_results"]
 
 
@@ -91,7 +92,8 @@ def build_tables(datasets: dict, config: dict | None = None, *, n_boot: int = 10
                  rhat_max: float = RHAT_MAX, seed: int = 0) -> dict:
     """Every table of docs/results.md from open datasets (roles as in the module docstring): per attention
     type ``recipes``, ``sweep``, ``convergence``, ``agreement``, ``agreement_summary``, ``transitions``,
-    ``adam``, ``theory`` (its transition points and config), ``scaling``, ``aggregate`` (its provenance);
+    ``samplers`` and ``sampler_summary`` (SGLD against HMC on the same datasets), ``adam``, ``theory`` (its
+    transition points and config), ``scaling``, ``aggregate`` (its provenance);
     and ``settings`` (n_boot, away_factor, rhat_max, the bootstrap seed)."""
     out = {"settings": {"n_boot": n_boot, "away_factor": away_factor, "rhat_max": rhat_max,
                         "bootstrap_seed": seed, "level": 0.95}, "attentions": {}}
@@ -106,6 +108,7 @@ def build_tables(datasets: dict, config: dict | None = None, *, n_boot: int = 10
         conv = convergence_table(ag, att, recs, rhat_max)
         agr = agreement_table(ag, th, same, att, recs, away_factor)
         trans = transition_table(ag, th, same, att, recs, n_boot=n_boot, seed=seed)
+        samplers = sampler_table(ag, att, recs) if "c1_sample" in ag else []
         theory = {k: float(th[k]) for k in th.data_vars if th[k].ndim == 0}
         theory.update(config=config_of(th), prior=str(th.attrs.get("prior", "")),
                       exact_n_datasets=int(th.attrs.get("exact_n_datasets", 0) or 0),
@@ -120,6 +123,7 @@ def build_tables(datasets: dict, config: dict | None = None, *, n_boot: int = 10
             "sweep": _sweep(ag, recs), "convergence": conv, "agreement": agr,
             "agreement_summary": agreement_summaries(agr), "transitions": trans,
             "adam": adam_table(ag, th, att, recs, trans, agr), "theory": theory, "scaling": _scaling(th),
+            "samplers": samplers, "sampler_summary": sampler_summaries(samplers),
             "aggregate": agg, "same_dataset": same is not None, "nonfinite": nonfinite_runs(ag),
             "same_dataset_config_hash": str(same.attrs.get("config_hash", "")) if same is not None else ""}
     out["summary"] = build_summary(jsonable(out))

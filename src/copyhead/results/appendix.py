@@ -32,10 +32,11 @@ def _config_section(t: dict) -> list[str]:
         r = cfg.get("optimizers", {}).get(n)
         if r:
             rec_rows.append([n, r.get("method"), r.get("init"), r.get("steps"),
-                             r.get("eta") if r.get("method") == "sgld" else r.get("lr"),
+                             {"sgld": r.get("eta"), "hmc": f"{r.get('step_size')} ({r.get('n_leapfrog')} leapfrog)"}
+                             .get(r.get("method"), r.get("lr")),
                              r.get("burn_in", "–"), r.get("thin", "–"), r.get("prior_warmup", "–")])
     if rec_rows:
-        out += ["", table(["recipe", "method", "start", "steps", "η (SGLD) / lr (Adam)", "burn-in", "thin",
+        out += ["", table(["recipe", "method", "start", "steps", "η (SGLD) / initial step (HMC) / lr (Adam)", "burn-in", "thin",
                            "prior warm-up"], rec_rows), ""]
     for a, att in t["attentions"].items():
         want = cfg.get("sweep", {}).get(a) if cfg else None
@@ -122,24 +123,25 @@ def _transitions(t: dict) -> list[str]:
 
 def _convergence(t: dict) -> list[str]:
     rmax = t["settings"]["rhat_max"]
-    out = ["## Convergence of the SGLD chains", "",
+    out = ["## Convergence of the sampling chains (SGLD, HMC)", "",
            f"Rank-normalised split-R̂ across chains (flag: R̂ > {g(rmax)}; chains of different seeds have "
            "different training sets, so this R̂ also grows with the dataset-to-dataset variation of the posterior), "
            "*within-chain R̂*: the largest split-R̂ of a single chain (its two halves), bulk ESS, Σ ESS of the "
            "chains, the MCSE of the chain-averaged mean and the spread of the chain means (sd/√n). Rows `a+b`: "
            "prior- and copy-started chains pooled; *paired R̂*: per seed, its two chains (same training set), "
-           "the largest over seeds.", ""]
+           "the largest over seeds; *paired ESS*: the bulk ESS of those two chains, the smallest over seeds.", ""]
     rows = []
     for a, att in t["attentions"].items():
         for r in att["convergence"]:
             if r["n_chains"] == 0:
                 continue
             rows.append([a, r["recipe"], _P(r["P"]), r["name"], r["n_chains"], r["n_draws"], g(r["mean"]),
-                         g(r["rhat"]), g(r.get("rhat_within_max")), g(r.get("rhat_paired_max")), g(r["ess_bulk"]),
+                         g(r["rhat"]), g(r.get("rhat_within_max")), g(r.get("rhat_paired_max")),
+                         g(r.get("ess_paired_min")), g(r["ess_bulk"]),
                          g(r["ess_sum"]),
                          g(r["err_mcse"], 2), g(r["err_spread"], 2), "**R̂**" if r["rhat_flag"] else ""])
     out.append(table(["attention", "recipe", "P", "param", "chains", "draws", "mean", "R̂", "within-chain R̂",
-                      "paired R̂", "bulk ESS", "Σ ESS", "MCSE", "sd/√n", "flag"], rows))
+                      "paired R̂", "paired ESS", "bulk ESS", "Σ ESS", "MCSE", "sd/√n", "flag"], rows))
     for a, att in t["attentions"].items():
         flagged = [r for r in att["convergence"] if r["n_chains"] and r["rhat_flag"] and "+" not in r["recipe"]]
         also = [r for r in flagged if _ok(r.get("rhat_within_max")) and r["rhat_within_max"] > rmax]
@@ -148,6 +150,21 @@ def _convergence(t: dict) -> list[str]:
                         f"chain with split-R̂ > {g(rmax)} (its two halves differ), so their flag is not only the "
                         "dataset-to-dataset variation between chains."]
     return out + [""]
+
+
+def _samplers(t: dict) -> list[str]:
+    rows = [[a, r["recipe"], r["reference"], _P(r["P"]), r["name"], r["n_seeds"], g(r["sgld"]), g(r["hmc"]),
+             g(r["diff"], 2), g(r["error"], 2), g(r["z"]), g(r["z_seed_max"]), g(r["ess_sgld"]), g(r["ess_hmc"])]
+            for a, att in t["attentions"].items() for r in att.get("samplers", [])]
+    if not rows:
+        return []
+    return ["## SGLD against the HMC reference, every point", "",
+            "Per SGLD recipe and its HMC recipe of the same start, over the seeds both ran (the same training "
+            "sets): the seed means of both samplers, their difference Δ and its Monte Carlo error "
+            "√(Σ MCSE_SGLD² + MCSE_HMC²)/n, z = Δ/error, the largest per-seed |z|, and the median ESS of the "
+            "mean per chain.", "",
+            table(["attention", "SGLD recipe", "HMC recipe", "P", "param", "seeds", "SGLD", "HMC", "Δ", "error",
+                   "z", "max seed |z|", "ESS SGLD", "ESS HMC"], rows), ""]
 
 
 def _adam(t: dict) -> list[str]:
@@ -303,5 +320,6 @@ def render_appendix(tables: dict, json_name: str = "results.json", page_name: st
              f"[{page_name}]({page_name}). Every number is read from the inputs listed at the end, except the "
              "paper's own numbers, which are quoted and labelled as the paper's.*", ""]
     parts += _config_section(tables) + _agreement(tables) + _transitions(tables) + _convergence(tables)
+    parts += _samplers(tables)
     parts += _adam(tables) + _paper(tables) + _definitions(tables) + _inputs(tables, json_name)
     return "\n".join(parts).rstrip() + "\n"

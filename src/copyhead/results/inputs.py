@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..config.schema import SAMPLERS
+
 KEYS = {"linear": ("c1", "cG"), "softmax": ("a1", "aG")}
 NAMES = {"c1": "ĉ1", "cG": "ĉG", "a1": "â1", "aG": "âG"}
 COPY_KEY = {"linear": "cG", "softmax": "aG"}          # the copy order parameter of each attention type
@@ -31,12 +33,17 @@ CURVES = {
 
 @dataclass(frozen=True)
 class Recipe:
-    """One training recipe of the sweep: its method (adam | sgld), its start (prior | copy) and, for a
-    copy-started recipe, the prior-started ``twin`` it brackets the posterior with (or "")."""
+    """One training recipe of the sweep: its method (adam | sgld | hmc), its start (prior | copy) and, for
+    a copy-started recipe, the prior-started ``twin`` it brackets the posterior with (or "")."""
     name: str
     method: str
     init: str
     twin: str = ""
+
+    @property
+    def sampler(self) -> bool:
+        """A posterior sampler (SGLD, HMC): its runs' sample means estimate the posterior mean."""
+        return self.method in SAMPLERS
 
 
 def sequence_length(*datasets) -> int:
@@ -65,7 +72,8 @@ def recipes(ag, config: dict | None = None) -> dict[str, Recipe]:
     out = {}
     for name in (str(o) for o in ag["optimizer"].values):
         spec = opts.get(name, {})
-        method = spec.get("method") or ("sgld" if _n_finite_samples(ag, name) > 1 or "sgld" in name else "adam")
+        method = spec.get("method") or ("hmc" if "hmc" in name else
+                                        "sgld" if _n_finite_samples(ag, name) > 1 or "sgld" in name else "adam")
         init = spec.get("init") or ("copy" if name.endswith("_copy") else "prior")
         out[name] = Recipe(name, str(method), str(init))
     for name, r in list(out.items()):

@@ -13,7 +13,7 @@ KEY_FIGURES = [("fig3_linear_order_params", "linear order parameters against P, 
 OTHER_FIGURES = [("fig1_stages", "mean attention per stage"), ("fig2_landscapes", "action landscapes"),
                  ("fig5_coverage", "coverage of Ā by span{J, I}"), ("fig6_linear_loss_curves", "linear Adam loss"),
                  ("fig7_softmax_loss_curves", "softmax Adam loss")]
-METHOD = {"sgld": "SGLD", "adam": "Adam"}
+METHOD = {"hmc": "HMC", "sgld": "SGLD", "adam": "Adam"}
 SOURCE = {"same": "same-dataset", "exact": "exact-average", "closed": "closed-form"}
 
 
@@ -31,9 +31,9 @@ def _cell(c: dict | None) -> str:
 
 
 def _theory(r: dict) -> str:
-    cells = [(m, r[m]["theory"]) for m in ("sgld", "adam") if r[m] and r[m]["theory"]]
-    if len(cells) == 2 and cells[0][1]["label"] == cells[1][1]["label"]:
-        cells = [("both", cells[0][1])]
+    cells = [(m, r[m]["theory"]) for m in METHOD if r.get(m) and r[m]["theory"]]
+    if len(cells) > 1 and len({t["label"] for _, t in cells}) == 1:
+        cells = [("all", cells[0][1])]
     parts = [f"{g(t['value'])} ({METHOD.get(m, m)}: {_curve(t)})" for m, t in cells]
     closed = r["closed_form"]["value"]
     if ok(closed):
@@ -70,22 +70,72 @@ def _convergence(a: str, c: dict) -> str:
             f"differ (within-chain R̂ > {g(c['rhat_max'])}){within}; smallest bulk ESS {g(c['smallest_ess'])}.")
 
 
+def _posterior_method(sa: dict) -> str:
+    """The method whose numbers stand for the posterior: HMC (the reference) where the sweep has it."""
+    return "hmc" if sa.get("reference") else "sgld"
+
+
 def _headline(summ: dict) -> list[str]:
     out = []
     for a, sa in summ["attentions"].items():
+        m = _posterior_method(sa)
         main = next((r for r in sa["transitions"] if r["kind"] in ("crossover", "jump")), None)
-        agr = next((r for r in sa["agreement"] if r["method"] == "sgld"), None)
+        agr = next((r for r in sa["agreement"] if r["method"] == m), None)
         bits = []
-        if main and main["sgld"]:
-            c = main["sgld"]
+        if main and main.get(m):
+            c = main[m]
             t = c["theory"]
-            bits.append(f"SGLD {main['label']} at P = {_cell(c)}" + (
+            bits.append(f"{METHOD[m]} {main['label']} at P = {_cell(c)}" + (
                 f" ({_curve(t)} {g(t['value'])}; closed form {g(main['closed_form']['value'])})" if t else ""))
         if agr and agr["n_away"]:
-            bits.append(f"SGLD order parameters against the {agr['curve_label']}: {agr['verdict']['outcome']} "
+            bits.append(f"{METHOD[m]} order parameters against the {agr['curve_label']}: {agr['verdict']['outcome']} "
                         f"(RMS z = {g(agr['rms_z'])}, {agr['n_within_2']} of {agr['n_away']} points within 2σ)")
+        ref = sa.get("reference")
+        if ref:
+            for s in ref["sgld"][:1]:
+                bits.append(f"SGLD (`{s['recipe']}`) against HMC on the same training sets: {s['n_within_2']} of "
+                            f"{s['n']} points within 2σ (RMS z = {g(s['rms_z'])})")
         if bits:
             out.append(f"- **{a}**: " + "; ".join(bits) + ".")
+    return out
+
+
+def _reference(summ: dict) -> list[str]:
+    """The HMC reference posterior: does it mix (per dataset), and how far is SGLD from it."""
+    refs = {a: sa["reference"] for a, sa in summ["attentions"].items() if sa.get("reference")}
+    if not refs:
+        return []
+    out = ["## The reference posterior: HMC, and SGLD against it", "",
+           "HMC samples the posterior of (Q, K) with the readout integrated out exactly (Metropolis-adjusted: no "
+           "step-size bias). Its chains are judged per training set: each dataset has a prior- and a "
+           "copy-started chain, and their R̂ (split halves of both) is the convergence test; SGLD is compared "
+           "with it on the same training sets, so the dataset cancels and only Monte Carlo error and SGLD's "
+           "bias and mixing remain.", ""]
+    rows = []
+    for a, ref in refs.items():
+        c = ref["convergence"]
+        pts = ", ".join(c["paired_points"][:4]) + (", …" if len(c["paired_points"]) > 4 else "")
+        rows.append([a, f"{c['n_paired_flag']} of {c['n_pairs']}" + (f" ({pts})" if pts else ""),
+                     g(c["largest_paired"]), g(c["smallest_paired_ess"]),
+                     f"{c['n_within_flag']} of {c['n_rows']}", g(c["largest_within"])])
+    rmax = g(next(iter(refs.values()))["convergence"]["rhat_max"])
+    out += [table(["attention", f"(P, parameter) with a dataset whose prior/copy R̂ > {rmax}",
+                   "largest per-dataset R̂", "smallest per-dataset bulk ESS",
+                   f"rows with a chain's halves R̂ > {rmax}", "largest within-chain R̂"], rows), "",
+            "Per dataset: one training set's prior- and copy-started chains (R̂ and bulk ESS of those two "
+            "chains, the worst over the datasets of a point). R̂ across the seeds of a point is not a "
+            "convergence test (it measures the spread between datasets; it is in the appendix).", ""]
+    rows = [[a, f"`{s['recipe']}` − `{s['reference']}`", f"{s['n_within_2']} of {s['n']}", g(s["rms_z"]),
+             f"P = {P_(s['worst_P'])} {s['worst_param']}: Δ = {g(s['worst_diff'])}, z = {g(s['worst_z'])}"
+             if ok(s["worst_z"]) else "–", f"{g(s['ess_sgld'])} / {g(s['ess_hmc'])}"]
+            for a, ref in refs.items() for s in ref["sgld"]]
+    if rows:
+        out += [table(["attention", "SGLD − HMC", "points within 2σ", "RMS z", "largest |z|",
+                       "median ESS per chain SGLD / HMC"], rows), "",
+                "z = (mean over seeds of SGLD − HMC on the same training set) / its Monte Carlo error; an SGLD "
+                "chain that has not mixed underestimates its error, so its |z| is an upper bound. The points of "
+                "one recipe share seeds across P, so they are not independent (the RMS z is a summary, not a "
+                "χ² test). Every point: the appendix.", ""]
     return out
 
 
@@ -123,12 +173,14 @@ def render_page(tables: dict, figure_dir: str = "results_figures", appendix_name
            "## Headline", ""] + _headline(summ) + [""]
     for a, sa in summ["attentions"].items():
         s2 = sa["sigma2"]
-        rows = [[r["label"], _theory(r), _cell(r["sgld"]), _cell(r["adam"]), _paper(r)] for r in sa["transitions"]]
-        recs = {m: next((r[m]["recipe"] for r in sa["transitions"] if r[m]), "") for m in ("sgld", "adam")}
-        out += [f"## {a} attention", "",
-                table(["transition", "theory (curve)", f"SGLD `{recs['sgld']}` [95% CI]",
-                       f"Adam `{recs['adam']}` [95% CI]",
-                       f"paper, on our σ² = {g(s2)} (quoted at σ² = {g(summ['paper_sigma2'])})"], rows), ""]
+        methods = [m for m in METHOD if m != "hmc" or any(r.get("hmc") for r in sa["transitions"])]
+        rows = [[r["label"], _theory(r)] + [_cell(r.get(m)) for m in methods] + [_paper(r)]
+                for r in sa["transitions"]]
+        recs = {m: next((r[m]["recipe"] for r in sa["transitions"] if r.get(m)), "") for m in methods}
+        out += [f"## {a} attention", ""]
+        out += [table(["transition", "theory (curve)"] + [f"{METHOD[m]} `{recs[m]}` [95% CI]" for m in methods]
+                      + [f"paper, on our σ² = {g(s2)} (quoted at σ² = {g(summ['paper_sigma2'])})"], rows), ""] \
+            if rows else ["No transition can be read from this sweep (too few P per recipe).", ""]
         out += [_agreement_line(a, r) for r in sa["agreement"]]
         for n in sa.get("nonfinite", []):
             out.append(f"- **non-finite result**: {a} `{n['recipe']}` P = {P_(n['P'])} seed {n['seed']} "
@@ -136,9 +188,9 @@ def render_page(tables: dict, figure_dir: str = "results_figures", appendix_name
         out.append("")
     est = {r["kind"]: (r["label"], r["estimator"]) for sa in summ["attentions"].values() for r in sa["transitions"]}
     out += ["How to read the tables: each transition is read from the data with one estimator, the same for "
-            "SGLD, Adam, the figures and the theory curves it is compared with: "
+            "HMC, SGLD, Adam, the figures and the theory curves it is compared with: "
             + "; ".join(f"*{lab}*: {e}" for lab, e in est.values()) + ". The theory value is that of the "
-            "method's natural curve — the posterior mean for SGLD (what a chain's average estimates), the "
+            "method's natural curve — the posterior mean for HMC and SGLD (what a chain's average estimates), the "
             "minimiser for Adam (a MAP estimate) — from the most specific theory: *same* (each run's own training "
             "set), else *exact* (the dataset-averaged exact action), else the *closed form*. 'theory inside / "
             "outside': whether that value lies in the 95% bootstrap CI over seeds. Every transition P scales "
@@ -151,8 +203,9 @@ def render_page(tables: dict, figure_dir: str = "results_figures", appendix_name
             "error bar and z built on it — is likely too small: at those points |z| overstates the disagreement and "
             "the agreement verdicts above are provisional. The transition CIs resample seeds, so they contain the "
             "spread between chains but not a bias all chains share (e.g. prior-started chains that have not yet "
-            "jumped). Those points are drawn hollow in fig3/fig4.", "",
-            "## Key figures", ""]
+            "jumped). Those points are drawn hollow in fig3/fig4.", ""]
+    out += _reference(summ)
+    out += ["## Key figures", ""]
     for fname, what in KEY_FIGURES:
         out += [f"![{fname}: {what}]({figure_dir}/{fname}.png)", ""]
     out += ["Also: " + "; ".join(f"[{f}]({figure_dir}/{f}.png) ({w})" for f, w in OTHER_FIGURES) + ".", "",

@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis import chain_ess, chain_mcse, ess_bulk, point_estimate, split_rhat
+from ..config.schema import METHODS, SAMPLERS
 from .inputs import (CURVES, KEYS, NAMES, Recipe, chain_series, curve_values, run_values, swept_P,
                      theory_transitions)
 
@@ -68,15 +69,17 @@ def _conv_row(attention, recipe, starts, P, key, x, rhat_max) -> dict:
 
 
 def convergence_table(ag, attention: str, recs: dict[str, Recipe], rhat_max: float = RHAT_MAX) -> list[dict]:
-    """Per (SGLD recipe, P, plotted order parameter): n_chains, n_draws, mean of the chain means, rank split-R̂
-    across the chains, rhat_within_max (the largest single-chain split-R̂: first against second half of one
-    chain, free of dataset-to-dataset variation), bulk ESS (all chains), ess_sum (Σ of the chains' own ESS), err_mcse, err_spread, error
-    (module docstring), rhat_flag (R̂ > rhat_max). Then per copy-started recipe and its prior-started twin,
-    at their common P, a row ``<twin>+<copy>`` (starts "prior+copy") with R̂ pooled over both starts'
-    chains, ``rhat_paired_max`` (the largest over seeds of the R̂ of one seed's two chains) and
-    ``n_pairs``; its rhat_flag is set when either exceeds rhat_max."""
+    """Per (sampling recipe: SGLD or HMC, P, plotted order parameter): n_chains, n_draws, mean of the
+    chain means, rank split-R̂ across the chains, rhat_within_max (the largest single-chain split-R̂:
+    first against second half of one chain, free of dataset-to-dataset variation), bulk ESS (all chains),
+    ess_sum (Σ of the chains' own ESS), err_mcse, err_spread, error (module docstring), rhat_flag (R̂ >
+    rhat_max). Then per copy-started recipe and its prior-started twin, at their common P, a row
+    ``<twin>+<copy>`` (starts "prior+copy") with R̂ pooled over both starts' chains, ``rhat_paired_max``
+    (the largest over seeds of the R̂ of one seed's two chains), ``ess_paired_min`` (the smallest over
+    seeds of the bulk ESS of one seed's two chains) and ``n_pairs``; its rhat_flag is set when either
+    exceeds rhat_max."""
     rows = []
-    sgld = [r for r in recs.values() if r.method == "sgld"]
+    sgld = [r for r in recs.values() if r.sampler]
     for r in sgld:
         for P in swept_P(ag, r.name):
             _, ser = chain_series(ag, attention, r.name, P)
@@ -84,7 +87,7 @@ def convergence_table(ag, attention: str, recs: dict[str, Recipe], rhat_max: flo
                 continue  # no ok chain at this P (all diverged)
             rows += [_conv_row(attention, r.name, r.init, P, k, ser[k], rhat_max) for k in KEYS[attention]]
     for r in sgld:
-        if r.init != "copy" or not r.twin or recs[r.twin].method != "sgld":
+        if r.init != "copy" or not r.twin or not recs[r.twin].sampler:
             continue
         for P in sorted(set(swept_P(ag, r.twin)) & set(swept_P(ag, r.name))):
             s_a, a = chain_series(ag, attention, r.twin, P)
@@ -93,10 +96,12 @@ def convergence_table(ag, attention: str, recs: dict[str, Recipe], rhat_max: flo
                 n = min(a[k].shape[1], b[k].shape[1]) if len(a[k]) and len(b[k]) else 0
                 pooled = np.vstack([a[k][:, :n], b[k][:, :n]]) if n else np.zeros((0, 0))
                 row = _conv_row(attention, f"{r.twin}+{r.name}", "prior+copy", P, k, pooled, rhat_max)
-                paired = [split_rhat(np.vstack([a[k][list(s_a).index(s), :n], b[k][list(s_b).index(s), :n]]))
-                          for s in sorted(set(s_a) & set(s_b))] if n >= 4 else []
-                paired = [x for x in paired if np.isfinite(x)]
+                pairs = [np.vstack([a[k][list(s_a).index(s), :n], b[k][list(s_b).index(s), :n]])
+                         for s in sorted(set(s_a) & set(s_b))] if n >= 4 else []
+                paired = [x for x in (split_rhat(p) for p in pairs) if np.isfinite(x)]
+                ess_p = [x for x in (ess_bulk(p) for p in pairs) if np.isfinite(x)]
                 row["rhat_paired_max"] = float(max(paired)) if paired else NAN
+                row["ess_paired_min"] = float(min(ess_p)) if ess_p else NAN
                 row["n_pairs"] = len(paired)
                 row["rhat_flag"] = bool(row["rhat_flag"] or (paired and max(paired) > rhat_max))
                 rows.append(row)
@@ -115,6 +120,78 @@ def flagged_points(conv_rows, rhat_max: float = RHAT_MAX) -> dict[tuple[str, flo
     return out
 
 
+# ------------------------------------------------------------------------------ SGLD against the reference
+def _reference_sampler(recs: dict[str, Recipe], r: Recipe) -> Recipe | None:
+    """The HMC recipe an SGLD recipe is compared with: the one of the same start, else a prior-started one."""
+    hmc = [h for h in recs.values() if h.method == "hmc"]
+    return next((h for h in hmc if h.init == r.init), None) or next((h for h in hmc if h.init == "prior"), None)
+
+
+def sampler_table(ag, attention: str, recs: dict[str, Recipe]) -> list[dict]:
+    """SGLD against the reference posterior (HMC on the collapsed posterior, no step-size bias) on the
+    same training sets. Per SGLD recipe, its reference HMC recipe (:func:`_reference_sampler`), each common
+    P and plotted order parameter, over the seeds both have an ok chain for (the same dataset): the sample
+    means of both (mean over seeds), the difference d = mean_s (ȳ_SGLD,s − ȳ_HMC,s) with error
+    √(Σ_s MCSE_SGLD,s² + MCSE_HMC,s²)/n (Monte Carlo only: the dataset cancels), z = d/error, the largest
+    per-seed |z|, and the median over seeds of each chain's own ESS of the mean (its mixing). An
+    SGLD chain that has not mixed underestimates its own MCSE, so |z| is then an upper bound."""
+    rows = []
+    for r in recs.values():
+        ref = _reference_sampler(recs, r) if r.method == "sgld" else None
+        if ref is None:
+            continue
+        for P in sorted(set(swept_P(ag, r.name)) & set(swept_P(ag, ref.name))):
+            s_a, a = chain_series(ag, attention, r.name, P)
+            s_b, b = chain_series(ag, attention, ref.name, P)
+            common = sorted(set(s_a) & set(s_b))
+            if not common:
+                continue
+            ia, ib = [list(s_a).index(s) for s in common], [list(s_b).index(s) for s in common]
+            for k in KEYS[attention]:
+                xa, xb = a[k][ia], b[k][ib]
+                if xa.shape[1] < 4 or xb.shape[1] < 4:
+                    continue
+                d = xa.mean(axis=1) - xb.mean(axis=1)
+                e = np.hypot(chain_mcse(xa), chain_mcse(xb))
+                n = len(common)
+                err = float(np.sqrt(np.sum(e ** 2)) / n)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    zs = np.abs(d / e)
+                rows.append({"attention": attention, "recipe": r.name, "reference": ref.name, "init": r.init,
+                             "P": float(P), "param": k, "name": NAMES[k], "n_seeds": n,
+                             "sgld": float(xa.mean()), "hmc": float(xb.mean()), "diff": float(d.mean()),
+                             "error": err, "z": float(d.mean() / err) if err > 0 else NAN,
+                             "z_seed_max": float(np.nanmax(zs)) if np.isfinite(zs).any() else NAN,
+                             "ess_sgld": float(np.nanmedian(chain_ess(xa))),
+                             "ess_hmc": float(np.nanmedian(chain_ess(xb))),
+                             "draws_sgld": int(xa.shape[1]), "draws_hmc": int(xb.shape[1])})
+    return rows
+
+
+def sampler_summaries(rows) -> list[dict]:
+    """Per (attention, SGLD recipe): n points, n_within_2 (|z| ≤ 2), RMS z, the worst point, and the median
+    over points of the ESS per chain of each sampler. The points of one recipe share seeds across P (the
+    same chains' noise streams on nested datasets), so they are not independent: the RMS z is a summary,
+    not a χ² test."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["attention"], row["recipe"], row["reference"]), []).append(row)
+    out = []
+    for (att, recipe, ref), rs in groups.items():
+        z = np.array([x["z"] for x in rs], float)
+        fin = np.isfinite(z)
+        worst = rs[int(np.nanargmax(np.abs(z)))] if fin.any() else None
+        out.append({"attention": att, "recipe": recipe, "reference": ref, "n": int(fin.sum()),
+                    "n_within_2": int((np.abs(z[fin]) <= 2).sum()),
+                    "rms_z": float(np.sqrt(np.mean(z[fin] ** 2))) if fin.any() else NAN,
+                    "worst_P": worst["P"] if worst else NAN, "worst_param": worst["name"] if worst else "",
+                    "worst_z": worst["z"] if worst else NAN,
+                    "worst_diff": worst["diff"] if worst else NAN,
+                    "ess_sgld": float(np.nanmedian([x["ess_sgld"] for x in rs])),
+                    "ess_hmc": float(np.nanmedian([x["ess_hmc"] for x in rs]))})
+    return out
+
+
 # ------------------------------------------------------------------------------------------- agreement
 def away_mask(P, attention: str, trans: dict, factor: float = 1.5) -> np.ndarray:
     """P away from the transitions ``trans`` (theory_transitions): linear onset, crossover and the weak
@@ -130,7 +207,7 @@ def away_mask(P, attention: str, trans: dict, factor: float = 1.5) -> np.ndarray
 def _mcse_grid(ag, attention, r: Recipe, P, seeds) -> dict[str, np.ndarray]:
     """Per-chain MCSE (n_P, n_seeds) of each plotted order parameter; NaN for Adam or missing chains."""
     out = {k: np.full((len(P), len(seeds)), NAN) for k in KEYS[attention]}
-    if r.method != "sgld":
+    if not r.sampler:
         return out
     for i, p in enumerate(P):
         s, ser = chain_series(ag, attention, r.name, p)
@@ -165,7 +242,7 @@ def agreement_table(ag, th, same, attention: str, recs: dict[str, Recipe], away_
                     continue
                 for k in KEYS[attention]:
                     y, t, e, m = vals[k][i], tv[k][i], te[k][i], mc[k][i]
-                    sg = r.method == "sgld"
+                    sg = r.sampler
                     if source == "same_dataset":
                         use = np.isfinite(y) & np.isfinite(t)
                         est = point_estimate((y - t)[use], m[use] if sg else None)
@@ -186,7 +263,7 @@ def agreement_table(ag, th, same, attention: str, recs: dict[str, Recipe], away_
                     rows.append({"attention": attention, "recipe": r.name, "method": r.method, "init": r.init,
                                  "P": float(p), "param": k, "name": NAMES[k], "curve": curve,
                                  "curve_label": label, "source": source, "kind": kind,
-                                 "natural": (kind == "mean") == (r.method == "sgld"), "n": est["n"],
+                                 "natural": (kind == "mean") == r.sampler, "n": est["n"],
                                  "experiment": exp_, "error": est["error"], "error_basis": est["error_basis"],
                                  "theory": th_, "theory_error": th_err, "z": z, "z_chains_rms": zc_rms,
                                  "away": bool(away[i])})
@@ -221,7 +298,7 @@ def agreement_summaries(rows) -> list[dict]:
         label, source, kind = CURVES[curve]
         out.append({"attention": att, "level": level, "recipe": recipe, "method": method, "curve": curve,
                     "curve_label": label, "source": source, "kind": kind,
-                    "natural": (kind == "mean") == (method == "sgld"), "n_away": s.n, "rms_z": s.rms_z,
+                    "natural": (kind == "mean") == (method in SAMPLERS), "n_away": s.n, "rms_z": s.rms_z,
                     "chi2": s.chi2, "dof": s.dof, "chi2_per_dof": s.chi2_per_dof, "p_value": s.p_value,
                     "n_within_2": int((np.abs(z[away & np.isfinite(z)]) <= 2).sum()),
                     "worst_recipe": worst["recipe"] if worst else "", "worst_P": worst["P"] if worst else NAN,
@@ -236,7 +313,7 @@ def reference_curve(rows, method: str) -> str | None:
     """The theory curve residuals of ``method`` are drawn against: the natural kind (SGLD: posterior mean,
     Adam: minimiser) of the most specific source present in the agreement rows (same dataset, else exact
     average, else closed form)."""
-    kind = "mean" if method == "sgld" else "saddle"
+    kind = "mean" if method in SAMPLERS else "saddle"
     have = {r["curve"] for r in rows if r["method"] == method and np.isfinite(_f(r["z"]))}
     for src in ("same", "exact", "closed"):
         if f"{src}_{kind}" in have:
@@ -250,7 +327,7 @@ def figure_statistics(ag, th, same, attention: str, recs: dict[str, Recipe], rha
     ``reference`` {method: curve key}."""
     conv = convergence_table(ag, attention, recs, rhat_max) if "c1_sample" in ag else []
     rows = agreement_table(ag, th, same, attention, recs)
-    ref = {m: reference_curve(rows, m) for m in ("sgld", "adam")}
+    ref = {m: reference_curve(rows, m) for m in METHODS}
     res = {}
     for r in recs.values():
         c = ref.get(r.method)
