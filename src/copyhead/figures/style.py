@@ -143,26 +143,32 @@ def residual_axis(ax, reference: dict):
     ax.set_ylim(-1.2 * top, 1.2 * top)
     ax.set_ylabel("$z$")
     names = {"sgld": "SGLD", "adam": "Adam", "hmc": "HMC"}
-    what = "; ".join(f"{names.get(m, m)} vs {c}" for m, c in reference.items() if c)
+    by: dict[str, list[str]] = {}
+    for m, c in reference.items():
+        if c:
+            by.setdefault(c, []).append(names.get(m, m))
+    what = "; ".join(f"{', '.join(ms)} vs {c}" for c, ms in by.items())
     ax.set_title(f"residuals: {what}" if what else "residuals: no theory curve with errors", fontsize=6)
 
 
 def rhat_panel(ax, rows, keys, colors, rhat_max):
-    """Split-R̂ vs P per SGLD recipe (marker) and order parameter (colour); rows ``a+b`` (prior and copy
-    start pooled) as black-edged markers of the copy recipe; the threshold as a dashed line, always inside
+    """Split-R̂ vs P per sampling recipe (marker) and order parameter (colour); rows ``a+b`` (prior and copy
+    start pooled; HMC: per dataset) as black-edged markers of the copy recipe; a row's ``rhat_plot`` where
+    it has one (HMC: within-chain and per-dataset R̂, never across seeds); the threshold as a dashed line, always inside
     the axis; the legend names the recipes with neutral markers (the colours are the order parameters')."""
     seen, top = {}, rhat_max
     for key, color in zip(keys, colors):
         by = {}
         for r in rows:
-            if r["param"] == key and np.isfinite(r["rhat"]):
-                by.setdefault(r["recipe"], []).append((r["P"], r["rhat"]))
-        for recipe, pts in by.items():
+            v = r.get("rhat_plot", r["rhat"])
+            if r["param"] == key and v is not None and np.isfinite(v):
+                by.setdefault((r["recipe"], r.get("rhat_basis", "")), []).append((r["P"], v))
+        for (recipe, basis), pts in by.items():
             P, R = zip(*sorted(pts))
             pooled = "+" in recipe
             mk = opt_marker(recipe.split("+")[-1])
             ax.plot(P, R, mk + ("" if pooled else ":"), color=color, ms=3, lw=0.6, mec="k" if pooled else color)
-            seen[recipe] = (mk, pooled)
+            seen[recipe] = (mk, pooled, basis)
             top = max(top, max(R))
     ax.axhline(rhat_max, color="r", ls="--", lw=0.7)
     if top > 5:
@@ -170,8 +176,8 @@ def rhat_panel(ax, rows, keys, colors, rhat_max):
     ax.set_ylim(min(0.98, ax.get_ylim()[0]), max(top * 1.08, rhat_max * 1.03))
     ax.set_ylabel("split-$\\hat R$")
     ax.set_title(f"convergence (red dashed: {rhat_max:g})", fontsize=6)
-    for recipe, (mk, pooled) in seen.items():
+    for recipe, (mk, pooled, basis) in seen.items():
         ax.plot([], [], mk, color="0.6", mec="k" if pooled else "0.6", ms=3, ls="none",
-                label=recipe.replace("+", " + ") + (" (pooled)" if pooled else ""))
+                label=recipe.replace("+", " + ") + (f" ({basis})" if basis else " (pooled)" if pooled else ""))
     if seen:
         ax.legend(fontsize=5, loc="upper left", handletextpad=0.2)

@@ -77,7 +77,9 @@ def convergence_table(ag, attention: str, recs: dict[str, Recipe], rhat_max: flo
     ``<twin>+<copy>`` (starts "prior+copy") with R̂ pooled over both starts' chains, ``rhat_paired_max``
     (the largest over seeds of the R̂ of one seed's two chains), ``ess_paired_min`` (the smallest over
     seeds of the bulk ESS of one seed's two chains) and ``n_pairs``; its rhat_flag is set when either
-    exceeds rhat_max."""
+    exceeds rhat_max. HMC recipes are judged without R̂ across seeds (``rhat_basis``, ``rhat_plot``: the
+    value the figures draw): a single-recipe row is flagged by its within-chain R̂, a pair row by its
+    per-dataset R̂; SGLD keeps the flag across chains (docs/figures.md)."""
     rows = []
     sgld = [r for r in recs.values() if r.sampler]
     for r in sgld:
@@ -85,7 +87,12 @@ def convergence_table(ag, attention: str, recs: dict[str, Recipe], rhat_max: flo
             _, ser = chain_series(ag, attention, r.name, P)
             if not len(ser[KEYS[attention][0]]):
                 continue  # no ok chain at this P (all diverged)
-            rows += [_conv_row(attention, r.name, r.init, P, k, ser[k], rhat_max) for k in KEYS[attention]]
+            for k in KEYS[attention]:
+                row = _conv_row(attention, r.name, r.init, P, k, ser[k], rhat_max)
+                if r.method == "hmc":   # judged per chain, never across seeds (different training sets)
+                    row.update(rhat_basis="within chain", rhat_plot=row["rhat_within_max"],
+                               rhat_flag=bool(_f(row["rhat_within_max"]) > rhat_max))
+                rows.append(row)
     for r in sgld:
         if r.init != "copy" or not r.twin or not recs[r.twin].sampler:
             continue
@@ -104,16 +111,20 @@ def convergence_table(ag, attention: str, recs: dict[str, Recipe], rhat_max: flo
                 row["ess_paired_min"] = float(min(ess_p)) if ess_p else NAN
                 row["n_pairs"] = len(paired)
                 row["rhat_flag"] = bool(row["rhat_flag"] or (paired and max(paired) > rhat_max))
+                if r.method == "hmc":   # per training set: one seed's prior- and copy-started chains
+                    row.update(rhat_basis="per dataset", rhat_plot=row["rhat_paired_max"],
+                               rhat_flag=bool(paired and max(paired) > rhat_max))
                 rows.append(row)
     return rows
 
 
 def flagged_points(conv_rows, rhat_max: float = RHAT_MAX) -> dict[tuple[str, float, str], bool]:
-    """(recipe, P, param) -> True where the point is not shown converged: its own R̂ > rhat_max, or the
-    pooled or paired R̂ of the prior/copy pair it belongs to is. What the figures draw hollow."""
+    """(recipe, P, param) -> True where the point is not shown converged: the ``rhat_flag`` of its own row
+    or of the prior/copy pair row it belongs to (SGLD: its R̂ across chains, the pair's pooled or paired
+    R̂; HMC: a chain's two halves, the pair's per-dataset R̂). What the figures draw hollow."""
     out = {}
     for row in conv_rows:
-        bad = bool(row["rhat"] > rhat_max or _f(row.get("rhat_paired_max")) > rhat_max)
+        bad = bool(row["rhat_flag"])
         for recipe in row["recipe"].split("+"):
             key = (recipe, float(row["P"]), row["param"])
             out[key] = out.get(key, False) or bad
