@@ -107,7 +107,9 @@ def _study_json(root: Path, name: str, L: int, d_k: int, sigma2: float, gap, tra
     atts, inputs = {}, {}
     for att, grid in grids.items():
         Pth = np.geomspace(1, 1000, 50)
-        xr.Dataset({v: ("P", np.full(50, 0.5)) for v in ("c1_mean_gaussian", "cG_mean_gaussian")},
+        # theory 0.5 for every plotted order parameter (softmax âG = mP/L)
+        xr.Dataset({v: ("P", np.full(50, 0.5 * (L if v == "mP_mean_gaussian" else 1)))
+                    for v in ("c1_mean_gaussian", "cG_mean_gaussian", "m1_mean_gaussian", "mP_mean_gaussian")},
                    coords={"P": Pth}).to_netcdf(folder / f"results/theory/{att}.nc")
         inputs[f"theory_{att}"] = {"path": f"results/theory/{att}.nc"}
         p1, pG = ("c1", "cG") if att == "linear" else ("a1", "aG")
@@ -304,3 +306,33 @@ def test_a_fixed_head_dimension_group_gets_its_own_section_findings_and_ordering
     assert any("softmax copies first at L = 64" in x for x in lines)
     publish(out.parent, tmp_path / "docs", "studies_fixed_dk16")
     assert (tmp_path / "docs" / "studies_fixed_dk16" / "studies.md").read_text() == text
+
+
+def test_the_gaussian_prior_softmax_curve_is_read_as_a_hat_not_as_c(tmp_path):
+    """Issue 29 item 2: the studies read the Gaussian-prior softmax posterior mean from the theory file's
+    Frobenius coordinates (c1, cG) and stored them as (â1, âG) (âG = 1.0155 = 0.1279·√63 at L = 64).
+    Now: every stored â lies in [0, 1], âG equals mP/L = cG/√(L−1) of the same file, and â1 equals m1;
+    where the copy direction is populated the old reading (cG) is √(L−1) times larger."""
+    import xarray as xr
+    from copyhead.studies.tables import _theory_curve
+    from copyhead.theory.output import write_theory
+    cfg = {"task": {"V": 4, "L": 6},
+           "model": {"d_k": 8, "g_Q": 1.0, "g_K": 1.0, "g_O": 1.0, "sigma2": 0.5},
+           "theory": {"prior": "large_deviation", "P_min": 1.0, "P_max": 200.0, "n_P": 30, "grid_n": 41,
+                      "landscape_P": {"linear": [], "softmax": []},
+                      "exact": {"n_datasets": 0, "P": [], "seed": 0}, "scaling": {"L": [6]}}}
+    write_theory(cfg, "softmax", tmp_path / "softmax.nc")
+    inputs = {"theory_softmax": {"path": "softmax.nc"}}
+    L = 6
+    with xr.open_dataset(tmp_path / "softmax.nc") as ds:
+        cG, mP, m1 = (ds[v].values for v in ("cG_mean_gaussian", "mP_mean_gaussian", "m1_mean_gaussian"))
+    for prior in ("gaussian", "large_deviation"):
+        for param in ("a1", "aG"):
+            P, y = _theory_curve(tmp_path, inputs, "softmax", param, prior, L)
+            assert len(P) == 30 and np.all((y >= -1e-12) & (y <= 1 + 1e-12)), (prior, param)
+    _, aG = _theory_curve(tmp_path, inputs, "softmax", "aG", "gaussian", L)
+    _, a1 = _theory_curve(tmp_path, inputs, "softmax", "a1", "gaussian", L)
+    assert np.allclose(aG, mP / L, rtol=1e-12) and np.allclose(aG, cG / np.sqrt(L - 1), rtol=1e-9)
+    assert np.allclose(a1, m1, rtol=1e-12)
+    big = aG > 0.05
+    assert big.any() and np.all(cG[big] > 2 * aG[big])   # the old reading, √5 = 2.24 times too large

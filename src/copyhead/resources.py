@@ -53,7 +53,8 @@ def _sizes(run_cfg: Mapping[str, Any], P: int, n_chains: int = 1) -> dict:
     r = rc.recipe
     return {"V": rc.task.V, "L": rc.task.L, "n_test": rc.task.n_test, "d_k": rc.model.d_k, "P": int(P),
             "steps": r.steps, "method": r.method, "burn_in": r.burn_in, "thin": r.thin,
-            "log_points": r.log_points, "dtype": rc.dtype, "device": rc.device, "chains": int(n_chains)}
+            "log_points": r.log_points, "dtype": rc.dtype, "device": rc.device, "chains": int(n_chains),
+            "n_leapfrog": r.n_leapfrog if r.method == "hmc" else 1}
 
 
 def step_work(V: int, L: int, d_k: int, P: int) -> float:
@@ -71,13 +72,15 @@ def n_samples(sizes: Mapping[str, Any]) -> int:
 def job_seconds(sizes: Mapping[str, Any], kind: str) -> float:
     """Predicted wall seconds of one job on a ``kind`` ("cpu" or "gpu") device, without the safety
     factor: start-up, training steps, and test-loss evaluations (a forward pass over n_test at each log
-    point and each recorded sample). An upper bound on CPU by construction of RATE; on GPU an estimate."""
+    point and each recorded sample). An HMC iteration is ``n_leapfrog`` gradient evaluations (key
+    ``n_leapfrog``, default 1). An upper bound on CPU by construction of RATE; on GPU an estimate."""
     V, L, d_k, P = (int(sizes[k]) for k in ("V", "L", "d_k", "P"))
     n_test, steps, K = int(sizes["n_test"]), int(sizes["steps"]), int(sizes.get("chains", 1))
     step_s = STEP_OVERHEAD_S[kind] + K * step_work(V, L, d_k, P) / RATE[kind]
     eval_s = STEP_OVERHEAD_S[kind] + K * step_work(V, L, d_k, n_test) / RATE[kind] / 2
     n_evals = int(sizes["log_points"]) + n_samples(sizes)
-    return STARTUP_S[kind] + steps * step_s + n_evals * eval_s
+    grads = steps * int(sizes.get("n_leapfrog", 1))
+    return STARTUP_S[kind] + grads * step_s + n_evals * eval_s
 
 
 def estimate(sizes: Mapping[str, Any], attempt: int = 1) -> dict:

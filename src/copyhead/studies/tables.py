@@ -19,6 +19,7 @@ import numpy as np
 from copyhead.provenance import DataFileError
 from copyhead.analysis.fits import fit_inverse_dk, row_error
 from copyhead.studies.spec import REFERENCE
+from copyhead.results.inputs import KEYS
 
 Z95 = 1.959963984540054
 # the experimental transition compared per attention type: (name in results.json, theory key)
@@ -53,14 +54,18 @@ def _job_seconds(root: Path) -> dict:
     return out
 
 
-def _theory_curve(root: Path, inputs: dict, att: str, param: str, prior: str):
-    """(P, values) of the closed-form posterior mean of one order parameter under one prior."""
+def _theory_curve(root: Path, inputs: dict, att: str, param: str, prior: str, L: int):
+    """(P, values) of the closed-form posterior mean of one plotted order parameter (linear ĉ1, ĉG;
+    softmax â1, âG) under one prior, read the way the results tables read it
+    (``copyhead.order_params.paper_order_parameters``: softmax â1 = m1, âG = mP/L, not the Frobenius
+    coordinates c1, cG of the file, which differ from them by √(L−1)). ``L``: the study's sequence length."""
     import xarray as xr
 
+    from ..order_params import paper_order_parameters
     path = root / inputs[f"theory_{att}"]["path"]
-    var = param.replace("a", "c", 1) + "_mean" + PRIORS[prior]   # softmax â1/âG are c1/cG in the file
     with xr.open_dataset(path) as ds:
-        return ds["P"].values.astype(float), ds[var].values.astype(float)
+        a, b = paper_order_parameters(ds, att, int(L), "_mean" + PRIORS[prior])
+        return ds["P"].values.astype(float), np.asarray(dict(zip(KEYS[att], (a, b)))[param].values, float)
 
 
 def load_study(path: str | Path) -> dict:
@@ -92,7 +97,8 @@ def load_study(path: str | Path) -> dict:
         curves = {}   # param -> (P, values) of the Gaussian-prior posterior mean, read once
         for r in [r for r in rows if r["curve"] == "closed_mean" and has_theory]:   # the same points, Gaussian prior
             if r["param"] not in curves:
-                curves[r["param"]] = _theory_curve(root, d["inputs"], att, r["param"], "gaussian")
+                curves[r["param"]] = _theory_curve(root, d["inputs"], att, r["param"], "gaussian",
+                                                       study["L"])
             th = float(np.interp(r["P"], *curves[r["param"]]))
             err = row_error(r)
             rows.append(dict(r, curve="closed_mean_gaussian", curve_label=CURVE_LABEL["closed_mean_gaussian"],
