@@ -582,3 +582,15 @@ def test_the_page_reports_the_hmc_reference_and_sgld_against_it(tmp_path):
     assert "## The reference posterior: HMC, and SGLD against it" in page
     assert "| HMC `hmc` [95% CI] |" in page and "`sgld` − `hmc`" in page
     assert "- **linear**: HMC " in page
+    # every Markdown table keeps its column count (a '|' inside a header or cell is escaped)
+    import re
+    cols = [len(re.findall(r"(?<!\\)\|", line)) for line in page.splitlines() if line.startswith("|")]
+    assert cols and "largest \\|z\\|" in page
+    blocks, cur = [], []
+    for line in page.splitlines() + [""]:
+        if line.startswith("|"):
+            cur.append(len(re.findall(r"(?<!\\)\|", line)))
+        elif cur:
+            blocks.append(cur)
+            cur = []
+    assert blocks and all(len(set(b)) == 1 for b in blocks), blocks

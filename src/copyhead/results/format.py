@@ -42,6 +42,7 @@ def P_(x) -> str:
 
 
 def table(head: list[str], rows: list[list]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(" --- " for _ in head) + "|"]
+    lines = ["| " + " | ".join(str(h).replace("|", "\\|") for h in head) + " |",
+             "|" + "|".join(" --- " for _ in head) + "|"]
     lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows]
     return "\n".join(lines)

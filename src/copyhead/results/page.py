@@ -33,7 +33,7 @@ def _cell(c: dict | None) -> str:
 def _theory(r: dict) -> str:
     cells = [(m, r[m]["theory"]) for m in METHOD if r.get(m) and r[m]["theory"]]
     if len(cells) > 1 and len({t["label"] for _, t in cells}) == 1:
-        cells = [("all", cells[0][1])]
+        cells = [("both" if len(cells) == 2 else "all", cells[0][1])]
     parts = [f"{g(t['value'])} ({METHOD.get(m, m)}: {_curve(t)})" for m, t in cells]
     closed = r["closed_form"]["value"]
     if ok(closed):
@@ -187,10 +187,13 @@ def render_page(tables: dict, figure_dir: str = "results_figures", appendix_name
                        f"({', '.join(n['variables']) or 'variables not named'}): left out like a diverged run.")
         out.append("")
     est = {r["kind"]: (r["label"], r["estimator"]) for sa in summ["attentions"].values() for r in sa["transitions"]}
+    present = [METHOD[m] for m in METHOD
+               if any(r.get(m) for sa in summ["attentions"].values() for r in sa["transitions"])]
+    samplers = " and ".join(n for n in ("HMC", "SGLD") if n in present) or "SGLD"
     out += ["How to read the tables: each transition is read from the data with one estimator, the same for "
-            "HMC, SGLD, Adam, the figures and the theory curves it is compared with: "
+            + ", ".join(present + ["the figures"]) + " and the theory curves it is compared with: "
             + "; ".join(f"*{lab}*: {e}" for lab, e in est.values()) + ". The theory value is that of the "
-            "method's natural curve — the posterior mean for HMC and SGLD (what a chain's average estimates), the "
+            f"method's natural curve — the posterior mean for {samplers} (what a chain's average estimates), the "
             "minimiser for Adam (a MAP estimate) — from the most specific theory: *same* (each run's own training "
             "set), else *exact* (the dataset-averaged exact action), else the *closed form*. 'theory inside / "
             "outside': whether that value lies in the 95% bootstrap CI over seeds. Every transition P scales "
