@@ -22,7 +22,6 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,7 +129,7 @@ def main(argv=None) -> int:
                                text=True).stdout.strip()
         cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                     if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
-        head = [f"# HMC on the collapsed posterior against SGLD: ESS per CPU-second",
+        head = ["# HMC on the collapsed posterior against SGLD: ESS per CPU-second",
                 "",
                 f"Written by `python benchmarks/bench_hmc.py --points {a.points} --chains {a.chains} --md {a.md}` "
                 f"(commit {commit}{'-dirty' if dirty else ''}, {time.strftime('%Y-%m-%d')}, {cpu}, one thread, "

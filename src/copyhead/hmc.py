@@ -159,7 +159,7 @@ def run_hmc(model, recipe, state, gens, wgens, *, checkpoint=None, checkpoint_ev
             g.set_state(st)
     recorder = Recorder(model, recipe, state)
     live = state.live(model.device)
-    D, V, K = model.layout.D, model.V, h.q.shape[0]
+    D, V = model.layout.D, model.V
     progress_every = max(1, steps // 10)
     t_start, s_start = time.perf_counter(), state.step
     s = state.step

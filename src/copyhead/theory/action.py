@@ -13,7 +13,7 @@ import numpy as np
 from copyhead.config import ActionParams
 
 from .data import copy_task_tokens
-from .evidence import LOG2PI, family_nle, family_nle_grid, family_statistics
+from .evidence import LOG2PI, family_nle_grid, family_statistics
 from .prior import neg_log_prior_family, neg_log_prior_softmax
 
 

@@ -156,7 +156,7 @@ def compute_theory(th: TheoryParams, attention: str, log=print) -> xr.Dataset:
                                                     f"[{int(Pg[0])}, {int(Pg[-1])}]")
             attrs[f"transitions{suffix}_json"] = json.dumps(_jsonable(tre["transitions"]))
             if pr is p:
-                ds[f"action_landscape_exact"] = ((("P_exact",) + ldims[1:]),
+                ds["action_landscape_exact"] = ((("P_exact",) + ldims[1:]),
                                                  np.array([sce["landscapes"][float(x)] for x in P_exact]),
                                                  {"long_name": f"S - min S at each P_exact ({lbl})",
                                                   "units": "1"})

@@ -116,7 +116,7 @@ def scaling_forms(ds):
 
 
 def exact_slice(ex):
-    out = [f"| path | L | d_k | N/V² | closed LD | exact LD | closed Gauss. | exact Gauss. |", "|---|---|---|---|---|---|---|---|"]
+    out = ["| path | L | d_k | N/V² | closed LD | exact LD | closed Gauss. | exact Gauss. |", "|---|---|---|---|---|---|---|---|"]
     for path in ex["path"].values:
         for L in ex["L"].values:
             s = ex.sel(path=path, L=L)
