@@ -187,14 +187,15 @@ def sampler_summaries(rows) -> list[dict]:
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
         groups.setdefault((row["attention"], row["recipe"], row["reference"]), []).append(row)
+    from ..analysis import agreement_summary
     out = []
     for (att, recipe, ref), rs in groups.items():
         z = np.array([x["z"] for x in rs], float)
         fin = np.isfinite(z)
-        worst = rs[int(np.nanargmax(np.abs(z)))] if fin.any() else None
-        out.append({"attention": att, "recipe": recipe, "reference": ref, "n": int(fin.sum()),
-                    "n_within_2": int((np.abs(z[fin]) <= 2).sum()),
-                    "rms_z": float(np.sqrt(np.mean(z[fin] ** 2))) if fin.any() else NAN,
+        s = agreement_summary(z)
+        worst = rs[s.worst_index[0]] if s.worst_index is not None else None
+        out.append({"attention": att, "recipe": recipe, "reference": ref, "n": s.n,
+                    "n_within_2": int((np.abs(z[fin]) <= 2).sum()), "rms_z": s.rms_z,
                     "worst_P": worst["P"] if worst else NAN, "worst_param": worst["name"] if worst else "",
                     "worst_z": worst["z"] if worst else NAN,
                     "worst_diff": worst["diff"] if worst else NAN,
