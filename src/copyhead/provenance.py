@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import datetime as _dt
 import hashlib
+import json
 import os
 import platform
 import socket
@@ -26,7 +27,8 @@ from .datafiles import (DataFileError, WriteError, _PROCESS_START, atomic_write,
                         json_text, read_dataset, require_kind, sha256_file, stale_temps, write_dataset, write_json)
 
 __all__ = ["PAPER", "CODE_MODULES", "KIND_CONCERN", "code_fingerprint", "code_version", "code_version_string",
-           "library_versions", "now_iso", "provenance_attrs", "figure_record",
+           "library_versions", "now_iso", "provenance_attrs", "figure_record", "product_record",
+           "write_product", "sidecar_path",
            # re-exported from copyhead.datafiles
            "DataFileError", "WriteError", "_PROCESS_START", "atomic_write", "atomic_write_all", "input_checksums",
            "json_text", "read_dataset",
@@ -217,19 +219,67 @@ def provenance_attrs(kind: str, effective_config: dict, title: str, extra: dict 
     return attrs
 
 
-def figure_record(name: str, inputs: dict, options: dict) -> dict:
-    """The provenance sidecar of a figure (``<name>.provenance.json``): the code version, the figure's
-    options and, per input role, the path, its sha256 and the attrs that identify it (kind, config hash,
-    code version). ``copyhead.figures.make_figure`` adds the outputs' checksums; ``copyhead audit`` reads it."""
+def sidecar_path(path: str | Path) -> Path:
+    """Where the provenance record of a product that cannot hold one itself lives: ``X.provenance.json``
+    beside a page, JSON or text file ``X`` (a figure's pdf and png share ``<stem>.provenance.json``)."""
+    path = Path(path)
+    if path.suffix in (".pdf", ".png"):
+        return path.with_suffix(".provenance.json")
+    return path.with_name(path.name + ".provenance.json")
+
+
+def _input_entry(path: str | Path) -> dict:
+    """One input of a product: its path, sha256 and, where the file says, what made it (a netCDF file's
+    kind, config hash and code version; another file's from its own provenance sidecar)."""
+    path = Path(path)
+    entry = {"path": str(path), "sha256": sha256_file(path), "kind": "", "config_hash": "", "code_version": ""}
+    if path.suffix == ".nc":
+        attrs = read_dataset(path).attrs
+        entry.update(kind=str(attrs.get("copyhead_kind", "")), config_hash=str(attrs.get("config_hash", "")),
+                     code_version=str(attrs.get("code_version", "")))
+    elif sidecar_path(path).is_file():
+        try:
+            rec = json.loads(sidecar_path(path).read_text())
+            entry.update(kind=str(rec.get("kind", "")), code_version=str(rec.get("code_version", "")))
+        except (OSError, ValueError):
+            pass
+    return entry
+
+
+def product_record(product: str, concern: str, inputs: dict, options: dict | None = None,
+                   kind: str = "page") -> dict:
+    """The provenance record of one product that is not a netCDF file (a page, a JSON table, a figure):
+    the code that made it (version and the fingerprint of its ``concern``, a key of CODE_MODULES), the
+    command, its options and, per input role, the path and sha256 of the file it read with what made that
+    file. :func:`write_product` adds the outputs' checksums; ``copyhead audit`` reads it."""
+    if concern not in CODE_MODULES:
+        raise ValueError(f"unknown code concern {concern!r}; allowed values: {sorted(CODE_MODULES)}")
     cv = code_version()
-    rec = {"figure": name, "created": now_iso(), "code_version": code_version_string(cv),
-           "code_fingerprint": code_fingerprint("figures"),
-           "git_commit": cv["git_commit"], "git_dirty": cv["git_dirty"],
-           "package_version": cv["package_version"], "options": options, "inputs": {}}
-    for role, path in sorted(inputs.items()):
-        ds = read_dataset(path)
-        rec["inputs"][role] = {"path": str(path), "sha256": sha256_file(path),
-                               "kind": ds.attrs.get("copyhead_kind", ""),
-                               "config_hash": ds.attrs.get("config_hash", ""),
-                               "code_version": ds.attrs.get("code_version", "")}
-    return rec
+    return {"product": product, "kind": kind, "concern": concern, "created": now_iso(),
+            "code_version": code_version_string(cv), "code_fingerprint": code_fingerprint(concern),
+            "git_commit": cv["git_commit"], "git_dirty": cv["git_dirty"], "package_version": cv["package_version"],
+            "command": " ".join(sys.argv), "options": options or {},
+            "inputs": {role: _input_entry(path) for role, path in sorted(inputs.items())}}
+
+
+def write_product(outputs: dict, record: dict, sidecar: str | Path | None = None) -> dict:
+    """Write a product's files (path -> str or bytes) and its provenance record (``record`` with the
+    outputs' sha256 added; at ``sidecar``, default :func:`sidecar_path` of the first output) as one
+    atomic product: every file appears together, or none changes."""
+    data = {Path(p): (c.encode() if isinstance(c, str) else bytes(c)) for p, c in outputs.items()}
+    if not data:
+        raise ValueError("write_product: no outputs")
+    sidecar = Path(sidecar) if sidecar is not None else sidecar_path(next(iter(data)))
+    record = dict(record, outputs={p.suffix.lstrip(".") if record.get("kind") == "figure" else p.name:
+                                   {"path": str(p), "sha256": hashlib.sha256(b).hexdigest()}
+                                   for p, b in data.items()})
+    writes = {p: (lambda t, b=b: Path(t).write_bytes(b)) for p, b in data.items()}
+    writes[sidecar] = lambda t: Path(t).write_text(json_text(record))
+    atomic_write_all(writes)
+    return record
+
+
+def figure_record(name: str, inputs: dict, options: dict) -> dict:
+    """The provenance sidecar of a figure (``<name>.provenance.json``): :func:`product_record` of concern
+    ``figures`` with the figure's name under ``figure`` (what ``copyhead audit`` looks up)."""
+    return dict(product_record(name, "figures", inputs, options, kind="figure"), figure=name)

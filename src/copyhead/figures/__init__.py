@@ -82,39 +82,44 @@ def make_figure(name: str, inputs: dict, out_pdf: Path, options: dict | None = N
     results JSON ``results``; write .pdf, .png, .provenance.json (which records the results file's sha256)."""
     if name not in FIGURES:
         raise ValueError(f"unknown figure {name!r}; allowed values: {sorted(FIGURES)}")
-    import hashlib
-    import io
-
-    import matplotlib.pyplot as plt
-
-    from ..provenance import atomic_write_all, figure_record, json_text, sha256_file
+    from ..provenance import figure_record, sha256_file
     options = options or {}
     out_pdf = Path(out_pdf)
     rec = figure_record(name, inputs, options)
     if results:
         rec["results"] = {"path": str(results), "sha256": sha256_file(results)}
     fig = FIGURES[name].draw(dict(inputs, results=str(results)) if results else inputs, options)
-    short = json.dumps({"figure": name, "code_version": rec["code_version"],
-                        "inputs": {r: v["sha256"] for r, v in rec["inputs"].items()}}, sort_keys=True)
-    # Both images are rendered in memory, then the images and the sidecar are written as one product
-    # (datafiles.atomic_write_all): a full disk fails a plain write (one line naming the file; matplotlib
-    # writing to the file itself fails again in its cleanup) and leaves the earlier outputs as they were.
-    images = {"pdf": io.BytesIO(), "png": io.BytesIO()}
+    return write_figure(fig, out_pdf, rec)
+
+
+def write_figure(fig, out: str | Path, record: dict, formats: tuple[str, ...] = ("pdf", "png")) -> dict:
+    """Render a matplotlib figure to ``formats`` beside ``out`` (its suffix is replaced) and write the
+    images and ``record`` (a figure's :func:`copyhead.provenance.product_record`, kind ``figure``) as
+    ``<stem>.provenance.json``: every figure of the project, main DAG or side workflow, is written here.
+
+    The images are rendered in memory, then written with the sidecar as one product
+    (datafiles.atomic_write_all): a full disk fails a plain write (one line naming the file; matplotlib
+    writing to the file itself fails again in its cleanup) and leaves the earlier outputs as they were."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    from ..provenance import write_product
+    out = Path(out)
+    name = record.get("figure") or record.get("product", out.stem)
+    short = json.dumps({"figure": name, "code_version": record["code_version"],
+                        "inputs": {r: v["sha256"] for r, v in record["inputs"].items()}}, sort_keys=True)
+    meta = {"pdf": {"Title": name, "Creator": f"copyhead {record['package_version']}", "Subject": short,
+                    "Keywords": "copyhead provenance; see " + out.with_suffix(".provenance.json").name},
+            "png": {"Title": name, "Software": "copyhead", "Description": short}}
+    images = {ext: io.BytesIO() for ext in formats}
     try:
-        fig.savefig(images["pdf"], format="pdf", metadata={
-            "Title": name, "Creator": f"copyhead {rec['package_version']}", "Subject": short,
-            "Keywords": "copyhead provenance; see " + out_pdf.with_suffix(".provenance.json").name})
-        fig.savefig(images["png"], format="png", metadata={"Title": name, "Software": "copyhead",
-                                                           "Description": short})
+        for ext, image in images.items():
+            fig.savefig(image, format=ext, metadata=meta.get(ext))
     finally:
         plt.close(fig)
-    data = {ext: image.getvalue() for ext, image in images.items()}
-    rec["outputs"] = {ext: {"path": str(out_pdf.with_suffix("." + ext)), "sha256": hashlib.sha256(b).hexdigest()}
-                      for ext, b in data.items()}
-    writes = {out_pdf.with_suffix("." + ext): (lambda t, b=b: Path(t).write_bytes(b)) for ext, b in data.items()}
-    writes[out_pdf.with_suffix(".provenance.json")] = lambda t: Path(t).write_text(json_text(rec))
-    atomic_write_all(writes)
-    return rec
+    return write_product({out.with_suffix("." + ext): image.getvalue() for ext, image in images.items()},
+                         record, sidecar=out.with_suffix(".provenance.json"))
 
 
 # Names that lived in the former single-module copyhead.figures, loaded on first use (PEP 562).

@@ -1,17 +1,12 @@
-"""Command line: ``copyhead <command>``, one subcommand per step of the workflow (``copyhead --help`` lists them).
-
-Thin: parse arguments, validate the config before any compute, call the package, map known failures
-(bad config, unreadable file) to a one-line message and exit status 2 instead of a traceback.
-"""
+"""The main pipeline's commands: train, theory, theory-datasets, aggregate, summary, figure, results,
+check-config, audit (the rules of the Snakefile call these)."""
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
-from . import config as cfgmod
-from .provenance import DataFileError
+from .. import config as cfgmod
 
 
 def _load_config(path: str) -> dict:
@@ -36,12 +31,12 @@ def _cmd_train(a) -> int:
         run_cfg = cfgmod.run_config(_load_config(a.config), a.attention, a.optimizer)
     if Ps is None or seeds is None:
         raise cfgmod.ConfigError("copyhead train needs --P and --seed (one run) or --seeds (a batch)")
-    from .engine import points
+    from ..engine import points
     try:
         pts = points(Ps, seeds, a.out)
     except ValueError as e:
         raise cfgmod.ConfigError(str(e)) from None
-    from .run import train_job, train_points  # import torch: only after the config is known to be valid
+    from ..run import train_job, train_points  # import torch: only after the config is known to be valid
     if len(pts) == 1:
         train_job(run_cfg, *pts[0], device=a.device)
     else:
@@ -50,7 +45,7 @@ def _cmd_train(a) -> int:
 
 
 def _cmd_theory(a) -> int:
-    from .theory.output import write_theory
+    from ..theory.output import write_theory
     if a.theory_config:
         th_cfg = json.loads(a.theory_config)
     else:
@@ -60,7 +55,7 @@ def _cmd_theory(a) -> int:
 
 
 def _cmd_theory_datasets(a) -> int:
-    from .theory.same_dataset import sweep_pairs, write_same_dataset_theory
+    from ..theory.same_dataset import sweep_pairs, write_same_dataset_theory
     if a.theory_config:
         th_cfg = json.loads(a.theory_config)
         pairs = json.loads(a.pairs) if a.pairs else None
@@ -75,7 +70,7 @@ def _cmd_theory_datasets(a) -> int:
 
 
 def _cmd_aggregate(a) -> int:
-    from .aggregate import aggregate_runs
+    from ..aggregate import aggregate_runs
     if a.run_configs:
         run_configs = json.loads(a.run_configs)
     elif a.config:
@@ -89,8 +84,8 @@ def _cmd_aggregate(a) -> int:
 
 
 def _cmd_summary(a) -> int:
-    from .aggregate import summary_table
-    from .provenance import read_dataset, require_kind
+    from ..aggregate import summary_table
+    from ..provenance import read_dataset, require_kind
     for path in a.aggregates:
         require_kind(path, "aggregate")
     for path in a.aggregates:
@@ -106,7 +101,7 @@ _ROLE_KINDS = {"datasets": "theory_datasets"}
 def _checked_inputs(text: str) -> dict:
     """Input role -> path from JSON, each file checked to be the copyhead kind its role names (roles are
     <kind>_<attention>, e.g. aggregate_linear, datasets_softmax) before any work is done."""
-    from .provenance import require_kind
+    from ..provenance import require_kind
     inputs = json.loads(text)
     for role, path in sorted(inputs.items()):
         kind, _, attention = role.partition("_")
@@ -116,14 +111,14 @@ def _checked_inputs(text: str) -> dict:
 
 def _cmd_figure(a) -> int:
     inputs = _checked_inputs(a.inputs)
-    from .figures import make_figure
+    from ..figures import make_figure
     make_figure(a.name, inputs, Path(a.out), json.loads(a.options or "{}"), results=a.results)
     return 0
 
 
 def _cmd_results(a) -> int:
     if a.tables:
-        from .results import write_pages
+        from ..results import write_pages
         write_pages(Path(a.tables), Path(a.out), figure_dir=a.figure_dir, studies=a.studies or ())
         return 0
     if not a.inputs:
@@ -131,27 +126,9 @@ def _cmd_results(a) -> int:
     inputs = _checked_inputs(a.inputs)
     cfg = cfgmod.validate(json.loads(a.config_json)) if a.config_json else (
         _load_config(a.config) if a.config else None)
-    from .results import write_results
+    from ..results import write_results
     write_results({k: Path(v) for k, v in inputs.items()}, Path(a.out), config=cfg,
                   config_name=a.config_name or a.config or "", figure_dir=a.figure_dir)
-    return 0
-
-
-def _cmd_study_config(a) -> int:
-    from .studies.spec import write_study_config
-    write_study_config(a.spec, a.name, Path(a.out))
-    return 0
-
-
-def _cmd_studies_report(a) -> int:
-    from .studies.report import write_report
-    write_report(a.spec, a.studies, Path(a.out), converged=a.converged)
-    return 0
-
-
-def _cmd_publish_studies(a) -> int:
-    from .studies.publish import publish
-    print(f"published to {publish(a.report, a.docs, a.name)}")
     return 0
 
 
@@ -171,18 +148,12 @@ def _cmd_check_config(a) -> int:
 
 
 def _cmd_audit(a) -> int:
-    from .audit import main as audit_main
+    from ..audit import main as audit_main
     return audit_main(a)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="copyhead",
-        description="copyhead: the command line of the pipeline for 'Phase Transitions in Attention' (Lavie et "
-                    "al., 2026). The Snakemake workflow calls these commands; each also runs by hand. "
-                    "`copyhead <command> --help` describes one.")
-    sub = p.add_subparsers(dest="cmd", required=True, metavar="<command>")
 
+def register(sub) -> None:
     t = sub.add_parser("train", help="train the seeds of one (attention, optimizer, P) as one batch of "
                                      "chains -> one netCDF file per seed (several P: one packed program)")
     t.add_argument("--config", default="config.yaml", help="config file (default: config.yaml)")
@@ -253,28 +224,6 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "with --inputs the .json goes beside it)")
     rs.set_defaults(func=_cmd_results)
 
-    sc = sub.add_parser("study-config", help="write one study's config from config/studies.yaml (P grid placed "
-                                             "around the study's own closed-form transitions)")
-    sc.add_argument("spec", help="the study spec (config/studies.yaml)")
-    sc.add_argument("name", help="the study's name in the spec")
-    sc.add_argument("--out", required=True, help="output config .yaml")
-    sc.set_defaults(func=_cmd_study_config)
-
-    sr = sub.add_parser("studies-report", help="finite-size, scaling and sigma^2 comparisons of the studies "
-                                               "-> Markdown + JSON + figures (docs/studies/studies.md)")
-    sr.add_argument("spec", help="the study spec (config/studies.yaml)")
-    sr.add_argument("studies", nargs="+", help="results JSON of each study (studies/<name>/results/docs/results.json)")
-    sr.add_argument("--converged", help="results JSON of the default-size study, put on the paper's sigma^2 = 1 scale")
-    sr.add_argument("--out", required=True, help="output .md (the .json and the figures go beside it)")
-    sr.set_defaults(func=_cmd_studies_report)
-
-    ps = sub.add_parser("publish-studies", help="copy a studies report to DOCS/studies/ (or DOCS/<name>/)")
-    ps.add_argument("report", nargs="?", default="studies/report", help="the report folder (studies/report)")
-    ps.add_argument("--docs", default="docs", help="the docs folder (docs)")
-    ps.add_argument("--name", default="studies", help="one plain folder name under DOCS (studies; studies_<group> for a group's report); only a folder "
-                         "an earlier publish wrote, unchanged, is replaced")
-    ps.set_defaults(func=_cmd_publish_studies)
-
     au = sub.add_parser("audit", help="verify a figure's chain of inputs back to the runs")
     au.add_argument("figures", nargs="*", help="figure files (.pdf/.png) or their .provenance.json")
     au.add_argument("--all", action="store_true", help="audit every figure under --results/figures")
@@ -292,65 +241,3 @@ def build_parser() -> argparse.ArgumentParser:
     cc = sub.add_parser("check-config", help="validate config files (YAML errors with file and line)")
     cc.add_argument("configs", nargs="+", help="config .yaml files")
     cc.set_defaults(func=_cmd_check_config)
-    return p
-
-
-class Terminated(BaseException):
-    """SIGTERM (Slurm's scancel or time limit, `kill`): unwinds like Ctrl-C, so that atomic writes
-    remove their temporaries and the command says what it leaves behind."""
-
-
-def _terminate(signum, frame):
-    raise Terminated()
-
-
-def _stopped(args) -> str:
-    """What a command stopped by a signal leaves: for `train`, the checkpoint the rerun resumes from."""
-    if args.cmd == "train" and args.out:
-        from .run import checkpoint_path
-        ckpt = checkpoint_path([Path(o) for o in args.out])
-        if ckpt.exists():
-            return (f"checkpoint {ckpt} is kept: rerun the same command (or snakemake) to resume from it; "
-                    "no output file was written")
-        return "no checkpoint was written yet (the rerun starts from step 0); no output file was written"
-    return "no partial output file is left"
-
-
-def _check_outputs(args) -> None:
-    """Every ``--out`` file of a command can be written: refuse now (one line) rather than after the
-    compute (a training job would run to its end, then fail on a read-only or missing folder)."""
-    from .datafiles import check_writable
-    outs = getattr(args, "out", None)
-    for out in [outs] if isinstance(outs, str) else outs or []:
-        check_writable(out)
-
-
-def main(argv: list[str] | None = None) -> int:
-    import signal
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    previous = signal.signal(signal.SIGTERM, _terminate)
-    try:
-        _check_outputs(args)
-        return args.func(args)
-    except (Terminated, KeyboardInterrupt) as e:
-        why = "SIGTERM" if isinstance(e, Terminated) else "Ctrl-C (SIGINT)"
-        print(f"copyhead {args.cmd}: stopped by {why}; {_stopped(args)}", file=sys.stderr)
-        return 143 if isinstance(e, Terminated) else 130
-    except BrokenPipeError:     # `copyhead summary ... | head`: the reader left; say nothing more
-        import os
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
-    except Exception as e:
-        agg = sys.modules.get("copyhead.aggregate")   # imported lazily (xarray): only then can it raise
-        known = (cfgmod.ConfigError, DataFileError) + ((agg.AggregateError,) if agg else ())
-        if not isinstance(e, known):
-            raise
-        print(f"copyhead {args.cmd}: error: {e}", file=sys.stderr)
-        return 2
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,88 @@
+"""Command line: ``copyhead <command>``, one subcommand per step of the workflow (``copyhead --help`` lists them).
+
+Thin: parse arguments, validate the config before any compute, call the package, map known failures
+(bad config, unreadable file) to a one-line message and exit status 2 instead of a traceback. Each
+command group is one module of this package with a ``register(subparsers)`` function, listed in
+``GROUPS``: the main pipeline (:mod:`.pipeline`), the studies (:mod:`.studies`).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+
+from .. import config as cfgmod
+from ..provenance import DataFileError
+from . import pipeline, studies
+
+GROUPS = (pipeline, studies)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="copyhead",
+        description="copyhead: the command line of the pipeline for 'Phase Transitions in Attention' (Lavie et "
+                    "al., 2026). The Snakemake workflow calls these commands; each also runs by hand. "
+                    "`copyhead <command> --help` describes one.")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="<command>")
+    for group in GROUPS:
+        group.register(sub)
+    return p
+
+
+class Terminated(BaseException):
+    """SIGTERM (Slurm's scancel or time limit, `kill`): unwinds like Ctrl-C, so that atomic writes
+    remove their temporaries and the command says what it leaves behind."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
+def _stopped(args) -> str:
+    """What a command stopped by a signal leaves: for `train`, the checkpoint the rerun resumes from."""
+    if args.cmd == "train" and args.out:
+        from ..run import checkpoint_path
+        ckpt = checkpoint_path([Path(o) for o in args.out])
+        if ckpt.exists():
+            return (f"checkpoint {ckpt} is kept: rerun the same command (or snakemake) to resume from it; "
+                    "no output file was written")
+        return "no checkpoint was written yet (the rerun starts from step 0); no output file was written"
+    return "no partial output file is left"
+
+
+def _check_outputs(args) -> None:
+    """Every ``--out`` file of a command can be written: refuse now (one line) rather than after the
+    compute (a training job would run to its end, then fail on a read-only or missing folder)."""
+    from ..datafiles import check_writable
+    outs = getattr(args, "out", None)
+    for out in [outs] if isinstance(outs, str) else outs or []:
+        check_writable(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        _check_outputs(args)
+        return args.func(args)
+    except (Terminated, KeyboardInterrupt) as e:
+        why = "SIGTERM" if isinstance(e, Terminated) else "Ctrl-C (SIGINT)"
+        print(f"copyhead {args.cmd}: stopped by {why}; {_stopped(args)}", file=sys.stderr)
+        return 143 if isinstance(e, Terminated) else 130
+    except BrokenPipeError:     # `copyhead summary ... | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except Exception as e:
+        agg = sys.modules.get("copyhead.aggregate")   # imported lazily (xarray): only then can it raise
+        known = (cfgmod.ConfigError, DataFileError) + ((agg.AggregateError,) if agg else ())
+        if not isinstance(e, known):
+            raise
+        print(f"copyhead {args.cmd}: error: {e}", file=sys.stderr)
+        return 2
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
