@@ -224,8 +224,13 @@ def register(sub) -> None:
                                                   "with --inputs the .json goes beside it)")
     rs.set_defaults(func=_cmd_results)
 
-    au = sub.add_parser("audit", help="verify a figure's chain of inputs back to the runs")
-    au.add_argument("figures", nargs="*", help="figure files (.pdf/.png) or their .provenance.json")
+    au = sub.add_parser("audit", help="verify a figure's chain of inputs back to the runs, or a published "
+                                      "file (docs/) against its record, its committed inputs and the code")
+    au.add_argument("figures", nargs="*", help="figure files (.pdf/.png) or their .provenance.json under "
+                                               "--results; any other file is audited as a published product")
+    au.add_argument("--docs", metavar="DIR", help="audit every published file under DIR (e.g. docs): fails on "
+                                                  "a hand-edited product, one older than a committed input, or "
+                                                  "a page or figure made by other code")
     au.add_argument("--all", action="store_true", help="audit every figure under --results/figures")
     au.add_argument("--results", default="results", help="results folder (default: results)")
     au.add_argument("--json", action="store_true", help="machine-readable output")

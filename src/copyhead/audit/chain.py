@@ -1,4 +1,4 @@
-"""Audit: walk a figure back to the files, configs and code that made it, and verify every checksum.
+"""Audit of a results folder: walk a figure back to the files, configs and code that made it, and verify every checksum.
 
 Chain: figure sidecar (``figN_<name>.provenance.json``) -> the aggregate and theory files it read (sha256
 recorded in the sidecar) -> the run files behind each aggregate (sha256 recorded in the aggregate's
@@ -26,8 +26,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .provenance import CODE_MODULES, KIND_CONCERN, DataFileError, code_fingerprint, read_dataset, sha256_file
-from .repair import FOREIGN, broken_results, remove_broken, with_dependents
+from ..config import ConfigError, config_differences, load, run_config, run_identity, theory_config
+from ..provenance import CODE_MODULES, KIND_CONCERN, DataFileError, code_fingerprint, read_dataset, sha256_file
+from ..repair import FOREIGN
 
 
 @dataclass
@@ -108,7 +109,6 @@ class _Auditor:
     def _config_stale(self, rep: Report, kind: str, path: str, recorded, want):
         """Note every key where a product's recorded config differs from what the current config gives
         it (collected per (kind, key, values) and printed as one line each by :meth:`_config_lines`)."""
-        from .config import config_differences
         if want is None:
             return
         if isinstance(recorded, str):
@@ -128,7 +128,6 @@ class _Auditor:
 
     def _want_run(self, a: dict):
         """The defining config the current config gives a run (None: the run is not in its sweep)."""
-        from .config import run_config, run_identity
         cfg = self.config
         att, opt = str(a.get("attention", "")), str(a.get("optimizer", ""))
         if cfg is None or opt not in cfg["sweep"].get(att, {}):
@@ -136,7 +135,6 @@ class _Auditor:
         return run_identity(run_config(cfg, att, opt), int(a.get("P", 0)), int(a.get("seed", 0)))
 
     def _want_theory(self, kind: str, recorded: str):
-        from .config import theory_config
         if self.config is None:
             return None
         want = theory_config(self.config)
@@ -261,7 +259,7 @@ class _Auditor:
     def _check_run_content(self, rep: Report, ds, agg_attrs: dict, path: str):
         """A run the aggregate must not average: non-finite values in an ok run, or a defining config
         other than the one the aggregate's config gives it (``run_configs_json``)."""
-        from .aggregate import foreign_config, nonfinite_variables
+        from ..aggregate import foreign_config, nonfinite_variables
 
         if str(ds.attrs.get("status", "ok")) != "ok":
             return
@@ -305,7 +303,6 @@ class _Auditor:
 
 def _current_config(path: Path):
     """(validated config, '') or (None, why not)."""
-    from .config import ConfigError, load
     if not path.is_file():
         return None, "not found"
     try:
@@ -315,7 +312,7 @@ def _current_config(path: Path):
 
 
 def _figures():
-    from .figures import FIGURES
+    from ..figures import FIGURES
     return FIGURES
 
 
@@ -355,36 +352,3 @@ def _print(rep: Report, out=sys.stdout):
         print(f"  WARNING: {w}", file=out)
     for p in rep.problems:
         print(f"  PROBLEM: {p}", file=out)
-
-
-def main(args) -> int:
-    results = Path(args.results)
-    figures = list(args.figures)
-    if args.all:
-        figures += sorted(str(p) for p in (results / "figures").glob("*.provenance.json"))
-    fix = getattr(args, "fix", False)
-    if not figures and not fix:
-        print("copyhead audit: no figures given (name files or use --all)", file=sys.stderr)
-        return 2
-    root = results.resolve().parent
-    reports = audit_figures(figures, root=root, config=getattr(args, "config", None))
-    if args.json:
-        print(json.dumps([r.as_dict() for r in reports], indent=2, default=str))
-    else:
-        for r in reports:
-            _print(r)
-        bad = sum(not r.ok for r in reports)
-        stale = len({p for r in reports for p in r.stale})
-        print(f"audited {len(reports)} figure(s): {len(reports) - bad} ok, {bad} with problems"
-              + (f"; {stale} stale product(s) (made by other code or config: `snakemake` remakes them)"
-                 if stale else ""))
-    if fix:
-        remove = {str(Path(p).resolve()): why for r in reports for p, why in r.remove.items()}
-        for p, why in broken_results(results).items():
-            remove.setdefault(str(Path(p).resolve()), why)
-        n = remove_broken(with_dependents(remove, results, root), results, out=sys.stderr if args.json else sys.stdout)
-        print(f"--fix: removed {n} file(s) (broken, and what was made from them); the next `snakemake` "
-              "makes them again", file=sys.stderr if args.json else sys.stdout)
-    if args.strict and any(r.warnings for r in reports):
-        return 1
-    return 0 if all(r.ok for r in reports) else 1

@@ -1,0 +1,113 @@
+"""``copyhead audit``: is a product what its provenance says, and was it made by the current code?
+
+Two kinds of audit, one command:
+
+- :mod:`.chain` — a results folder (``results/``): a figure back through the aggregate and theory files
+  it read to every run behind them, with configs, code versions and Snakemake job records (``--all``:
+  every figure of ``results/figures``; ``--fix`` removes what is broken so that ``snakemake`` remakes it).
+- :mod:`.published` — the published products (``docs/``): any file there against its provenance record
+  (sidecar or netCDF attributes), its committed inputs and the current code (``--docs docs``: every file
+  under the folder; fails on a hand-edited product, one older than a committed input, or a page or figure
+  made by other code). Inputs that live outside the checkout (a study's runs) are named, not checked.
+
+A file given by name goes to the first when it lies in ``--results``, else to the second.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..repair import broken_results, remove_broken, with_dependents
+from .chain import Report, _print, audit_figures
+from .published import ProductReport, audit_published, print_report, product_files
+
+__all__ = ["Report", "ProductReport", "audit_figures", "audit_published", "product_files", "main"]
+
+
+def _in_folder(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def _repo_root(start: Path) -> Path:
+    """The checkout a published file belongs to (its recorded paths are relative to it): the nearest
+    folder above ``start`` holding .git, else the working directory."""
+    for p in [start.resolve(), *start.resolve().parents]:
+        if (p / ".git").exists():
+            return p
+    return Path.cwd()
+
+
+def _main_published(args, files: list[Path]) -> int:
+    root = _repo_root(files[0].parent if files else Path.cwd())
+    reports = audit_published(files, root)
+    if args.json:
+        print(json.dumps([r.as_dict() for r in reports], indent=2, default=str))
+    else:
+        for r in reports:
+            print_report(r, sys.stdout)
+        bad = [r.path for r in reports if not r.ok]
+        hand = sum(r.hand_written for r in reports)
+        outside = sorted({p for r in reports for p in r.outside})
+        print(f"audited {len(reports)} published file(s): {len(reports) - len(bad)} ok ({hand} hand-written), "
+              f"{len(bad)} with problems" + (f": {', '.join(bad)}" if bad else "")
+              + (f"; {len(outside)} input(s) live outside the checkout (named, not checked)" if outside else ""))
+    if args.strict and any(r.warnings for r in reports):
+        return 1
+    return 0 if all(r.ok for r in reports) else 1
+
+
+def main(args) -> int:
+    results = Path(args.results)
+    given = [Path(f) for f in args.figures]
+    published = [f for f in given if not _in_folder(f, results)]
+    figures = [str(f) for f in given if _in_folder(f, results)]
+    docs = getattr(args, "docs", None)
+    if docs:
+        if not Path(docs).is_dir():
+            print(f"copyhead audit: --docs {docs}: not a folder", file=sys.stderr)
+            return 2
+        published += product_files(Path(docs))
+    if published and (figures or args.all or getattr(args, "fix", False)):
+        print("copyhead audit: audit published files (--docs, files outside --results) apart from a results "
+              "folder's figures (--all, --fix)", file=sys.stderr)
+        return 2
+    if published:
+        missing = [str(f) for f in published if not f.is_file()]
+        if missing:
+            print(f"copyhead audit: no such file: {', '.join(missing)}", file=sys.stderr)
+            return 2
+        return _main_published(args, published)
+    if args.all:
+        figures += sorted(str(p) for p in (results / "figures").glob("*.provenance.json"))
+    fix = getattr(args, "fix", False)
+    if not figures and not fix:
+        print("copyhead audit: no figures given (name files, or use --all or --docs DIR)", file=sys.stderr)
+        return 2
+    root = results.resolve().parent
+    reports = audit_figures(figures, root=root, config=getattr(args, "config", None))
+    if args.json:
+        print(json.dumps([r.as_dict() for r in reports], indent=2, default=str))
+    else:
+        for r in reports:
+            _print(r)
+        bad = sum(not r.ok for r in reports)
+        stale = len({p for r in reports for p in r.stale})
+        print(f"audited {len(reports)} figure(s): {len(reports) - bad} ok, {bad} with problems"
+              + (f"; {stale} stale product(s) (made by other code or config: `snakemake` remakes them)"
+                 if stale else ""))
+    if fix:
+        remove = {str(Path(p).resolve()): why for r in reports for p, why in r.remove.items()}
+        for p, why in broken_results(results).items():
+            remove.setdefault(str(Path(p).resolve()), why)
+        n = remove_broken(with_dependents(remove, results, root), results, out=sys.stderr if args.json else sys.stdout)
+        print(f"--fix: removed {n} file(s) (broken, and what was made from them); the next `snakemake` "
+              "makes them again", file=sys.stderr if args.json else sys.stdout)
+    if args.strict and any(r.warnings for r in reports):
+        return 1
+    return 0 if all(r.ok for r in reports) else 1
+

@@ -1,0 +1,128 @@
+# Every published page, figure and table under docs/, regenerated from the committed inputs:
+#     snakemake -s workflow/docs.smk --cores 2
+# then `copyhead audit --docs docs` checks each against its provenance record, its committed inputs and
+# the current code (CI runs the audit; a code change that touches a published product fails it until this
+# target is run and its outputs committed).
+#
+# Committed inputs (published from where they were computed; their own inputs live outside the checkout):
+#   docs/data/converged/aggregate_{linear,softmax}.nc  the converged study's aggregates
+#        (snakemake --configfile config/converged.yaml --directory studies/converged, then
+#         copyhead publish-aggregates studies/converged --config config/converged.yaml)
+#   docs/studies*/studies.json                         the studies' tables (workflow/studies.smk)
+# Everything else here is made by a rule below from those and the configs.
+import json
+import shlex
+from pathlib import Path
+
+from copyhead import config as chcfg
+from copyhead.figures import FIGURES
+from copyhead.provenance import code_fingerprint
+
+CONVERGED = "config/converged.yaml"
+CONV = chcfg.load(CONVERGED)
+ATTS = [a for a in chcfg.ATTENTIONS if a in CONV["sweep"]]
+DATA = "docs/data/converged"
+FIG = "docs/results_figures"
+STUDY_REPORTS = sorted(str(p) for p in Path("docs").glob("studies*/studies.json"))
+ROLE_PATHS = {"aggregate": DATA + "/aggregate_{}.nc", "theory": DATA + "/theory_{}.nc",
+              "datasets": DATA + "/datasets_{}.nc"}
+
+
+def roles(pairs):
+    return {f"{kind}_{att}": ROLE_PATHS[kind].format(att) for kind, att in pairs}
+
+
+DOC_FIGURES = [f for f in FIGURES.values() if f.available(ATTS)]
+
+
+rule docs:
+    default_target: True
+    input:
+        "docs/results.md",
+        "docs/results_appendix.md",
+        [f"{FIG}/{f.name}.png" for f in DOC_FIGURES],
+
+
+rule docs_theory:
+    input:
+        CONVERGED,
+    output:
+        DATA + "/theory_{attention}.nc",
+    params:
+        code=code_fingerprint("theory"),
+    log:
+        "docs/logs/theory_{attention}.log",
+    shell:
+        "copyhead theory --attention {wildcards.attention} --config {input:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule docs_theory_datasets:
+    input:
+        CONVERGED,
+    output:
+        DATA + "/datasets_{attention}.nc",
+    params:
+        code=code_fingerprint("theory"),
+    log:
+        "docs/logs/datasets_{attention}.log",
+    shell:
+        "copyhead theory-datasets --attention {wildcards.attention} --config {input:q} --out {output:q}"
+        " > {log:q} 2>&1"
+
+
+rule docs_results_tables:
+    input:
+        **roles((kind, att) for att in ATTS for kind in ROLE_PATHS),
+        config=CONVERGED,
+    output:
+        "docs/results.json",
+    params:
+        inputs=lambda w, input: json.dumps({k: v for k, v in input.items() if k != "config"}, sort_keys=True),
+        code=code_fingerprint("results"),
+    log:
+        "docs/logs/results_tables.log",
+    shell:
+        "copyhead results --inputs {params.inputs:q} --config {input.config:q} --config-name {input.config:q}"
+        " --out {output:q} > {log:q} 2>&1"
+
+
+for _fig in DOC_FIGURES:
+
+    rule:
+        name:
+            f"docs_{_fig.name}"
+        input:
+            **roles((*_fig.needs, *_fig.optional)),
+            **({"results": "docs/results.json"} if _fig.results else {}),
+        output:
+            pdf=f"{FIG}/{_fig.name}.pdf",
+            png=f"{FIG}/{_fig.name}.png",
+            provenance=f"{FIG}/{_fig.name}.provenance.json",
+        params:
+            name=_fig.name,
+            inputs=lambda w, input: json.dumps({k: v for k, v in input.items() if k != "results"}, sort_keys=True),
+            results=lambda w, input: f"--results {shlex.quote(input.results)}" if "results" in input.keys() else "",
+            options=chcfg.canonical_json(_fig.options(CONV)),
+            code=code_fingerprint("figures"),
+        log:
+            f"docs/logs/{_fig.name}.log",
+        shell:
+            "copyhead figure {params.name} --inputs {params.inputs:q} --options {params.options:q}"
+            " {params.results} --out {output.pdf:q} > {log:q} 2>&1"
+
+
+rule docs_results_page:
+    input:
+        tables="docs/results.json",
+        figures=[f"{FIG}/{f.name}.png" for f in DOC_FIGURES],
+        studies=STUDY_REPORTS,
+    output:
+        md="docs/results.md",
+        appendix="docs/results_appendix.md",
+    params:
+        code=code_fingerprint("results"),
+    log:
+        "docs/logs/results_page.log",
+    shell:
+        "copyhead results --tables {input.tables:q} --figure-dir results_figures --studies {input.studies:q}"
+        " --out {output.md:q} > {log:q} 2>&1"
