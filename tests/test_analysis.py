@@ -8,6 +8,10 @@ import xarray as xr
 from scipy.signal import lfilter
 
 from copyhead import analysis as an
+from copyhead.analysis.convergence import convergence_table
+from copyhead.analysis.experiments import recipes
+from copyhead.analysis.fits import fit_inverse_dk, loglog_slope, row_error
+from test_results import fake_aggregate
 
 
 def ar1(rho, m, n, seed=0):
@@ -260,13 +264,11 @@ def test_theory_pattern_cosine():
 
 
 def test_inverse_size_fit_recovers_a_known_line():
-    from copyhead.analysis.fits import fit_inverse_dk, row_error
     dk = np.array([32, 64, 128, 256])
     f = fit_inverse_dk(dk, 0.05 - 3.2 / dk, np.full(4, 0.01))
     assert f["a"] == pytest.approx(0.05, abs=1e-12) and f["b"] == pytest.approx(-3.2, abs=1e-9)
     assert f["n"] == 4 and 0 < f["a_err"] < 0.05 and f["chi2_dof"] == pytest.approx(0, abs=1e-12)
     assert np.isnan(fit_inverse_dk([32], [0.1], [0.01])["a"])
-    from copyhead.analysis.fits import loglog_slope
     assert loglog_slope([16, 32, 64], [3 * L ** 1.5 for L in (16, 32, 64)]) == pytest.approx(1.5)
     assert np.isnan(loglog_slope([16, 32], [1.0, -1.0]))   # one usable point
     assert row_error({"error": 0.3, "theory_error": 0.4}) == pytest.approx(0.5)
@@ -282,8 +284,6 @@ def test_the_results_diagnostics_are_arvizs_on_the_projects_own_chains():
     from pathlib import Path
     import arviz_stats
     from arviz_stats.base import array_stats as az
-    from copyhead.results import convergence_table, recipes
-    from test_results import fake_aggregate
     d = np.load(Path(__file__).parent / "data" / "sgld_chains_default.npz")
     assert len(d.files) == 56
     for k in d.files:

@@ -1,12 +1,16 @@
 """fig3/fig4 residual panels and hollow (not converged) markers, fig6 with plain-MAP Adam runs: synthetic
 aggregates of tests/test_results.py (the variable layout of copyhead.aggregate)."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from copyhead import config as c
+from copyhead.analysis.agreement import agreement_table
+from copyhead.analysis.experiments import recipes
 from copyhead.figures import FIGURES
-from copyhead.provenance import write_dataset
+from copyhead.provenance import read_dataset, write_dataset
 from test_results import L, fake_aggregate, fake_theory, hysteresis_sweep, known_posterior
 
 
@@ -54,8 +58,6 @@ def test_points_with_large_rhat_are_drawn_hollow(softmax_files):
 
 def test_residual_panel_shows_z_against_the_named_curve(softmax_files):
     import matplotlib.pyplot as plt
-    from copyhead.results import agreement_table, recipes
-    from copyhead.provenance import read_dataset
     files, _ = softmax_files
     fig = FIGURES["fig4_softmax_order_params"].draw(files, {})
     axz, axr = fig.axes[2], fig.axes[3]
@@ -107,8 +109,6 @@ def test_loss_curves_include_plain_map_adam_runs(tmp_path):
 
 
 def test_registry_options_and_optional_inputs():
-    from pathlib import Path
-    from copyhead import config as c
     cfg = c.load(Path(__file__).resolve().parents[1] / "tests/configs/tiny.yaml")
     f = FIGURES["fig3_linear_order_params"]
     assert f.optional == (("datasets", "linear"),)

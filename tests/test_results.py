@@ -7,9 +7,16 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from copyhead.results import (agreement_summaries, agreement_table, build_tables, convergence_table,
-                              flagged_points, jsonable, recipes,
-                              transition_table, write_results)
+from copyhead.analysis.agreement import agreement_summaries, agreement_table, away_mask
+from copyhead.analysis.convergence import convergence_table, flagged_points
+from copyhead.analysis.curves import theory_resolution
+from copyhead.analysis.experiments import recipes
+from copyhead.analysis.samplers import sampler_summaries, sampler_table
+from copyhead.analysis.tables import build_tables, jsonable
+from copyhead.analysis.transition_table import transition_table
+from copyhead.results import write_pages, write_results
+from copyhead.results.format import g
+from copyhead.results.page import render_page
 from stored import FIT
 
 L = 8
@@ -185,7 +192,6 @@ def test_points_near_transitions_are_left_out_of_the_summary():
 
 
 def test_softmax_spinodal_window_is_excluded():
-    from copyhead.results.tables import away_mask
     tr = {"P_onset": np.nan, "P_crossover": np.nan, "P_star": 20.0, "P_spinodal_low": 16.0,
           "P_spinodal_high": 30.0}
     P = np.array([4, 8, 12, 14, 20, 34, 40, 64])  # window [16/1.2, 30·1.2] = [13.3, 36]
@@ -334,8 +340,6 @@ def page_inputs(tmp_path_factory):
 
 
 def test_write_results_page_appendix_and_json_carry_the_same_numbers(page_inputs, tmp_path):
-    from copyhead.results import write_pages
-    from copyhead.results.format import g
     out = tmp_path / "docs" / "results.md"
     tables = write_results(page_inputs, out, n_boot=50, config_name="fake.yaml")
     md, app = out.read_text(), (out.parent / "results_appendix.md").read_text()
@@ -405,7 +409,6 @@ def test_runs_at_the_origin_are_no_crossover_and_a_flat_curve_no_jump():
 def test_a_run_exactly_on_the_theory_value_has_a_finite_z():
     """Theory values carry their numerical resolution (grid spacing / 128) as an error: Adam sitting at
     A = 0 with the theory at 1e-16 gives z ≈ 0, not ±inf."""
-    from copyhead.results.inputs import theory_resolution
     zero = np.zeros((3, 3, 1))
     zero[:, :, 0] = 1e-110 * np.arange(3)
     ag = fake_aggregate("linear", {"adam": (zero, zero)}, [2, 3, 4], range(3))
@@ -503,7 +506,6 @@ def test_a_run_with_a_non_finite_result_is_named_and_marked(tmp_path):
     import matplotlib.pyplot as plt
     from copyhead.figures import FIGURES
     from copyhead.provenance import write_dataset
-    from copyhead.results import write_pages
     ag, th, same = known_posterior(n_seeds=4, n_draws=40)
     P = float(ag["P"].values[2])
     ag["status"] = ag["status"].astype("<U9")
@@ -549,7 +551,6 @@ def test_sgld_against_hmc_on_the_same_datasets_cancels_the_dataset_and_finds_a_b
     """The difference of two unbiased samplers on the same training sets has z ~ N(0, 1) although the
     datasets differ by τ = 0.4 sd (the dataset cancels); a planted SGLD bias of 0.03 at one P is the one
     point outside 2σ; HMC is recognised as a sampler by its name; its ESS per chain beats SGLD's."""
-    from copyhead.results import sampler_summaries, sampler_table
     z = []
     for rep in range(3):
         ag = _two_samplers(seed=rep)
@@ -572,7 +573,6 @@ def test_sgld_against_hmc_on_the_same_datasets_cancels_the_dataset_and_finds_a_b
 def test_the_page_reports_the_hmc_reference_and_sgld_against_it(tmp_path):
     """With an HMC recipe the summary has a ``reference`` section and the page leads with HMC: a transition
     column, the convergence of its chains and the SGLD − HMC table."""
-    from copyhead.results.page import render_page
     ag = _two_samplers(seed=1, bias_at=16, bias=0.03)
     th = fake_theory("linear", np.geomspace(2, 200, 200), {"saddle": (MU1, MUG), "mean": (MU1, MUG)})
     tables = jsonable(build_tables({"aggregate_linear": ag, "theory_linear": th}, n_boot=20))

@@ -1,10 +1,32 @@
-"""Agreement of experiment and theory by a number: z-scores and their summaries.
+"""Agreement of experiment and theory by a number: z-scores, their summaries and the agreement table of a
+sweep.
 
-Pure numpy/scipy, arrays in / arrays or numbers out. z = (experiment − theory)/error per point, with
-error = √(err_exp² + err_theory²); per curve or attention type a summary: RMS z, χ² = Σ z² with its
-degrees of freedom (the number of points, minus fitted parameters: the theory curves have none), χ²/dof, the
-p-value of χ² and the worst point. Typically restricted to points away from the transitions
-(:func:`away_from`), where a sharp curve sampled on a grid is not a fair comparison.
+z = (experiment − theory)/error per point, with error = √(err_exp² + err_theory²); per curve or attention
+type a summary: RMS z, χ² = Σ z² with its degrees of freedom (the number of points, minus fitted
+parameters: the theory curves have none), χ²/dof, the p-value of χ² and the worst point. Typically
+restricted to points away from the transitions (:func:`away_from`), where a sharp curve sampled on a grid
+is not a fair comparison.
+
+Definitions of the agreement table (:func:`agreement_table`; docs/figures.md, "Results tables", says the
+same for a reader):
+
+- **Error of a point** (recipe, P; one chain per seed, each on its own training set): the mean over chains
+  of the chains' sample means and its error (:func:`copyhead.analysis.stats.point_estimate`): the larger of
+  the spread of the chain means sd_i(ȳ_i)/√m (which also contains the dataset-to-dataset variation of the
+  posterior mean; NaN with one chain) and √(Σ_i MCSE_i²)/m with MCSE_i ArviZ's MCSE of the mean of chain i
+  alone (Monte Carlo error only; :mod:`copyhead.analysis.convergence`), a floor the spread cannot go below
+  (``error_basis`` says which). Adam: the standard error over seeds (NaN with one seed: such a point has
+  no z).
+- **Same-dataset theory** (a prediction per run): the differences d_i = ȳ_i − theory_i are averaged over
+  chains with the same error rule (so the dataset variation cancels); ``z_chains_rms`` is the RMS of the
+  per-chain z_i = d_i/MCSE_i (SGLD only).
+- **Exact dataset average**: only at the P of its own grid; its error is sd/√n of the per-dataset
+  minimiser over its n datasets. The closed form has no error (:mod:`copyhead.analysis.curves`).
+- ``natural``: the curve that estimates what the method measures (SGLD: posterior mean; Adam, a MAP
+  estimate: the minimiser).
+- **Away from transitions**: P outside [T/f, T·f] of each theory transition point T of the curve's
+  source (closed form: its own; exact average and same dataset: the exact average's) and, for a first-order
+  transition, outside the spinodal window widened by f (f = ``away_factor``, default 1.5).
 """
 from __future__ import annotations
 
@@ -12,18 +34,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
-def interp_log_P(P, P_grid, y_grid) -> np.ndarray:
-    """A theory curve y(P_grid) at the points P, linear in log P; NaN outside the grid or where y is NaN."""
-    P_grid, y_grid = np.asarray(P_grid, float), np.asarray(y_grid, float)
-    ok = np.isfinite(P_grid) & np.isfinite(y_grid) & (P_grid > 0)
-    order = np.argsort(P_grid[ok])
-    xg, yg = np.log(P_grid[ok][order]), y_grid[ok][order]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        x = np.log(np.asarray(P, float))
-    if len(xg) == 0:
-        return np.full(np.shape(x), np.nan)
-    return np.interp(x, xg, yg, left=np.nan, right=np.nan)
+from ..config.schema import SAMPLERS
+from .convergence import chain_mcse
+from .curves import CURVES, curve_values, theory_transitions
+from .experiments import KEYS, NAMES, Recipe, chain_series, run_values, sequence_length, swept_P
+from .stats import NAN, as_float, point_estimate
 
 
 def z_scores(experiment, theory, error, theory_error=None) -> np.ndarray:
@@ -39,8 +54,8 @@ def z_scores(experiment, theory, error, theory_error=None) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Agreement:
-    """Summary of z-scores: n points, RMS z, χ², dof, χ²/dof, p = P(χ²_dof ≥ χ²), and the worst point
-    (its index into the z array and its z)."""
+    """Summary of z-scores: n points, RMS z, χ², dof, χ²/dof, p = P(χ²_dof ≥ χ²), the worst point (its
+    index into the z array and its z) and how many points lie within 2σ (|z| ≤ 2)."""
     n: int
     rms_z: float
     chi2: float
@@ -49,6 +64,7 @@ class Agreement:
     p_value: float
     worst_index: tuple | None
     worst_z: float
+    n_within_2: int = 0
 
 
 def agreement_summary(z, mask=None, n_params: int = 0) -> Agreement:
@@ -66,7 +82,15 @@ def agreement_summary(z, mask=None, n_params: int = 0) -> Agreement:
     flat = int(np.argmax(np.where(use, np.abs(z), -np.inf)))
     worst = tuple(int(i) for i in np.unravel_index(flat, z.shape))
     return Agreement(n, float(np.sqrt(chi2 / n)), chi2, dof, chi2 / dof if dof > 0 else float("nan"),
-                     float(chi2_dist.sf(chi2, dof)) if dof > 0 else float("nan"), worst, float(z[worst]))
+                     float(chi2_dist.sf(chi2, dof)) if dof > 0 else float("nan"), worst, float(z[worst]),
+                     int((np.abs(zz) <= 2).sum()))
+
+
+def rms(z) -> float:
+    """The root mean square of the finite values of ``z``; NaN where there is none."""
+    z = np.asarray(z, float)
+    z = z[np.isfinite(z)]
+    return float(np.sqrt(np.mean(z ** 2))) if len(z) else NAN
 
 
 def away_from(P, transitions, factor: float = 1.5, windows=()) -> np.ndarray:
@@ -82,3 +106,127 @@ def away_from(P, transitions, factor: float = 1.5, windows=()) -> np.ndarray:
         if np.isfinite(lo) and np.isfinite(hi):
             out &= (P < min(lo, hi) / factor) | (P > max(lo, hi) * factor)
     return out
+
+
+# ------------------------------------------------------------------------------ the agreement of a sweep
+def away_mask(P, attention: str, trans: dict, factor: float = 1.5) -> np.ndarray:
+    """P away from the transitions ``trans`` (copyhead.analysis.curves.theory_transitions): linear onset,
+    crossover and the weak first-order point; softmax P* and the spinodal window (module docstring)."""
+    if attention == "linear":
+        pts = [trans["P_onset"], trans["P_crossover"], trans["P_star"]]
+    else:
+        pts = [trans["P_star"], trans["P_spinodal_low"], trans["P_spinodal_high"]]
+    return away_from(P, pts, factor, windows=[(trans["P_spinodal_low"], trans["P_spinodal_high"])])
+
+
+def _mcse_grid(ag, attention, r: Recipe, P, seeds) -> dict[str, np.ndarray]:
+    """Per-chain MCSE (n_P, n_seeds) of each plotted order parameter; NaN for Adam or missing chains."""
+    out = {k: np.full((len(P), len(seeds)), NAN) for k in KEYS[attention]}
+    if not r.sampler:
+        return out
+    for i, p in enumerate(P):
+        s, ser = chain_series(ag, attention, r.name, p)
+        for k in out:
+            if len(s) and ser[k].shape[1] >= 4:
+                m = chain_mcse(ser[k])
+                for j, seed in enumerate(s):
+                    out[k][i, list(seeds).index(seed)] = m[j]
+    return out
+
+
+def _mean(x) -> float:
+    x = np.asarray(x, float)
+    return float(x.mean()) if x.size else NAN
+
+
+def agreement_table(ag, th, same, attention: str, recs: dict[str, Recipe], away_factor: float = 1.5) -> list[dict]:
+    """Per (recipe, P, plotted order parameter, theory curve available): n, experiment, error, error_basis,
+    theory, theory_error, z, z_chains_rms (same-dataset, SGLD), away (from the curve's transitions),
+    natural (module docstring). ``same`` (same-dataset theory) may be None."""
+    rows = []
+    L = sequence_length(ag, th)
+    for r in recs.values():
+        P, seeds, vals = run_values(ag, attention, r.name)
+        Ps = set(swept_P(ag, r.name))
+        mc = _mcse_grid(ag, attention, r, P, seeds)
+        for curve, (label, source, kind) in CURVES.items():
+            cv = curve_values(curve, attention, th, same, P, seeds, L)
+            if cv is None:
+                continue
+            tv, te = cv
+            away = away_mask(P, attention, theory_transitions(th, source), away_factor)
+            for i, p in enumerate(P):
+                if p not in Ps:
+                    continue
+                for k in KEYS[attention]:
+                    y, t, e, m = vals[k][i], tv[k][i], te[k][i], mc[k][i]
+                    sg = r.sampler
+                    if source == "same_dataset":
+                        use = np.isfinite(y) & np.isfinite(t)
+                        est = point_estimate((y - t)[use], m[use] if sg else None)
+                        exp_, th_, th_err = _mean(y[use]), _mean(t[use]), as_float(np.max(e[use], initial=0.0))
+                        z = as_float(z_scores(est["mean"], 0.0, est["error"], th_err))
+                        with np.errstate(invalid="ignore", divide="ignore"):
+                            zc = ((y - t) / np.hypot(m, e))[use] if sg else np.zeros(0)
+                        zc_rms = rms(zc)
+                    else:
+                        use = np.isfinite(y)
+                        est = point_estimate(y[use], m[use] if sg else None)
+                        exp_, th_, th_err = est["mean"], as_float(t[0]), as_float(e[0])
+                        z = as_float(z_scores(exp_, th_, est["error"], th_err)) if np.isfinite(th_) else NAN
+                        zc_rms = NAN
+                    if est["n"] == 0 or not np.isfinite(th_):
+                        continue
+                    rows.append({"attention": attention, "recipe": r.name, "method": r.method, "init": r.init,
+                                 "P": float(p), "param": k, "name": NAMES[k], "curve": curve,
+                                 "curve_label": label, "source": source, "kind": kind,
+                                 "natural": (kind == "mean") == r.sampler, "n": est["n"],
+                                 "experiment": exp_, "error": est["error"], "error_basis": est["error_basis"],
+                                 "theory": th_, "theory_error": th_err, "z": z, "z_chains_rms": zc_rms,
+                                 "away": bool(away[i])})
+    return rows
+
+
+def agreement_summaries(rows) -> list[dict]:
+    """Per (attention, recipe, curve) and per (attention, method, curve) (recipes of one method pooled,
+    ``recipe`` = "all <method>"): over the points away from the transitions, n_away (with a z), rms_z,
+    chi2, dof, chi2_per_dof, p_value, n_within_2 (|z| ≤ 2), the worst point (recipe, P, param, z), and over
+    all points n_all, rms_z_all; n_no_error counts points without an error (one seed)."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["attention"], "recipe", row["recipe"], row["method"], row["curve"]), []).append(row)
+        groups.setdefault((row["attention"], "method", f"all {row['method']}", row["method"], row["curve"]),
+                          []).append(row)
+    out = []
+    for (att, level, recipe, method, curve), rs in groups.items():
+        if level == "method" and len({r["recipe"] for r in rs}) < 2:
+            continue  # the same numbers as the recipe's own row
+        z = np.array([r["z"] for r in rs], float)
+        away = np.array([r["away"] for r in rs], bool)
+        s = agreement_summary(z, away)
+        s_all = agreement_summary(z)
+        worst = rs[s.worst_index[0]] if s.worst_index is not None else None
+        label, source, kind = CURVES[curve]
+        out.append({"attention": att, "level": level, "recipe": recipe, "method": method, "curve": curve,
+                    "curve_label": label, "source": source, "kind": kind,
+                    "natural": (kind == "mean") == (method in SAMPLERS), "n_away": s.n, "rms_z": s.rms_z,
+                    "chi2": s.chi2, "dof": s.dof, "chi2_per_dof": s.chi2_per_dof, "p_value": s.p_value,
+                    "n_within_2": s.n_within_2,
+                    "worst_recipe": worst["recipe"] if worst else "", "worst_P": worst["P"] if worst else NAN,
+                    "worst_param": worst["name"] if worst else "", "worst_z": s.worst_z,
+                    "n_all": s_all.n, "rms_z_all": s_all.rms_z,
+                    "n_no_error": int((~np.isfinite(z) & away).sum())})
+    return out
+
+
+# the order in which the theory sources are preferred: the most specific first
+SOURCES = (("same", "same dataset"), ("exact", "exact avg."), ("closed", "closed form"))
+
+
+def natural_curve(rows, method: str) -> str | None:
+    """The theory curve a method is judged against (and its residuals are drawn against): its natural kind
+    (SGLD, HMC: posterior mean; Adam: minimiser) from the most specific source with a finite z in the
+    agreement rows (same dataset, else exact average, else closed form)."""
+    kind = "mean" if method in SAMPLERS else "saddle"
+    have = {r["curve"] for r in rows if r["method"] == method and np.isfinite(as_float(r["z"]))}
+    return next((f"{s}_{kind}" for s, _ in SOURCES if f"{s}_{kind}" in have), None)

@@ -17,11 +17,22 @@ Definitions (``arviz_stats.base.array_stats``; docs/figures.md, "Convergence def
   draws); for an AR(1) chain with coefficient ρ it is ≈ n (1−ρ)/(1+ρ).
 - :func:`mcse_mean` — the Monte Carlo standard error of the mean of all draws (ArviZ ``mcse``,
   ``method="mean"``, = sd/√ESS_mean); :func:`chain_mcse` — the same of each chain alone.
+
+The convergence table of a sweep (:func:`convergence_table`, per sampling recipe, P and order parameter):
+**R̂** of a (recipe, P) is the rank-normalised split-R̂ across its chains (different seeds: different
+datasets, so it also flags dataset-to-dataset variation larger than the posterior width). Prior- and
+copy-started chains of the same P: R̂ pooled over all their chains, and the paired R̂ — per seed, the R̂ of
+its prior- and copy-started chains (the same training set, independent noise), the largest over seeds: the
+cleanest convergence test, and the evidence of hysteresis where it is large.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .experiments import KEYS, NAMES, Recipe, chain_series, swept_P
+from .stats import NAN, as_float, point_estimate
+
+RHAT_MAX = 1.05          # the R̂ above which a point is flagged (not shown converged)
 RHAT_METHODS = {"rank": "rank", "classic": "split"}
 MIN_DRAWS = 4
 
@@ -92,3 +103,85 @@ def chain_mcse(x) -> np.ndarray:
 def chain_ess(x) -> np.ndarray:
     """:func:`ess_mean` of each chain alone."""
     return np.array([ess_mean(row) for row in as_chains(x)])
+
+
+# ------------------------------------------------------------------------- the convergence of a sweep
+def _conv_row(attention, recipe, starts, P, key, x, rhat_max) -> dict:
+    m, n = x.shape if x.ndim == 2 else (0, 0)
+    row = {"attention": attention, "recipe": recipe, "starts": starts, "P": float(P), "param": key,
+           "name": NAMES[key], "n_chains": int(m), "n_draws": int(n)}
+    if m == 0 or n < 4:
+        row.update(mean=NAN, rhat=NAN, rhat_within_max=NAN, ess_bulk=NAN, ess_sum=NAN, err_mcse=NAN, err_spread=NAN,
+                   error=NAN, error_basis="", rhat_flag=False)
+        return row
+    est = point_estimate(x.mean(axis=1), chain_mcse(x))
+    rhat = split_rhat(x)
+    within = [split_rhat(row) for row in x]
+    row["rhat_within_max"] = float(np.nanmax(within)) if np.isfinite(within).any() else NAN
+    row.update(mean=est["mean"], rhat=rhat, ess_bulk=ess_bulk(x), ess_sum=float(np.nansum(chain_ess(x))),
+               err_mcse=est["err_mcse"], err_spread=est["err_spread"], error=est["error"],
+               error_basis=est["error_basis"], rhat_flag=bool(rhat > rhat_max))
+    return row
+
+
+def convergence_table(ag, attention: str, recs: dict[str, Recipe], rhat_max: float = RHAT_MAX) -> list[dict]:
+    """Per (sampling recipe: SGLD or HMC, P, plotted order parameter): n_chains, n_draws, mean of the
+    chain means, rank split-R̂ across the chains, rhat_within_max (the largest single-chain split-R̂:
+    first against second half of one chain, free of dataset-to-dataset variation), bulk ESS (all chains),
+    ess_sum (Σ of the chains' own ESS), err_mcse, err_spread, error (copyhead.analysis.stats.point_estimate),
+    rhat_flag (R̂ > rhat_max). Then per copy-started recipe and its prior-started twin, at their common P, a
+    row ``<twin>+<copy>`` (starts "prior+copy") with R̂ pooled over both starts' chains, ``rhat_paired_max``
+    (the largest over seeds of the R̂ of one seed's two chains), ``ess_paired_min`` (the smallest over
+    seeds of the bulk ESS of one seed's two chains) and ``n_pairs``; its rhat_flag is set when either
+    exceeds rhat_max. HMC recipes are judged without R̂ across seeds (``rhat_basis``, ``rhat_plot``: the
+    value the figures draw): a single-recipe row is flagged by its within-chain R̂, a pair row by its
+    per-dataset R̂; SGLD keeps the flag across chains (docs/figures.md)."""
+    rows = []
+    sgld = [r for r in recs.values() if r.sampler]
+    for r in sgld:
+        for P in swept_P(ag, r.name):
+            _, ser = chain_series(ag, attention, r.name, P)
+            if not len(ser[KEYS[attention][0]]):
+                continue  # no ok chain at this P (all diverged)
+            for k in KEYS[attention]:
+                row = _conv_row(attention, r.name, r.init, P, k, ser[k], rhat_max)
+                if r.method == "hmc":   # judged per chain, never across seeds (different training sets)
+                    row.update(rhat_basis="within chain", rhat_plot=row["rhat_within_max"],
+                               rhat_flag=bool(as_float(row["rhat_within_max"]) > rhat_max))
+                rows.append(row)
+    for r in sgld:
+        if r.init != "copy" or not r.twin or not recs[r.twin].sampler:
+            continue
+        for P in sorted(set(swept_P(ag, r.twin)) & set(swept_P(ag, r.name))):
+            s_a, a = chain_series(ag, attention, r.twin, P)
+            s_b, b = chain_series(ag, attention, r.name, P)
+            for k in KEYS[attention]:
+                n = min(a[k].shape[1], b[k].shape[1]) if len(a[k]) and len(b[k]) else 0
+                pooled = np.vstack([a[k][:, :n], b[k][:, :n]]) if n else np.zeros((0, 0))
+                row = _conv_row(attention, f"{r.twin}+{r.name}", "prior+copy", P, k, pooled, rhat_max)
+                pairs = [np.vstack([a[k][list(s_a).index(s), :n], b[k][list(s_b).index(s), :n]])
+                         for s in sorted(set(s_a) & set(s_b))] if n >= 4 else []
+                paired = [x for x in (split_rhat(p) for p in pairs) if np.isfinite(x)]
+                ess_p = [x for x in (ess_bulk(p) for p in pairs) if np.isfinite(x)]
+                row["rhat_paired_max"] = float(max(paired)) if paired else NAN
+                row["ess_paired_min"] = float(min(ess_p)) if ess_p else NAN
+                row["n_pairs"] = len(paired)
+                row["rhat_flag"] = bool(row["rhat_flag"] or (paired and max(paired) > rhat_max))
+                if r.method == "hmc":   # per training set: one seed's prior- and copy-started chains
+                    row.update(rhat_basis="per dataset", rhat_plot=row["rhat_paired_max"],
+                               rhat_flag=bool(paired and max(paired) > rhat_max))
+                rows.append(row)
+    return rows
+
+
+def flagged_points(conv_rows) -> dict[tuple[str, float, str], bool]:
+    """(recipe, P, param) -> True where the point is not shown converged: the ``rhat_flag`` of its own row
+    or of the prior/copy pair row it belongs to (SGLD: its R̂ across chains, the pair's pooled or paired
+    R̂; HMC: a chain's two halves, the pair's per-dataset R̂). What the figures draw hollow."""
+    out = {}
+    for row in conv_rows:
+        bad = bool(row["rhat_flag"])
+        for recipe in row["recipe"].split("+"):
+            key = (recipe, float(row["P"]), row["param"])
+            out[key] = out.get(key, False) or bad
+    return out

@@ -1,11 +1,22 @@
 """Mean and standard error over seeds or chains: the one definition the aggregate, figures and transition
-estimators share; :func:`point_estimate`, the error of an SGLD point from its chains (spread or MCSE)."""
+estimators share; :func:`point_estimate`, the error of an SGLD point from its chains (spread or MCSE);
+:func:`mean_error`, the error of a mean of values with independent errors."""
 from __future__ import annotations
 
 import math
 import warnings
 
 import numpy as np
+
+NAN = float("nan")
+
+
+def as_float(x) -> float:
+    """``x`` as a float; NaN where it is not a number (None, a string)."""
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return NAN
 
 
 def mean_sem(x, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
@@ -26,6 +37,12 @@ def seed_mean_sem(x, dim: str = "seed"):
     return xr.apply_ufunc(mean_sem, x, input_core_dims=[[dim]], output_core_dims=[[], []])
 
 
+def mean_error(errors) -> float:
+    """The standard error of the mean of n values with independent errors e_i: √(Σ e_i²)/n."""
+    e = np.asarray(errors, float)
+    return float(np.sqrt((e ** 2).sum()) / len(e))
+
+
 def point_estimate(values, mcse=None) -> dict:
     """Mean over chains (or seeds) of ``values`` (one number per chain) and its error: n, mean, err_spread
     (sd/√n, the spread of the chain means), err_mcse (√Σ MCSE_i²/n, when ``mcse`` is given for every
@@ -40,7 +57,7 @@ def point_estimate(values, mcse=None) -> dict:
     if mcse is not None and n:
         m = np.asarray(mcse, float)[ok]
         if np.isfinite(m).all():
-            mc = float(np.sqrt((m ** 2).sum()) / n)
+            mc = mean_error(m)
     cands = {"spread": spread, "mcse": mc}
     fin = {k: e for k, e in cands.items() if np.isfinite(e)}
     basis = max(fin, key=fin.get) if fin else ""

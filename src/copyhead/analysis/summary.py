@@ -1,6 +1,7 @@
 """The results model's summary: what the results page, fig3/fig4 and fig8 show, computed once.
 
-A pure function of the results tables (``copyhead.results.build_tables``, JSON-ready: NaN as None). Per
+A pure function of the results tables (:func:`copyhead.analysis.tables.build_tables`, JSON-ready: NaN as
+None). Per
 attention type:
 
 - ``transitions`` — one row per transition kind (:data:`KINDS`), each read with ONE estimator
@@ -27,6 +28,8 @@ from __future__ import annotations
 import math
 
 from ..config.schema import METHODS, SAMPLERS
+from .agreement import SOURCES, natural_curve
+from .convergence import flagged_points
 
 # The paper's own numbers (arXiv 2606.12058; summary in shared/seeds/), quoted, not computed: (what, quoted
 # text, low, high) at the paper's σ². The one copy in the package (the pages and the studies read it here).
@@ -60,7 +63,6 @@ ESTIMATORS = {
                         "differ by more than 2 errors and 0.01 (a detection point)",
     "hysteresis_upper": "upper edge of that P range (a detection point)",
 }
-SOURCES = (("same", "same dataset"), ("exact", "exact avg."), ("closed", "closed form"))
 WHY = {"mean": "posterior mean: what an SGLD chain's average estimates",
        "saddle": "minimiser: what Adam (a MAP estimate) reaches",
        "same": "each run's own training set, the same estimator on the swept P",
@@ -178,13 +180,6 @@ def agreement_verdict(s: dict | None) -> dict:
     return {"rule": AGREE_RULE, "value": rms, "outcome": word}
 
 
-def natural_curve(att: dict, method: str) -> str | None:
-    """The agreement curve of a method: its natural kind from the most specific source with a z."""
-    kind = "mean" if method in SAMPLERS else "saddle"
-    have = {r["curve"] for r in att["agreement"] if r["method"] == method and _ok(r["z"])}
-    return next((f"{s}_{kind}" for s, _ in SOURCES if f"{s}_{kind}" in have), None)
-
-
 def prior_recipes(att: dict, method: str) -> list[str]:
     return [n for n, r in att["recipes"].items() if r["method"] == method and r["init"] == "prior"
             and att["sweep"].get(n, {}).get("n_ok", 0) > 0]
@@ -200,7 +195,7 @@ def agreement_rows(att: dict) -> list[dict]:
         recs = prior_recipes(att, method)
         if not recs:
             continue
-        curve = natural_curve(att, method)
+        curve = natural_curve(att["agreement"], method)
         s = _find(att, recs[0], curve)
         row = {"method": method, "recipe": recs[0], "curve": curve,
                "curve_label": s["curve_label"] if s else "", "verdict": agreement_verdict(s)}
@@ -242,14 +237,10 @@ def evidence(att: dict, rhat_max: float) -> list[dict]:
     recs = prior_recipes(att, "sgld")
     if not recs:
         return out
-    rec, cur = recs[0], natural_curve(att, "sgld")
+    rec, cur = recs[0], natural_curve(att["agreement"], "sgld")
     bad = [r for r in att["agreement"] if r["recipe"] == rec and r["curve"] == cur and r["away"]
            and _ok(r["z"]) and abs(r["z"]) > 2]
-    flags = {}
-    for r in att["convergence"]:
-        for rr in r["recipe"].split("+"):
-            key = (rr, r["P"], r["param"])
-            flags[key] = flags.get(key, False) or bool(r["rhat_flag"])
+    flags = flagged_points(att["convergence"])
     if bad:
         nb = sum(bool(flags.get((r["recipe"], r["P"], r["param"]))) for r in bad)
         out.append({"what": "outside 2σ and R̂-flagged", "n": nb, "of": len(bad), "rhat_max": rhat_max})

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 
+from ..analysis.curves import CURVES
 from ..analysis.summary import PAPER, PAPER_SIGMA2
 from .format import P_ as _P, ci, g, ok as _ok, pm, table, yn
 
 
 def _label(curve: str | None) -> str:
-    from .inputs import CURVES
     return CURVES[curve][0] if curve in CURVES else "–"
 
 

@@ -5,6 +5,7 @@ Everything else is in the appendix (:mod:`.appendix`). Nothing is computed or ju
 """
 from __future__ import annotations
 
+from .findings import headline
 from .format import P_, ci, g, ok, table
 
 KEY_FIGURES = [("fig3_linear_order_params", "linear order parameters against P, residuals z, R̂"),
@@ -142,7 +143,6 @@ def _reference(summ: dict) -> list[str]:
 def _studies(studies) -> list[str]:
     """What the studies found: each studies report's findings (copyhead.results.findings) with its link and
     the code version that made it; without reports, what the studies are and how to run them."""
-    from .findings import headline
     out = []
     for folder, rep in studies:
         lines = headline(rep)

@@ -1,11 +1,16 @@
-"""Transition points from data with bootstrap CIs against the theory's values (the transitions table of the
-results; definitions in :mod:`copyhead.results.tables`)."""
+"""The transition table of a sweep: each recipe's transition points read from the data with percentile-
+bootstrap intervals over chains/seeds (the estimators of :mod:`copyhead.analysis.transitions`), each beside
+the theory's values of the same transition (the same estimators on the theory curves, and the theory's own
+transition points) and whether the interval contains them."""
 from __future__ import annotations
 
 import numpy as np
 
-from .inputs import COPY_KEY, CURVES, NAMES, Recipe, curve_values, run_values, swept_P
-from .tables import NAN, _f
+from .curves import CURVES, seed_mean_curve
+from .experiments import COPY_KEY, NAMES, Recipe, run_values, sequence_length, swept_P
+from .stats import NAN, as_float
+from .transitions import (BootstrapCI, bootstrap, chain_mean_sem, crossover_of_chains, crossover_point,
+                          fit_logistic_jump, hysteresis_of_chains, jump_of_chains, onset_point)
 
 
 def _grid(P, arr):
@@ -23,7 +28,6 @@ def _ci_row(attention, transition, recipe, ci, **extra) -> dict:
 
 def _no_interval(ci, *arrays):
     """The bootstrap result without an interval when no P has two chains (every replicate is the estimate)."""
-    from ..analysis import BootstrapCI
     if _one_chain(*arrays):
         return BootstrapCI(ci.estimate, NAN, NAN, ci.level, ci.n_boot, ci.n_valid)
     return ci
@@ -61,44 +65,32 @@ def _widened(row: dict, P, why: str) -> dict:
 def _theory_list(ci_lo, ci_hi, values) -> list[dict]:
     out = []
     for label, v in values:
-        v = _f(v)
-        known = np.isfinite(v) and np.isfinite(_f(ci_lo)) and np.isfinite(_f(ci_hi))
+        v = as_float(v)
+        known = np.isfinite(v) and np.isfinite(as_float(ci_lo)) and np.isfinite(as_float(ci_hi))
         out.append({"curve": label, "value": v, "contains": bool(ci_lo <= v <= ci_hi) if known else None})
     return out
 
 
-def _seed_mean_curve(curve, attention, th, same, P, seeds, key):
-    cv = curve_values(curve, attention, th, same, P, seeds)
-    if cv is None:
-        return None
-    with np.errstate(invalid="ignore"):
-        y = cv[0][key]
-        n = np.isfinite(y).sum(axis=1)
-        return np.where(n > 0, np.nansum(np.where(np.isfinite(y), y, 0), axis=1) / np.maximum(n, 1), NAN)
-
-
 def _linear_crossover_theory(th, same, P, seeds) -> list[tuple[str, float]]:
-    from ..analysis import crossover_point
-    vals = [("closed form, minimiser", _f(th.get("P_crossover")))]
+    vals = [("closed form, minimiser", as_float(th.get("P_crossover")))]
     if "c1_mean" in th:
         vals.append(("closed form, posterior mean", crossover_point(th["P"].values, th["c1_mean"].values,
                                                                     th["cG_mean"].values)))
-    vals.append(("exact avg., minimiser", _f(th.get("P_crossover_exact"))))
+    vals.append(("exact avg., minimiser", as_float(th.get("P_crossover_exact"))))
     if "c1_mean_exact" in th:
         vals.append(("exact avg., posterior mean", crossover_point(
             th["P_exact"].values, th["c1_mean_exact"].values, th["cG_mean_exact"].values)))
     for curve in ("same_saddle", "same_mean"):
-        c1 = _seed_mean_curve(curve, "linear", th, same, P, seeds, "c1")
+        c1 = seed_mean_curve(curve, "linear", th, same, P, seeds, "c1")
         if c1 is not None:
-            cG = _seed_mean_curve(curve, "linear", th, same, P, seeds, "cG")
+            cG = seed_mean_curve(curve, "linear", th, same, P, seeds, "cG")
             vals.append((CURVES[curve][0] + " (seed mean, swept P)", crossover_point(P, c1, cG)))
     return vals
 
 
 def _softmax_jump_theory(th, same, P, seeds) -> list[tuple[str, float]]:
-    from ..analysis import fit_logistic_jump
-    L = _L(th)
-    vals = [("closed form, P*", _f(th.get("P_star"))), ("exact avg., P*", _f(th.get("P_star_exact")))]
+    L = sequence_length(th)
+    vals = [("closed form, P*", as_float(th.get("P_star"))), ("exact avg., P*", as_float(th.get("P_star_exact")))]
     if "mP_mean" in th:
         vals.append(("closed form, posterior mean (logistic midpoint)",
                      fit_logistic_jump(th["P"].values, th["mP_mean"].values / L).P_jump))
@@ -106,24 +98,19 @@ def _softmax_jump_theory(th, same, P, seeds) -> list[tuple[str, float]]:
         vals.append(("exact avg., posterior mean (logistic midpoint)",
                      fit_logistic_jump(th["P_exact"].values, th["mP_mean_exact"].values / L).P_jump))
     for curve in ("same_saddle", "same_mean"):
-        y = _seed_mean_curve(curve, "softmax", th, same, P, seeds, "aG")
+        y = seed_mean_curve(curve, "softmax", th, same, P, seeds, "aG")
         if y is not None:
             vals.append((CURVES[curve][0] + " (seed mean, swept P, logistic midpoint)",
                          fit_logistic_jump(P, y).P_jump))
     return vals
 
 
-def _L(th) -> int:
-    from .inputs import sequence_length
-    return sequence_length(th)
-
-
 def spinodal_windows(th, same=None, seeds=None) -> list[tuple[str, float, float]]:
     """The theory's coexistence windows [lower spinodal, upper spinodal]: closed form, exact average and,
     with the same-dataset theory, the smallest and largest swept P where at least half the seeds' actions
     have two distinct minima (prior side ≠ copy side)."""
-    out = [("closed form", _f(th.get("P_spinodal_low")), _f(th.get("P_spinodal_high"))),
-           ("exact avg.", _f(th.get("P_spinodal_low_exact")), _f(th.get("P_spinodal_high_exact")))]
+    out = [("closed form", as_float(th.get("P_spinodal_low")), as_float(th.get("P_spinodal_high"))),
+           ("exact avg.", as_float(th.get("P_spinodal_low_exact")), as_float(th.get("P_spinodal_high_exact")))]
     if same is not None and "action_gap_same" in same:
         gap = np.asarray(same["action_gap_same"].transpose("P", "seed").values, float)
         if seeds is not None:
@@ -162,8 +149,6 @@ def transition_table(ag, th, same, attention: str, recs: dict[str, Recipe], n_bo
     seed means rise by less than ``min_rise`` in âG (1 % of its range [0, 1] by default) has no jump, and
     prior- and copy-started chains closer than ``min_rise`` are on the same branch (no hysteresis); runs
     at A = 0 do not make a linear crossover; with one chain per P there is no interval (NaN, noted)."""
-    from ..analysis import (bootstrap, chain_mean_sem, crossover_of_chains, fit_logistic_jump,
-                            hysteresis_of_chains, jump_of_chains, onset_point)
     rows = []
     kw = dict(n_boot=n_boot, level=level, seed=seed)
     for r in recs.values():
@@ -185,11 +170,11 @@ def transition_table(ag, th, same, attention: str, recs: dict[str, Recipe], n_bo
                 return onset_point(P_, m, s, k=2.0, baseline=m[0])
 
             ci = _no_interval(bootstrap(onset, P, c1, **kw), c1)
-            vals_on = [("closed form, Hessian instability", _f(th.get("P_onset"))),
-                       ("closed form, weak first-order P*", _f(th.get("P_star"))),
-                       ("exact avg., Hessian instability", _f(th.get("P_onset_exact")))]
+            vals_on = [("closed form, Hessian instability", as_float(th.get("P_onset"))),
+                       ("closed form, weak first-order P*", as_float(th.get("P_star"))),
+                       ("exact avg., Hessian instability", as_float(th.get("P_onset_exact")))]
             note = _note(c1)
-            if np.isfinite(_f(th.get("P_onset"))) and P[0] > _f(th.get("P_onset")):
+            if np.isfinite(as_float(th.get("P_onset"))) and P[0] > as_float(th.get("P_onset")):
                 note = _join(note, "the swept grid starts above the theory's onset")
             row = _widened(_ci_row(attention, "onset of ĉ1", r.name, ci, method=r.method, resolved=True,
                                    note=note), P, "a detection point")
