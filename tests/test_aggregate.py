@@ -78,8 +78,9 @@ def _rewrite(src: Path, dest: Path, drop=(), **attrs) -> Path:
 
 
 def test_run_lacking_a_variable_does_not_blank_the_others(runs, tmp_path):
-    """Issue 12 item 2: a run file without one variable (older code) made combine_by_coords(
-    compat="override") blank every value of that run while it still counted as ok."""
+    """A run file without one variable (written by older code) keeps its other values and its ok status;
+    the missing variable is NaN for it alone and named in a warning (a combine_by_coords(compat="override")
+    would blank every value of that run while it still counted as ok)."""
     old = _rewrite(runs[0], tmp_path / "old.nc", drop=("coverage_ratio",))
     for order in ([old, runs[1]], [runs[1], old]):
         with pytest.warns(UserWarning, match="coverage_ratio"):

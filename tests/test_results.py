@@ -1,7 +1,9 @@
-"""copyhead.results: the tables of docs/results.md on synthetic aggregates with known answers (chains drawn
-from known distributions, planted transitions), and the rendered page. The fake aggregates have the variable
-layout of copyhead.aggregate (dims optimizer, P, seed, sample; <var>_sample series, run results, status)."""
+"""The results: the tables of docs/results.md (copyhead.analysis.tables and the modules it calls) on synthetic
+aggregates with known answers (chains drawn from known distributions, planted transitions), and the pages
+copyhead.results renders and records. The fake aggregates have the variable layout of copyhead.aggregate
+(dims optimizer, P, seed, sample; <var>_sample series, run results, status)."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +16,9 @@ from copyhead.analysis.experiments import recipes
 from copyhead.analysis.samplers import sampler_summaries, sampler_table
 from copyhead.analysis.tables import build_tables, jsonable
 from copyhead.analysis.transition_table import transition_table
+from copyhead.cli import main as cli_main
+from copyhead.figures import FIGURES
+from copyhead.provenance import code_fingerprint, sha256_file, sidecar_path, write_dataset
 from copyhead.results import write_pages, write_results
 from copyhead.results.format import g
 from copyhead.results.page import render_page
@@ -327,7 +332,6 @@ def test_hysteresis_window_edges_bracket_the_planted_window():
 # -------------------------------------------------------------------------------------- the page
 @pytest.fixture(scope="module")
 def page_inputs(tmp_path_factory):
-    from copyhead.provenance import write_dataset
     d = tmp_path_factory.mktemp("results")
     ag, th, same = known_posterior(n_seeds=4, n_draws=100)
     ag_s, _ = hysteresis_sweep(n_draws=60)
@@ -373,6 +377,33 @@ def test_write_results_page_appendix_and_json_carry_the_same_numbers(page_inputs
     write_pages(out.with_suffix(".json"), again, figure_dir="../results/figures")
     assert again.read_text() == md
     assert (again.parent / "results_appendix.md").read_text() == app
+
+
+def test_every_file_copyhead_results_writes_records_the_sha256_of_what_it_read(page_inputs, tmp_path):
+    """results.json (``copyhead results --inputs``: write_results), results.md and results_appendix.md
+    (``copyhead results --tables``) each get a ``<file>.provenance.json`` naming the files it read with
+    their sha256 (the aggregates and theory files; the results JSON and the studies reports) and its own."""
+    out = tmp_path / "docs" / "results.json"
+    write_results(page_inputs, out, n_boot=50, config_name="fake.yaml")
+    report = tmp_path / "studies_x" / "studies.json"
+    report.parent.mkdir()
+    report.write_text(json.dumps({"studies": []}))
+    md = tmp_path / "docs" / "results.md"
+    assert cli_main(["results", "--tables", str(out), "--out", str(md), "--figure-dir", "results_figures",
+                     "--studies", str(report)]) == 0
+    expected = {out: page_inputs, md: {"results": out, "studies_x": report},
+                md.with_name("results_appendix.md"): {"results": out}}
+    for product, read in expected.items():
+        rec = json.loads(sidecar_path(product).read_text())
+        assert rec["concern"] == "results" and rec["code_fingerprint"] == code_fingerprint("results")
+        assert rec["outputs"] == {product.name: {"path": str(product), "sha256": sha256_file(product)}}
+        assert {role: (e["path"], e["sha256"]) for role, e in rec["inputs"].items()} == \
+            {role: (str(p), sha256_file(p)) for role, p in read.items()}
+    assert json.loads(sidecar_path(out).read_text())["inputs"]["aggregate_linear"]["kind"] == "aggregate"
+    # rendering again from a changed results JSON records the new checksum
+    out.write_text(out.read_text().replace('"fake.yaml"', '"other.yaml"'))
+    assert cli_main(["results", "--tables", str(out), "--out", str(md)]) == 0
+    assert json.loads(sidecar_path(md).read_text())["inputs"]["results"]["sha256"] == sha256_file(out)
 
 
 def test_build_tables_needs_a_theory_for_each_aggregate():
@@ -461,15 +492,14 @@ def test_the_fit_tolerance_still_catches_a_real_change():
 
 @pytest.mark.stored_numbers
 def test_the_results_tables_keep_every_number_of_the_refactor_base():
-    """The tables of the synthetic page fixture equal, number for number, those the code before the issue-18
-    refactor (commit 9109f6e) computed (tests/data/results_tables_9109f6e.json); the refactor only adds
-    keys (summary, nonfinite, n_nonfinite). The unified estimator changes no table: the summary reads the
-    tables' own rows (fig8's old grid reading of the softmax jump was not in the tables). The one change
-    of numbers is the switch of the diagnostics to ArviZ (issue 18, item 5): the MCSE (ArviZ splits each
+    """The tables of the synthetic page fixture equal, number for number, those the code of commit 9109f6e
+    computed (tests/data/results_tables_9109f6e.json); later code only adds keys (summary, nonfinite,
+    n_nonfinite). The unified estimator changes no table: the summary reads the tables' own rows (fig8's
+    old grid reading of the softmax jump was not in the tables). The one change of numbers is the switch
+    of the diagnostics to ArviZ: the MCSE (ArviZ splits each
     chain for its ESS), hence the errors whose floor it is and their z, the bulk ESS (within 15 %) and the
     within-chain R̂ (ArviZ needs two chains: a chain's halves, split again); every mean, every R̂ across
     chains and every transition point is unchanged."""
-    from pathlib import Path
     ag, th, same = known_posterior(n_seeds=4, n_draws=100)
     ag_s, _ = hysteresis_sweep(n_draws=60)
     th_s = fake_theory("softmax", np.geomspace(2, 200, 100), {"saddle": (lambda P: 1 - P / 300, lambda P: P / 300),
@@ -501,11 +531,9 @@ def test_the_results_tables_keep_every_number_of_the_refactor_base():
 
 
 def test_a_run_with_a_non_finite_result_is_named_and_marked(tmp_path):
-    """Aggregate status "nonfinite" (issue 17: the file said ok, a result is not finite) with the per-recipe
+    """Aggregate status "nonfinite" (the file said ok, a result is not finite) with the per-recipe
     n_nonfinite and the nonfinite_json attribute: the tables count it, the page names it, fig3 marks its P."""
     import matplotlib.pyplot as plt
-    from copyhead.figures import FIGURES
-    from copyhead.provenance import write_dataset
     ag, th, same = known_posterior(n_seeds=4, n_draws=40)
     P = float(ag["P"].values[2])
     ag["status"] = ag["status"].astype("<U9")
