@@ -12,11 +12,12 @@ or refused (``strict``). Two kinds of run are never averaged in (status ``nonfin
 results blanked like a diverged run, counted per point in ``n_nonfinite``/``n_foreign``, named in the
 global ``nonfinite_json``/``foreign_json``, a warning; refused under ``strict``): a run whose file says ok
 but holds a NaN or infinite value, and a run whose recorded defining config (``config_json``) is not the
-one the current config gives it (``run_configs``: per recipe :func:`copyhead.config.run_config`). Seed summaries ``<var>_mean`` and ``<var>_sem`` (standard error over the seeds
-that have a value, NaN with fewer than two; the definition of ``copyhead.analysis.mean_sem``) are stored
-next to the runs; chain diagnostics (R̂, ESS, MCSE) are not stored: the results compute them from the
-samples (``copyhead.analysis.convergence``, ArviZ; ``copyhead.analysis.posterior`` gives a recipe's
-``<var>_sample`` as ``chain × draw``). The sha256 of every input file is recorded (``inputs_json``) for the audit.
+one the current config gives it (``run_configs``: per recipe :func:`copyhead.config.run_config`). Seed
+summaries ``<var>_mean`` and ``<var>_sem`` (standard error over the seeds that have a value, NaN with fewer
+than two: :func:`copyhead.analysis.stats.seed_mean_sem`) are stored next to the runs; chain diagnostics
+(R̂, ESS, MCSE) are not stored: the results compute them from the samples (``copyhead.analysis.convergence``,
+ArviZ; ``copyhead.analysis.posterior`` gives a recipe's ``<var>_sample`` as ``chain × draw``). The sha256
+of every input file is recorded (``inputs_json``) for the audit.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from .analysis.stats import seed_mean_sem
 from .config import config_diff, run_identity
 from .order_params import PAPER_NAMES, paper_order_parameters
 from .provenance import DataFileError, provenance_attrs, read_dataset, sha256_file, write_dataset
@@ -246,14 +248,11 @@ def aggregate_datasets(paths, attention: str, strict: bool = False, run_configs:
     for v in SUMMARY_VARS:
         if v not in out:
             continue
-        x = out[v].where(ok)
-        n_v = x.notnull().sum("seed")     # seeds with a value (a run lacking the variable does not count)
-        out[f"{v}_mean"] = x.mean("seed").assign_attrs(
-            long_name=f"mean over seeds of {out[v].attrs.get('long_name', v)}", units=out[v].attrs.get("units", "1"))
-        sem = x.std("seed", ddof=1) / np.sqrt(n_v)
-        out[f"{v}_sem"] = sem.where(n_v > 1).assign_attrs(
-            long_name=f"standard error over seeds of {out[v].attrs.get('long_name', v)}",
-            units=out[v].attrs.get("units", "1"))
+        # over the seeds with a value (a run lacking the variable does not count); no error with one seed
+        mean, sem = seed_mean_sem(out[v].where(ok))
+        name, units = out[v].attrs.get("long_name", v), out[v].attrs.get("units", "1")
+        out[f"{v}_mean"] = mean.assign_attrs(long_name=f"mean over seeds of {name}", units=units)
+        out[f"{v}_sem"] = sem.assign_attrs(long_name=f"standard error over seeds of {name}", units=units)
     out["P"].attrs.update(long_name="training-set size", units="sequences")
     inputs = {meta["path"]: meta["sha256"] for _, _, meta in runs}
     out.attrs = provenance_attrs(
