@@ -11,6 +11,11 @@ import numpy as np
 NAN = float("nan")
 
 
+def is_number(x) -> bool:
+    """A finite number (not a bool, not None): what a JSON table holds where a number exists."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
 def as_float(x) -> float:
     """``x`` as a float; NaN where it is not a number (None, a string)."""
     try:

@@ -30,6 +30,7 @@ import math
 from ..config.schema import METHODS, SAMPLERS
 from .agreement import SOURCES, natural_curve
 from .convergence import flagged_points
+from .stats import is_number as _ok
 
 # The paper's own numbers (arXiv 2606.12058; summary in shared/seeds/), quoted, not computed: (what, quoted
 # text, low, high) at the paper's σ². The one copy in the package (the pages and the studies read it here).
@@ -70,10 +71,6 @@ WHY = {"mean": "posterior mean: what an SGLD chain's average estimates",
 CI_RULE = "the natural theory value lies inside the method's 95% bootstrap CI"
 AGREE_RULE = ("agrees: every point within 2σ and RMS z ≤ 1.5; mostly agrees: ≥ 90 % within 2σ and RMS z ≤ 2; "
               "else does not agree (points away from the transitions)")
-
-
-def _ok(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _num(x) -> float:

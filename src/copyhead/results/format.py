@@ -1,12 +1,7 @@
 """Number formatting and Markdown tables of the results pages and the studies report (reading only)."""
 from __future__ import annotations
 
-import math
-
-
-def ok(x) -> bool:
-    """A finite number (not a bool, not None)."""
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+from ..analysis.stats import is_number as ok
 
 
 def g(x, digits: int = 3) -> str:
