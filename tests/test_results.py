@@ -491,7 +491,7 @@ def test_the_fit_tolerance_still_catches_a_real_change():
 
 
 @pytest.mark.stored_numbers
-def test_the_results_tables_keep_every_number_of_the_refactor_base():
+def test_the_results_tables_keep_every_number_of_commit_9109f6e():
     """The tables of the synthetic page fixture equal, number for number, those the code of commit 9109f6e
     computed (tests/data/results_tables_9109f6e.json); later code only adds keys (summary, nonfinite,
     n_nonfinite). The unified estimator changes no table: the summary reads the tables' own rows (fig8's
