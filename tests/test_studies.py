@@ -1,20 +1,35 @@
-"""The issue-13 studies: spec and generated configs (copyhead.studies.spec), the cross-study numbers
-(copyhead.studies.tables) and the report (copyhead.studies.report) on synthetic studies with known answers."""
+"""The studies: spec and generated configs (copyhead.studies.spec), the studies' tables (copyhead.studies.tables
+with copyhead.analysis.finite_size, .scaling, .twins), and the page rendered from studies.json alone
+(copyhead.studies.report) on synthetic studies with known answers; the published pages against their
+committed inputs."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 import xarray as xr
+import yaml
 
 from copyhead import config as cfgmod
+from copyhead.analysis.finite_size import finite_size
+from copyhead.analysis.scaling import scaling_rows
+from copyhead.analysis.twins import compare_twins
+from copyhead.cli import main
 from copyhead.config import ConfigError
+from copyhead.provenance import sha256_file, sidecar_path
+from copyhead.results.findings import headline
+from copyhead.results.page import _studies
 from copyhead.studies import report as R
 from copyhead.studies import tables as T
-from copyhead.studies.publish import publish
+from copyhead.studies.conclude import collapse_verdict, conclude_finite_size
+from copyhead.studies.publish import MANIFEST, PublishError, check_published, publish
 from copyhead.studies.spec import load_spec, reference_transitions, action_params, study_config, write_study_config
+from copyhead.studies.tables import _theory_curve
+from copyhead.theory.output import write_theory
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "config/studies.yaml"
@@ -71,7 +86,6 @@ def test_recipe_override_reaches_the_study_config(spec):
     (lambda s: s["groups"].update({"study": []}), "groups.study: a group name is a Snakemake target"),
 ])
 def test_bad_spec_is_refused_naming_the_key(tmp_path, edit, message):
-    import yaml
     s = yaml.safe_load(SPEC.read_text())
     s["base"] = str(ROOT / s["base"])
     edit(s)
@@ -147,7 +161,7 @@ def test_finite_size_fit_recovers_a_closing_and_a_persisting_gap(tmp_path):
         trans = {"linear": P_ref["linear"] * (1 + 4.0 / d_k), "softmax": 1.3 * P_ref["softmax"]}
         paths.append(_study_json(tmp_path, f"L16_dk{d_k}", 16, d_k, 0.1, gap, trans, P_ref, grids))
         studies.append(T.load_study(paths[-1]))
-    fs = T.finite_size(studies, {"linear": [0.5, 2.0], "softmax": [0.5, 2.0]})
+    fs = finite_size(studies, {"linear": [0.5, 2.0], "softmax": [0.5, 2.0]})
     assert fs["values"] == [16, 32, 64, 128] and fs["by"] == "d_k"
     for r in fs["gaps"]:
         assert len(r["points"]) == 4
@@ -161,7 +175,7 @@ def test_finite_size_fit_recovers_a_closing_and_a_persisting_gap(tmp_path):
     assert tr[("linear", "large_deviation")]["tends_to_theory"] is True
     assert tr[("softmax", "large_deviation")]["tends_to_theory"] is False
     assert tr[("softmax", "gaussian")]["points"][0]["ratio"] == pytest.approx(1.3 / 1.1)
-    text = "\n".join(R.conclude_finite_size(fs))
+    text = "\n".join(conclude_finite_size(fs))
     assert "within 2σ of 0 at 8 of 12" in text
 
 
@@ -173,66 +187,191 @@ def test_sigma2_collapse_pairs_equal_P_over_sigma2_and_scaling_rows(tmp_path):
     P_ref1 = {k: 10 * v for k, v in P_ref.items()}
     b = T.load_study(_study_json(tmp_path, "B", 16, 32, 1.0, gap, {"linear": 110.0, "softmax": 190.0}, P_ref1,
                                  {k: [10 * P for P in v] for k, v in grids.items()}))
-    c = T.compare_twins(b, a)
+    c = compare_twins(b, a)
     assert c["n"] == 16 and c["n_within_2"] == 16            # identical values at equal P/σ²
-    assert c["differs"] == "σ²" and T.compare_twins(a, a)["differs"] == "nothing"
+    assert c["differs"] == "σ²" and compare_twins(a, a)["differs"] == "nothing"
     assert {r["P_over_sigma2"] for r in c["rows"]} == {50.0, 200.0, 90.0, 360.0}
     assert c["transitions"]["softmax"]["value"] == pytest.approx(190.0) == c["transitions"]["softmax"]["value_ref"]
     assert c["transitions"]["softmax"]["overlap"] is True and c["n_within_2_theory"] == 16
-    assert R._collapse_verdict(c)[0] == "- Verdict: the order parameters collapse at equal P/σ² within errors."
+    assert collapse_verdict(c)[0] == "- Verdict: the order parameters collapse at equal P/σ² within errors."
     # a twin whose values differ by what its own theory predicts: not collapsed, but explained
     shifted = dict(c, rows=[dict(r, value=r["value"] + 0.1, theory=r["theory"] + 0.1, z=10.0, z_vs_theory=0.0)
                             for r in c["rows"]], n_within_2=0, rms_z=10.0)
-    assert "the same-dataset theory predicts the differences" in R._collapse_verdict(shifted)[0]
-    rows = T.scaling([a])
+    assert "the same-dataset theory predicts the differences" in collapse_verdict(shifted)[0]
+    rows = scaling_rows([a])
     assert rows[0]["ratio"]["experiment"] == pytest.approx(11.0 / 19.0)
     assert rows[0]["sqrt_LV"] == pytest.approx(16.0)
 
 
-def test_report_is_written_from_the_studies_results_files(tmp_path):
-    import yaml
+def _spec(tmp_path: Path, studies: dict, groups: dict) -> Path:
+    s = yaml.safe_load(SPEC.read_text())
+    s["base"] = str(ROOT / s["base"])
+    s["studies"], s["groups"] = studies, groups
+    spec = tmp_path / "studies.yaml"
+    spec.write_text(yaml.safe_dump(s))
+    return spec
+
+
+def _size_studies(root: Path):
+    """Three studies (d_k 16, 32 at L = 16; d_k 48 at L = 24): a finite-size and a scaling group."""
     gap = lambda att, ratio, d_k: 1.0 / d_k
     paths = []
     for d_k, L in ((16, 16), (32, 16), (48, 24)):
         P_ref = {"linear": 10.0 * d_k / 16, "softmax": 18.0 * d_k / 16}
         grids = {att: sorted({round(r * P_ref[att]) for r in (0.5, 2.0)}) for att in P_ref}
-        paths.append(_study_json(tmp_path / "studies", f"S{d_k}", L, d_k, 0.1, gap,
-                                 {k: 1.1 * v for k, v in P_ref.items()}, P_ref, grids))
-    s = yaml.safe_load(SPEC.read_text())
-    s["base"] = str(ROOT / s["base"])
-    s["studies"] = {"S16": {"L": 16, "V": 16, "d_k": 16}, "S32": {"L": 16, "V": 16, "d_k": 32},
-                    "S48": {"L": 24, "V": 16, "d_k": 48}}
-    s["groups"] = {"finite_size": ["S16", "S32"], "scaling": ["S32", "S48"]}
-    spec = tmp_path / "studies.yaml"
-    spec.write_text(yaml.safe_dump(s))
-    out = tmp_path / "report" / "studies.md"
-    rep = R.write_report(spec, paths, out)
+        paths.append(_study_json(root, f"S{d_k}", L, d_k, 0.1, gap, {k: 1.1 * v for k, v in P_ref.items()}, P_ref,
+                                 grids))
+    studies = {"S16": {"L": 16, "V": 16, "d_k": 16}, "S32": {"L": 16, "V": 16, "d_k": 32},
+               "S48": {"L": 24, "V": 16, "d_k": 48}}
+    return paths, studies, {"finite_size": ["S16", "S32"], "scaling": ["S32", "S48"]}
+
+
+def _twin_studies(root: Path):
+    """A σ² twin pair (A at σ² = 0.1, B at σ² = 1 on the same P/σ² grid) with equal values at equal P/σ²."""
+    gap = lambda att, ratio, d_k: 0.1 * ratio
+    P_ref, grids = {"linear": 10.0, "softmax": 18.0}, {"linear": [5, 20], "softmax": [9, 36]}
+    a = _study_json(root, "A", 16, 32, 0.1, gap, {"linear": 11.0, "softmax": 19.0}, P_ref, grids)
+    b = _study_json(root, "B", 16, 32, 1.0, gap, {"linear": 110.0, "softmax": 190.0},
+                    {k: 10 * v for k, v in P_ref.items()}, {k: [10 * P for P in v] for k, v in grids.items()})
+    return [a, b], {"A": {"L": 16, "V": 16, "d_k": 32}, "B": {"L": 16, "V": 16, "d_k": 32, "sigma2": 1.0, "P_like": "A"}}
+
+
+def _records_match(folder: Path, tables: Path, converged: Path | None = None) -> list[str]:
+    """Every page and figure in ``folder`` has a provenance record whose inputs are ``tables`` (and
+    ``converged``) with their current sha256 and whose outputs are the files as they are."""
+    products = sorted(folder.glob("*.png")) + sorted(folder.glob("*.md"))
+    assert products
+    for p in products:
+        rec = json.loads(sidecar_path(p).read_text())
+        assert rec["concern"] == "studies" and rec["kind"] == ("figure" if p.suffix == ".png" else "page")
+        assert rec["inputs"]["studies"]["path"] == str(tables)
+        assert rec["inputs"]["studies"]["sha256"] == sha256_file(tables)
+        if converged is not None and p.suffix == ".md":
+            assert rec["inputs"]["converged"]["sha256"] == sha256_file(converged)
+        else:
+            assert "converged" not in rec["inputs"]
+        assert [o["sha256"] for o in rec["outputs"].values()] == [sha256_file(p)]
+    return [p.name for p in products]
+
+
+def test_tables_then_page_from_studies_json_alone(tmp_path):
+    """studies-report computes studies.json from the studies' results only; studies-page renders the page and
+    its figures from studies.json alone (the studies' results gone), each with a provenance record."""
+    paths, studies, groups = _size_studies(tmp_path / "studies")
+    spec = _spec(tmp_path, studies, groups)
+    tables = tmp_path / "report" / "studies.json"
+    assert main(["studies-report", str(spec), *map(str, paths), "--out", str(tables)]) == 0
+    rec = json.loads(sidecar_path(tables).read_text())
+    assert set(rec["inputs"]) == {"spec", "study_S16", "study_S32", "study_S48"}
+    assert all(v["sha256"] == sha256_file(v["path"]) for v in rec["inputs"].values())
+    data = json.loads(tables.read_text())
+    assert data["finite_size"]["values"] == [16, 32] and [r["L"] for r in data["scaling"]["rows"]] == [16, 24]
+    assert "twins" not in data and "conclusion" not in data["finite_size"]      # numbers only: the page words them
+    assert all(s["cost"]["train_jobs"] == 8 for s in data["studies"])
+    shutil.rmtree(tmp_path / "studies")                      # the page needs nothing but studies.json
+    out = tables.with_name("studies.md")
+    assert main(["studies-page", str(tables), "--out", str(out)]) == 0
     text = out.read_text()
-    for fig in ("fig9_finite_size.png", "fig8_scaling_experiment.png"):
+    for fig in ("fig9_finite_size.png", "fig8_scaling_experiment.png", "fig9b_gap_vs_L.png"):
         assert (out.parent / fig).stat().st_size > 10_000 and f"]({fig})" in text
-    assert "## 1. Finite d_k at L = 16" in text and "## 2. Scaling in L and V" in text
+    assert text.startswith("# Studies: finite d_k, scaling in L and V\n") and "issue" not in text.lower()
+    assert "## 1. Finite d_k at L = 16" in text and "## 2. Scaling in L and V along d_k = 2·L" in text
     assert "## 3." not in text                              # no σ² pair in this spec
-    assert "## 2b. The gap against L at fixed d_k/L = 2" in text and (out.parent / "fig9b_gap_vs_L.png").is_file()
-    data = json.loads(out.with_suffix(".json").read_text())
-    assert data["finite_size"]["values"] == [16, 32]
-    assert [r["L"] for r in rep["scaling"]["rows"]] == [16, 24]
-    assert "closest form" in text and "√(LV)" in text
-    # publishing copies the folder and nothing else: docs/results.md has one writer (results_doc)
+    assert "## 2b. The gap against L at fixed d_k/L = 2" in text
+    assert "closest form" in text and "√(LV)" in text and "Order parameters: the extrapolated gap" in text
+    assert "| S16 | 16 | 16 | 16 | 0.1 | 8 |" in text and "'–' in the model columns" not in text
+    assert _records_match(out.parent, tables) == ["fig8_scaling_experiment.png", "fig9_finite_size.png",
+                                                  "fig9b_gap_vs_L.png", "studies.md"]
+    # publishing copies the folder and renders it again there: the records name the published tables;
+    # docs/results.md has one writer (results_doc)
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "results.md").write_text("# Results\n\nbody\n")
     for _ in range(2):
-        publish(out.parent, docs)
+        assert main(["publish-studies", str(out.parent), "--docs", str(docs)]) == 0
     assert (docs / "results.md").read_text() == "# Results\n\nbody\n"
-    assert (docs / "studies" / "fig9_finite_size.png").is_file()
-    assert json.loads((docs / "studies" / "studies.json").read_text()) == data
+    pub = docs / "studies"
+    assert json.loads((pub / "studies.json").read_text()) == data
+    assert (pub / "studies.md").read_text() == text
+    _records_match(pub, pub / "studies.json")
+    manifest = json.loads((pub / MANIFEST).read_text())["files"]
+    assert manifest == {p.name: sha256_file(p) for p in pub.iterdir() if p.name != MANIFEST}
+    check_published(pub)
+
+
+def test_the_paper_scale_table_quotes_the_converged_study_given_to_the_page(tmp_path):
+    """A σ² twin pair: the page puts the converged study on the paper's σ² = 1 scale from the results JSON
+    given to studies-page (the current one, not one the tables were computed with); without it the page
+    says how to add it, and its record lists no converged input."""
+    paths, studies = _twin_studies(tmp_path / "studies")
+    spec = _spec(tmp_path, studies, {"sigma2": ["A", "B"]})
+    tables = tmp_path / "report" / "studies.json"
+    T.write_tables(spec, paths, tables)
+    assert json.loads(tables.read_text())["sigma2_collapse"]["transitions_collapse"] is True
+    out = tables.with_name("studies.md")
+    R.write_page(tables, out)
+    text = out.read_text()
+    assert "## 3. Twin studies" in text and "### On the paper's scale" in text
+    assert "No converged study given" in text and "| quantity | paper |" not in text
+    _records_match(out.parent, tables)
+    gap = lambda att, ratio, d_k: 0.0
+    conv = _study_json(tmp_path / "conv", "converged", 32, 32, 0.1, gap, {"linear": 15.4, "softmax": 21.8},
+                       {"linear": 13.1, "softmax": 18.6}, {"linear": [7, 26], "softmax": [9, 37]})
+    R.write_page(tables, out, converged=conv)
+    text = out.read_text()
+    assert "| linear crossover ĉG = ĉ1 | P ≈ 322–400 | 154 [146, 162] | 131 | 2.1–2.6 |" in text
+    assert "| softmax first-order jump | P ≈ 300 | 218 [207, 229] | 186 | 1.4 |" in text
+    assert "(L = 32, V = 16, d_k = 32, σ² = 0.1)" in text and "No converged study given" not in text
+    assert f"the converged study's transitions from `{conv}`" in text
+    _records_match(out.parent, tables, conv)
+    found = headline(R.load_report(tables))
+    assert any(x.startswith("The transition points collapse at equal P/σ²") for x in found)
+
+
+def test_a_render_into_a_published_folder_keeps_its_manifest(tmp_path):
+    """A published folder is rendered in place only while it holds what its manifest lists; the manifest then
+    lists the rendered files (a later publish can replace the folder)."""
+    paths, studies, groups = _size_studies(tmp_path / "studies")
+    tables = tmp_path / "report" / "studies.json"
+    T.write_tables(_spec(tmp_path, studies, groups), paths, tables)
+    docs = tmp_path / "docs"
+    pub = publish(tables.parent, docs)                      # the tables only: no page yet
+    assert sorted(json.loads((pub / MANIFEST).read_text())["files"]) == ["studies.json", "studies.json.provenance.json"]
+    R.write_page(pub / "studies.json", pub / "studies.md")
+    files = json.loads((pub / MANIFEST).read_text())["files"]
+    assert files == {p.name: sha256_file(p) for p in pub.iterdir() if p.name != MANIFEST}
+    assert "studies.md" in files and "fig9_finite_size.png" in files
+    (pub / "studies.md").write_text("edited by hand\n")
+    with pytest.raises(PublishError, match="studies.md was changed after it was published"):
+        R.write_page(pub / "studies.json", pub / "studies.md")
+    assert (pub / "studies.md").read_text() == "edited by hand\n"
+
+
+@pytest.mark.parametrize("folder", ["studies", "studies_fixed_dk16"])
+def test_the_committed_pages_are_rendered_from_their_committed_inputs(folder):
+    """docs/studies*/studies.md is what studies-page renders from the committed studies.json (and, where the
+    page has σ² twins, the committed docs/results.json) with this code; the records name those inputs with
+    their current sha256 and the publish manifest lists every file unchanged. Rerender:
+    `snakemake -s workflow/studies.smk --cores 1 docs_studies`."""
+    pub = ROOT / "docs" / folder
+    rep = R.load_report(pub / "studies.json")
+    conv = ROOT / "docs/results.json" if rep.get("twins") else None
+    text = "\n".join(R.render(rep, "studies.json", T.load_transitions(conv) if conv else None,
+                              "docs/results.json" if conv else "")) + "\n"
+    assert (pub / "studies.md").read_text() == text
+    for p in sorted(pub.glob("*.png")) + [pub / "studies.md"]:
+        rec = json.loads(sidecar_path(p).read_text())
+        assert rec["inputs"]["studies"]["sha256"] == sha256_file(pub / "studies.json"), p
+        assert rec["outputs"][next(iter(rec["outputs"]))]["sha256"] == sha256_file(p), p
+        if conv is not None and p.suffix == ".md":
+            assert rec["inputs"]["converged"]["sha256"] == sha256_file(conv)
+    check_published(pub)
+    assert "issue" not in text.lower()
 
 
 def test_studies_workflow_dry_run_plans_one_nested_study_per_member(tmp_path):
     """`snakemake -s workflow/studies.smk -n GROUP` in a fresh copy: one study_config and one study job
     per member of the group, and the report needs every study."""
-    import shutil
-    import subprocess
     for name in ("Snakefile", "config.yaml"):
         shutil.copy(ROOT / name, tmp_path / name)
     for name in ("config", "workflow"):
@@ -255,53 +394,65 @@ def test_studies_workflow_dry_run_plans_one_nested_study_per_member(tmp_path):
     n_fs = len(spec["groups"]["finite_size"])
     assert plan("finite_size") == {"study_config": n_fs, "study": n_fs, "finite_size": 1, "total": 2 * n_fs + 1}
     everything = plan()
-    assert everything["study"] == len(spec["studies"]) and everything["studies_report"] == 1
+    assert everything["study"] == len(spec["studies"])
+    assert everything["studies_tables"] == 1 and everything["studies_report"] == 1
+    # the published pages, rendered from their committed studies.json (+ docs/results.json where twins)
+    for folder in ("studies", "studies_fixed_dk16"):
+        (tmp_path / "docs" / folder).mkdir()
+        shutil.copy(ROOT / "docs" / folder / "studies.json", tmp_path / "docs" / folder / "studies.json")
+    assert plan("docs_studies") == {"docs_studies_page": 2, "docs_studies": 1, "total": 3}
+    out = subprocess.run(["snakemake", "-s", "workflow/studies.smk", "-n", "-p", "--cores", "1", "docs_studies"],
+                         cwd=tmp_path, capture_output=True, text=True)
+    cmds = sorted(x[x.index("copyhead"):].strip() for x in out.stdout.splitlines() if "copyhead studies-page" in x)
+    assert cmds == ["copyhead studies-page docs/studies/studies.json --converged docs/results.json --out "
+                    "docs/studies/studies.md > studies/logs/docs_studies_page.log 2>&1",
+                    "copyhead studies-page docs/studies_fixed_dk16/studies.json --out "
+                    "docs/studies_fixed_dk16/studies.md > studies/logs/docs_studies_fixed_dk16_page.log 2>&1"], out.stdout
 
 
 def test_missing_or_corrupt_results_file_is_named(tmp_path):
-    from copyhead.cli import main
     bad = tmp_path / "results.json"
     bad.write_text("{")
     for path, what in ((tmp_path / "none.json", "no such results file"), (bad, "not a results JSON")):
         with pytest.raises(Exception, match=what):
             T.load_study(path)
-        assert main(["studies-report", str(SPEC), str(path), "--out", str(tmp_path / "r" / "s.md")]) == 2
+        assert main(["studies-report", str(SPEC), str(path), "--out", str(tmp_path / "r" / "s.json")]) == 2
+    assert not (tmp_path / "r" / "s.json").exists()
+    assert main(["studies-page", str(tmp_path / "none.json"), "--out", str(tmp_path / "r" / "s.md")]) == 2
+    assert main(["studies-page", str(bad), "--out", str(tmp_path / "r" / "s.md")]) == 2
     assert not (tmp_path / "r" / "s.md").exists()
 
 
 def test_a_fixed_head_dimension_group_gets_its_own_section_findings_and_ordering(tmp_path):
-    """Issue 20: a group `fixed_dk*` is compared along its own path (d_k fixed, L growing: rank-deficient
-    where d_k < L). The findings name the path and the L at which softmax copies first in experiment
+    """A group `fixed_dk*` is compared along its own path (d_k fixed, L growing: rank-deficient where
+    d_k < L). The findings name the path and the L at which softmax copies first in experiment
     (ratio − 2σ > 1); the results page quotes them with the report's link."""
-    import yaml
-    from copyhead.results.findings import headline
     gap = lambda att, ratio, d_k: 0.0
     paths = []
     for L, lin, sm in ((16, 10.0, 18.0), (32, 14.0, 16.0), (64, 24.0, 15.0)):   # ratio 0.56, 0.88, 1.6
         P_ref = {"linear": lin, "softmax": sm}
         grids = {att: sorted({round(r * P_ref[att]) for r in (0.5, 2.0)}) for att in P_ref}
         paths.append(_study_json(tmp_path / "studies", f"L{L}_dk16", L, 16, 0.1, gap, P_ref, P_ref, grids))
-    s = yaml.safe_load(SPEC.read_text())
-    s["base"] = str(ROOT / s["base"])
-    s["studies"] = {f"L{L}_dk16": {"L": L, "V": 16, "d_k": 16, "recipes": ["sgld"]} for L in (16, 32, 64)}
-    s["groups"] = {"fixed_dk16": list(s["studies"])}
-    spec = tmp_path / "studies.yaml"
-    spec.write_text(yaml.safe_dump(s))
-    out = tmp_path / "report" / "studies.md"
-    rep = R.write_report(spec, paths, out)
-    text = out.read_text()
+    studies = {f"L{L}_dk16": {"L": L, "V": 16, "d_k": 16, "recipes": ["sgld"]} for L in (16, 32, 64)}
+    spec = _spec(tmp_path, studies, {"fixed_dk16": list(studies)})
+    tables = tmp_path / "report" / "studies.json"
+    rep = T.write_tables(spec, paths, tables)
     fx = rep["fixed_dk"][0]
     assert fx["group"] == "fixed_dk16" and fx["theory_lines"]["label"] == "d_k = 16"
     assert fx["theory_lines"]["d_k"] == 16 and "scaling" not in rep
+    out = tables.with_name("studies.md")
+    R.write_page(tables, out, converged=ROOT / "docs/results.json")     # no σ² twins: not used, not recorded
+    text = out.read_text()
+    assert text.startswith("# Studies: scaling in L at a fixed head dimension\n")
     assert "## 2c. Scaling in L at a fixed head dimension, d_k = 16" in text
     assert (out.parent / "fig8_fixed_dk16.png").stat().st_size > 10_000
+    assert _records_match(out.parent, tables) == ["fig8_fixed_dk16.png", "studies.md"]
     assert "| L64_dk16 | 64 | 16 | 16 (< L) |" in text
-    found = headline(json.loads(out.with_suffix(".json").read_text()))
+    found = headline(json.loads(tables.read_text()))
     assert any("along d_k = 16" in x and "softmax copies first at L = 64 on this path" in x for x in found)
     assert "L64_dk16 (L = 64, d_k = 16, rank-deficient: d_k < L)" in text and "softmax copies first." in text
     assert "- " + found[0] in text                         # the report's own Findings section
-    from copyhead.results.page import _studies
-    lines = _studies([("studies_fixed_dk16", json.loads(out.with_suffix(".json").read_text()))])
+    lines = _studies([("studies_fixed_dk16", json.loads(tables.read_text()))])
     assert lines[0].startswith("From [docs/studies_fixed_dk16/studies.md](studies_fixed_dk16/studies.md) (L16_dk16")
     assert any("softmax copies first at L = 64" in x for x in lines)
     publish(out.parent, tmp_path / "docs", "studies_fixed_dk16")
@@ -309,13 +460,10 @@ def test_a_fixed_head_dimension_group_gets_its_own_section_findings_and_ordering
 
 
 def test_the_gaussian_prior_softmax_curve_is_read_as_a_hat_not_as_c(tmp_path):
-    """Issue 29 item 2: the studies read the Gaussian-prior softmax posterior mean from the theory file's
+    """The studies once read the Gaussian-prior softmax posterior mean from the theory file's
     Frobenius coordinates (c1, cG) and stored them as (â1, âG) (âG = 1.0155 = 0.1279·√63 at L = 64).
     Now: every stored â lies in [0, 1], âG equals mP/L = cG/√(L−1) of the same file, and â1 equals m1;
     where the copy direction is populated the old reading (cG) is √(L−1) times larger."""
-    import xarray as xr
-    from copyhead.studies.tables import _theory_curve
-    from copyhead.theory.output import write_theory
     cfg = {"task": {"V": 4, "L": 6},
            "model": {"d_k": 8, "g_Q": 1.0, "g_K": 1.0, "g_O": 1.0, "sigma2": 0.5},
            "theory": {"prior": "large_deviation", "P_min": 1.0, "P_max": 200.0, "n_P": 30, "grid_n": 41,

@@ -1,15 +1,27 @@
-"""The studies report's figures (fig8 of the studies, fig9, fig9b, fig10), from the numbers of
-:mod:`copyhead.studies.tables` (``copyhead studies-report`` writes them beside docs/studies/studies.md)."""
+"""The studies report's figures (fig8 of the studies, fig9, fig9b, fig10): drawings of the tables of
+studies.json (``copyhead studies-page`` writes them beside the page with their provenance records,
+:func:`copyhead.figures.write_figure`). Each function returns a matplotlib Figure and computes nothing:
+the numbers (gaps, fits, transition ratios, twins) are the studies' tables
+(:mod:`copyhead.analysis.finite_size`, :mod:`copyhead.analysis.scaling`, :mod:`copyhead.analysis.twins`)."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 
+from copyhead.analysis.finite_size import PRIOR_LABEL, Z95
 from copyhead.results.format import g
-from copyhead.studies import tables as T
-from copyhead.studies.conclude import PRIOR_LABEL
+
+from .style import fixed_ticks, log_P_axis
+
+
+def _pyplot():
+    """matplotlib.pyplot with the Agg backend (imported only when drawing); these figures keep matplotlib's
+    default style at 150 dpi."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
 
 
 def twin_label(c: dict, ref: bool = False) -> str:
@@ -25,13 +37,12 @@ def _fit_line(ax, fit: dict, xmax: float, color, ls: str):
         ax.plot(xs, fit["a"] + fit["b"] * xs, ls, lw=0.8, color=color)
 
 
-def plot_finite_size(fs: dict, out_png: Path, title: str):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def draw_finite_size(fs: dict, title: str):
+    """Gaps (SGLD − same-dataset theory, prior starts) of both attention types and the transition ratios
+    experiment/theory against 1/size, with their weighted fits (a ``finite_size`` table of studies.json)."""
+    plt = _pyplot()
     B = fs["by"]
-    fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.9))
+    fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.9), dpi=150)
     for ax, att in zip(axes[:2], ("linear", "softmax")):
         rows = [r for r in fs["gaps"] if r["attention"] == att and r["recipe"] == "sgld"]
         ratios = sorted({r["ratio"] for r in rows})
@@ -73,30 +84,39 @@ def plot_finite_size(fs: dict, out_png: Path, title: str):
     ax.legend(fontsize=6)
     fig.suptitle(title + " (dashed: weighted fits)", fontsize=10)
     fig.tight_layout()
-    fig.savefig(out_png, dpi=150)
-    plt.close(fig)
+    return fig
 
 
 def Z(e):
     """1σ errors → 95% error bars."""
-    return np.asarray(e) * T.Z95
+    return np.asarray(e, float) * Z95
 
 
 def _log_L_axis(ax, theory_lines: dict):
-    from copyhead.figures.style import fixed_ticks
-
     ax.set_xscale("log")
     Ls = sorted({int(L) for k, v in theory_lines.items() if isinstance(k, tuple) for L in v["L"]})
     fixed_ticks(ax.xaxis, [L for L in (8, 12, 16, 24, 32, 48, 64, 96, 128) if Ls and Ls[0] <= L <= Ls[-1]])
     ax.set_xlabel("L")
 
 
-def plot_scaling(rows: list[dict], theory_lines: dict, out_png: Path):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def _plain_log_ticks(axis, lim):
+    """Ticks of a log axis at round numbers inside ``lim``, labelled as plain numbers: 1, 2, 5 × 10^k, or
+    finer steps where those give fewer than three."""
+    lo, hi = sorted(lim)
+    for steps in ((1, 2, 5), (1, 1.5, 2, 3, 5, 7)):
+        ticks = [m * 10.0 ** k for k in range(-3, 7) for m in steps if lo <= m * 10.0 ** k <= hi]
+        if len(ticks) >= 3:
+            break
+    if ticks:
+        fixed_ticks(axis, ticks)
 
-    fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.8))
+
+def draw_scaling(rows: list[dict], theory_lines: dict):
+    """Transitions against L (experiment and closed form along the studies' path), P* over the paper's two
+    scaling forms, and the linear-crossover / softmax-P* ratio against √(LV) (a scaling table of studies.json:
+    its rows and theory lines, keyed by (attention, prior))."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.8), dpi=150)
     ax = axes[0]
     for att, key, mk in (("linear", "P_crossover", "o"), ("softmax", "P_star", "D")):
         for prior, ls in (("large_deviation", "-"), ("gaussian", ":")):
@@ -114,6 +134,7 @@ def plot_scaling(rows: list[dict], theory_lines: dict, out_png: Path):
                         label=f"SGLD {att} {'crossover' if att == 'linear' else 'jump'}")
     _log_L_axis(ax, theory_lines)
     ax.set_yscale("log")
+    _plain_log_ticks(ax.yaxis, ax.get_ylim())
     ax.set_ylabel("transition P (sequences)")
     ax.set_title(f"(a) V = {theory_lines.get('V')}, {theory_lines.get('label')}", fontsize=9)
     ax.legend(fontsize=6)
@@ -157,7 +178,6 @@ def plot_scaling(rows: list[dict], theory_lines: dict, out_png: Path):
             ax.annotate(f"L{r['L']} V{r['V']}", (r["sqrt_LV"], r["ratio"]["experiment"]), fontsize=6,
                         xytext=(3, 3), textcoords="offset points")
     ax.axhline(1, color="k", lw=0.5)
-    from copyhead.figures.style import fixed_ticks
     ax.set_xscale("log")
     fixed_ticks(ax.xaxis, [10, 15, 20, 30, 40])
     ax.set_xlabel("√(LV)")
@@ -165,17 +185,13 @@ def plot_scaling(rows: list[dict], theory_lines: dict, out_png: Path):
     ax.set_title("(c) softmax advantage (paper: grows ∝ √(LV))", fontsize=9)
     ax.legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(out_png, dpi=150)
-    plt.close(fig)
+    return fig
 
 
-def plot_twins(twins: list[dict], out_png: Path):
+def draw_twins(twins: list[dict]):
     """One row per twin pair, one column per attention type: both twins' order parameters at equal P/σ²."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(len(twins), 2, figsize=(9.5, 3.3 * len(twins)), squeeze=False)
+    plt = _pyplot()
+    fig, axes = plt.subplots(len(twins), 2, figsize=(9.5, 3.3 * len(twins)), squeeze=False, dpi=150)
     for row, c in zip(axes, twins):
         for ax, att in zip(row, ("linear", "softmax")):
             rows = [r for r in c["rows"] if r["attention"] == att and r["recipe"] == "sgld"]
@@ -190,15 +206,14 @@ def plot_twins(twins: list[dict], out_png: Path):
                             capsize=2, label=f"{rs[0]['name']}, {twin_label(c)}")
                 ax.plot(x, [r["theory"] for r in rs], "-", lw=0.7, color=col, alpha=0.6)
                 ax.plot(x, [r["theory_ref"] for r in rs], "--", lw=0.7, color=col, alpha=0.6)
-            ax.set_xscale("log")
-            ax.set_xlabel("P / σ²")
+            if rows:   # the sampled P/σ² as plain numbers on a log axis
+                log_P_axis(ax, [r["P_over_sigma2"] for r in rows], "P / σ²")
             ax.set_ylabel("order parameter (SGLD, prior starts)")
             what = "σ² collapse" if c["differs"] == "σ²" else "step size"
             ax.set_title(f"{what}, {att}: {c['study']} (×) vs {c['ref']} (○)\n95% bars; same-dataset theory: "
                          f"solid {twin_label(c)}, dashed {twin_label(c, True)}", fontsize=8)
             ax.legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(out_png, dpi=150)
-    plt.close(fig)
+    return fig
 
 

@@ -1,40 +1,18 @@
-"""The studies report's conclusions: rules applied to the numbers of :mod:`copyhead.studies.tables`, each
-stated next to its verdict (rendered by :mod:`copyhead.studies.report`)."""
+"""The studies report's conclusions: rules applied to the numbers of studies.json, each stated next to its
+verdict (rendered by :mod:`copyhead.studies.report`). Words only: every number they quote is a table entry
+or comes from :mod:`copyhead.analysis` (finite_size, scaling, twins)."""
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from copyhead.analysis.fits import loglog_slope
+from copyhead.analysis.finite_size import PRIOR_LABEL, correction_size, decay, prior_distances
+from copyhead.analysis.scaling import FORMS, advantage_trend, closed_form_path, jump_forms, per_sigma2
 from copyhead.analysis.summary import PAPER
 from copyhead.results.format import ci, g, pm, table
 
-PRIOR_LABEL = {"large_deviation": "large-deviation", "gaussian": "Gaussian"}
 
-
-def decay(fs: dict, att: str) -> dict | None:
-    """How the gaps of one attention type shrink from the smallest to the largest size: over the rows that
-    carry the information (a gap of more than 5σ at the smallest size), the medians of |gap| at both ends
-    and the power ``rate`` in |gap| ∝ size^(−rate); the same for the largest quarter of those rows (they
-    dominate the RMS z). None when no row has such a gap."""
-    vals = fs["values"]
-    rows = [r for r in fs["gaps"] if r["attention"] == att and len(r["points"]) == len(vals)
-            and abs(r["points"][0]["gap"]) > 5 * r["points"][0]["error"]]
-    if not rows:
-        return None
-
-    def ends(rs):
-        a = float(np.median([abs(r["points"][0]["gap"]) for r in rs]))
-        b = float(np.median([abs(r["points"][-1]["gap"]) for r in rs]))
-        return a, b, (math.log(a / b) / math.log(vals[-1] / vals[0]) if a > 0 and b > 0 else math.nan)
-
-    top = sorted(rows, key=lambda r: -abs(r["points"][0]["gap"]))[:max(1, len(rows) // 4)]
-    first, last, rate = ends(rows)
-    top_first, top_last, rate_top = ends(top)
-    return {"n": len(rows), "n_top": len(top), "first": first, "last": last, "rate": rate, "top_first": top_first,
-            "top_last": top_last, "rate_top": rate_top,
-            "top": sorted({f"{r['name']} at {g(r['ratio'])}·P_ref" for r in top})}
+def _top(d: dict) -> str:
+    return ", ".join(sorted({f"{name} at {g(ratio)}·P_ref" for name, ratio in d["top"]}))
 
 
 def conclude_finite_size(fs: dict) -> list[str]:
@@ -54,18 +32,15 @@ def conclude_finite_size(fs: dict) -> list[str]:
         if d:
             out.append(f"- {att}: median |gap| over the {d['n']} rows with a gap > 5σ at {B} = {vals[0]}: {g(d['first'])} "
                        f"there and {g(d['last'])} at {B} = {vals[-1]}: |gap| ∝ {B}^(−{g(d['rate'], 2)}) on average; the "
-                       f"largest {d['n_top']} ({', '.join(d['top'])}): {g(d['top_first'])} → {g(d['top_last'])}, "
+                       f"largest {d['n_top']} ({_top(d)}): {g(d['top_first'])} → {g(d['top_last'])}, "
                        f"∝ {B}^(−{g(d['rate_top'], 2)}).")
     for att in ("linear", "softmax"):
-        rows = [r for r in fs["gaps"] if r["attention"] == att and math.isfinite(r["fit"]["b"])]
-        if rows and B == "d_k":
-            worst = max(rows, key=lambda r: abs(r["fit"]["b"]))
-            err = float(np.nanmedian([p["error"] for r in rows for p in r["points"]]))
-            need = abs(worst["fit"]["b"]) / (2 * err) if err > 0 else math.nan
-            out.append(f"- {att}: the largest fitted correction is b/d_k with b = {g(worst['fit']['b'])} ({worst['name']} "
-                       f"at {g(worst['ratio'])}·P_ref); it falls below twice these chains' median error ({g(err, 2)}) "
-                       f"only at d_k ≈ {g(need, 2)} (d_k/L ≈ {g(need / fs['L'], 2)}), the size where the theory would "
-                       "agree within these errors at every point, if the gap is b/d_k alone.")
+        c = correction_size(fs, att) if B == "d_k" else None
+        if c:
+            out.append(f"- {att}: the largest fitted correction is b/d_k with b = {g(c['b'])} ({c['row']['name']} "
+                       f"at {g(c['row']['ratio'])}·P_ref); it falls below twice these chains' median error "
+                       f"({g(c['median_error'], 2)}) only at d_k ≈ {g(c['need'], 2)} (d_k/L ≈ {g(c['need'] / fs['L'], 2)}), "
+                       "the size where the theory would agree within these errors at every point, if the gap is b/d_k alone.")
     for att in ("linear", "softmax"):
         last = [a for a in fs["agreement"] if a["attention"] == att and a["x"] == vals[-1]]
         if last:
@@ -84,16 +59,13 @@ def conclude_finite_size(fs: dict) -> list[str]:
             out.append(f"- {t['attention']} {t['transition']}, {PRIOR_LABEL[t['prior']]} prior: "
                        f"experiment/theory → {pm(f['a'], f['a_err'])} at {B} → ∞: {verdict}.")
     for att in ("linear", "softmax"):
-        cand = {t["prior"]: t for t in fs["transitions"] if t["attention"] == att and math.isfinite(t["fit"]["a"])}
-        if len(cand) == 2:
-            dist = {p: abs(t["fit"]["a"] - 1) / t["fit"]["a_err"] if t["fit"]["a_err"] > 0 else math.inf
-                    for p, t in cand.items()}
+        dist = prior_distances(fs, att)
+        if len(dist) == 2:
             best = min(dist, key=dist.get)
             out.append(f"- {att}: the prior whose transition the large-{B} extrapolation is closer to (in σ): "
                        f"{PRIOR_LABEL[best]} ({g(dist[best])}σ vs {g(dist[[p for p in dist if p != best][0]])}σ).")
-        elif len(cand) == 1:
-            (p_only,) = cand
-            cand = {}
+        elif len(dist) == 1:
+            (p_only,) = dist
             other = [p for p in PRIOR_LABEL if p != p_only][0]
             out.append(f"- {att}: only the {PRIOR_LABEL[p_only]} prior has this transition at every {B}; the "
                        f"{PRIOR_LABEL[other]} prior's closed form has none at some of them.")
@@ -119,72 +91,73 @@ def conclude_dk_over_L(fs: dict, fl: dict) -> list[str]:
 
 
 def conclude_scaling_theory(tl: dict) -> list[str]:
-    """The closed form along L on the studies' path (fixed d_k or d_k = q·L): does P*/ln²L or P*/(L ln²L) flatten, and from which L on does
-    softmax copy before linear attention (crossover/P* > 1)?"""
+    """The closed form along L on the studies' path (fixed d_k or d_k = q·L): does P*/ln²L or P*/(L ln²L)
+    flatten, and from which L on does softmax copy before linear attention (crossover/P* > 1)?"""
     out = []
-    for prior in ("large_deviation", "gaussian"):
-        lin, sm = tl.get(("linear", prior)), tl.get(("softmax", prior))
-        if not lin or not sm:
+    for prior in PRIOR_LABEL:
+        c = closed_form_path(tl, prior)
+        if c is None:
             continue
-        L = np.asarray(sm["L"], float)
-        Ps, Pc = np.asarray(sm["P_star"], float), np.asarray(lin["P_crossover"], float)
-        ok = np.isfinite(Ps) & np.isfinite(Pc)
-        if ok.sum() < 2:
-            continue
-        L, Ps, Pc = L[ok], Ps[ok], Pc[ok]
-        half = L >= np.median(L)
-        f1, f2 = Ps[half] / np.log(L[half]) ** 2, Ps[half] / (L[half] * np.log(L[half]) ** 2)
-        ratio = Pc / Ps
-        above = L[ratio > 1]
         out.append(f"- Closed form, {PRIOR_LABEL[prior]} prior, V = {tl['V']}, {tl['label']}, L = "
-                   f"{g(L[0])}–{g(L[-1])}: over L ≥ {g(L[half][0])} P*/ln²L changes by a factor {g(f1.max() / f1.min())} "
-                   f"and P*/(L ln²L) by {g(f2.max() / f2.min())}; linear crossover / softmax P* = {g(ratio[0])} at "
-                   f"L = {g(L[0])} and {g(ratio[-1])} at L = {g(L[-1])}: "
-                   + (f"softmax copies first from L ≈ {g(above[0])} on." if len(above) else
+                   f"{g(c['L_first'])}–{g(c['L_last'])}: over L ≥ {g(c['L_half'])} P*/ln²L changes by a factor "
+                   f"{g(c['change_ln2L'])} and P*/(L ln²L) by {g(c['change_L_ln2L'])}; linear crossover / softmax P* = "
+                   f"{g(c['ratio_first'])} at L = {g(c['L_first'])} and {g(c['ratio_last'])} at L = {g(c['L_last'])}: "
+                   + (f"softmax copies first from L ≈ {g(c['softmax_first_from'])} on."
+                      if math.isfinite(c["softmax_first_from"]) else
                       f"softmax never copies before linear attention in this range (along {tl['label']})."))
     return out
 
 
 def conclude_scaling(rows: list[dict]) -> list[str]:
     out = []
-    byV = {}
-    for r in rows:
-        byV.setdefault(r["V"], []).append(r)
-    for V, rs in sorted(byV.items()):
-        rs = [r for r in rs if "softmax" in r and math.isfinite(r["softmax"]["estimate"])]
-        if len(rs) >= 2:
-            Ls = [r["L"] for r in rs]
-            P = np.array([r["softmax"]["estimate"] for r in rs])
-            forms = {"P* ∝ ln²L (N* ∝ L ln²L in tokens)": P / np.array([r["ln2L"] for r in rs]),
-                     "P* ∝ L ln²L (in sequences)": P / np.array([r["L"] * r["ln2L"] for r in rs]),
-                     "P* independent of L": P}
-            spread = {k: float(v.max() / v.min()) for k, v in forms.items()}
-            best = min(spread, key=spread.get)
-            slope = loglog_slope(Ls, P)
-            out.append(f"- V = {V}, L = {', '.join(map(str, Ls))} (d_k = {', '.join(str(r['d_k']) for r in rs)}): "
-                       f"SGLD softmax jump {', '.join(g(x) for x in P)}; log-log slope in L {g(slope)}; spread "
-                       f"(max/min) of P*/ln²L {g(spread[list(forms)[0]])}, of P*/(L ln²L) {g(spread[list(forms)[1]])}, "
-                       f"of P* {g(spread[list(forms)[2]])}: closest form '{best}'.")
-    rat = [r for r in rows if "ratio" in r and math.isfinite(r["ratio"]["experiment"])]
-    for r in rat:
+    names = list(FORMS)
+    for f in jump_forms(rows):
+        out.append(f"- V = {f['V']}, L = {', '.join(map(str, f['L']))} (d_k = {', '.join(map(str, f['d_k']))}): "
+                   f"SGLD softmax jump {', '.join(g(x) for x in f['P_star'])}; log-log slope in L {g(f['slope'])}; spread "
+                   f"(max/min) of P*/ln²L {g(f['spread'][names[0]])}, of P*/(L ln²L) {g(f['spread'][names[1]])}, "
+                   f"of P* {g(f['spread'][names[2]])}: closest form '{f['closest']}'.")
+    for r in [r for r in rows if "ratio" in r and math.isfinite(r["ratio"]["experiment"])]:
         q, e = r["ratio"]["experiment"], r["ratio"]["error"]
         first = ("softmax copies first" if q - 2 * e > 1 else "linear attention copies first" if q + 2 * e < 1
                  else "neither copies first within 2σ")
         out.append(f"- {r['name']} (L = {r['L']}, d_k = {r['d_k']}{', rank-deficient: d_k < L' if r['d_k'] < r['L'] else ''}): "
                    f"SGLD linear crossover / softmax jump = {pm(q, e)} (closed form, large-deviation prior: "
                    f"{g(r['ratio']['large_deviation'])}): {first}.")
-    if len(rat) >= 2:
-        x = np.array([r["sqrt_LV"] for r in rat])
-        y = np.array([r["ratio"]["experiment"] for r in rat])
-        yt = np.array([r["ratio"]["large_deviation"] for r in rat])
-        sl, slt = loglog_slope(x, y), loglog_slope(x, yt)
-        out.append(f"- Linear crossover / softmax P* against √(LV) = {', '.join(g(v) for v in x)}: SGLD "
-                   f"{', '.join(g(v) for v in y)} (log-log slope {g(sl)}), closed form {', '.join(g(v) for v in yt)} "
-                   f"(slope {g(slt)}). The paper's O(√(LV)) advantage of softmax means slope 1 and a ratio > 1; "
-                   + ("it holds here." if sl > 0.5 and np.all(y > 1) else
-                      "it does not hold at these sizes (ratio " + ("< 1: linear attention copies first" if np.all(y < 1)
+    t = advantage_trend(rows)
+    if t:
+        y = t["experiment"]
+        out.append(f"- Linear crossover / softmax P* against √(LV) = {', '.join(g(v) for v in t['x'])}: SGLD "
+                   f"{', '.join(g(v) for v in y)} (log-log slope {g(t['slope'])}), closed form "
+                   f"{', '.join(g(v) for v in t['theory'])} (slope {g(t['slope_theory'])}). The paper's O(√(LV)) "
+                   "advantage of softmax means slope 1 and a ratio > 1; "
+                   + ("it holds here." if t["slope"] > 0.5 and all(v > 1 for v in y) else
+                      "it does not hold at these sizes (ratio " + ("< 1: linear attention copies first"
+                                                                   if all(v < 1 for v in y)
                                                                    else "not growing like √(LV)") + ")."))
     return out
+
+
+def collapse_verdict(c: dict) -> list[str]:
+    """Rules: order parameters equal within 2σ at ≥ 90% of the points → the twins agree; otherwise, if the
+    differences match the same-dataset theory's at ≥ 90%, the theory explains them."""
+    ok = c["n"] and c["n_within_2"] >= 0.9 * c["n"]
+    explained = c["n"] and c["n_within_2_theory"] >= 0.9 * c["n"]
+    better = c["rms_z_theory"] < c["rms_z"]
+    tr = [f"{att} {t['name']} ÷ σ²: CIs {'overlap' if t['overlap'] else 'do not overlap'}"
+          for att, t in c["transitions"].items() if t.get("overlap") is not None]
+    if c["differs"] == "σ²":
+        head = ("- Verdict: the order parameters collapse at equal P/σ² within errors." if ok else
+                "- Verdict: the order parameters do NOT collapse at equal P/σ² within errors; " +
+                ("the same-dataset theory predicts the differences (the twins' training sets differ in P, so their "
+                 "finite-P fluctuations differ: only the population (closed-form) theory collapses exactly)."
+                 if explained else
+                 ("the same-dataset theory accounts for part of the differences (smaller RMS z against its predicted "
+                  "difference): finite-P dataset fluctuations break the exact collapse of the closed form."
+                  if better else "the same-dataset theory does not account for the differences.")))
+    else:
+        head = ("- Verdict: no step-size bias is resolved (the twins agree within errors)." if ok else
+                "- Verdict: the step size changes the sampled order parameters beyond errors (a step-size bias).")
+    return [head] + ([f"- Transition points: {'; '.join(tr)}."] if tr else [])
 
 
 def paper_scale(converged: dict | None, collapse_ok: bool) -> list[str]:
@@ -193,22 +166,18 @@ def paper_scale(converged: dict | None, collapse_ok: bool) -> list[str]:
         return []
     s2 = converged["sigma2"]
     out = [f"The transition points {'collapse' if collapse_ok else 'do NOT collapse'} at equal P/σ² within their "
-           f"95% CIs (studies report, section 3), so {'' if collapse_ok else 'only as a theory statement: '}the transitions of the "
-           f"converged study "
-           f"(L = {converged['L']}, V = {converged['V']}, d_k = {converged['d_k']}, σ² = {g(s2)}) divided by σ² are "
-           f"its transitions at σ² = 1:", ""]
+           f"95% CIs (studies report, section 3), so {'' if collapse_ok else 'only as a theory statement: '}the "
+           f"transitions of the converged study (L = {converged['L']}, V = {converged['V']}, d_k = {converged['d_k']}, "
+           f"σ² = {g(s2)}) divided by σ² are its transitions at σ² = 1:", ""]
     rows = []
     for key, att in (("linear_crossover", "linear"), ("softmax_jump", "softmax")):
         a = converged["attentions"].get(att)
         if a is None:
             continue
-        t = a["transition"]
-        lo, hi = PAPER[key][2:]
-        val = t["estimate"] / s2
-        rows.append([PAPER[key][0], PAPER[key][1], f"{g(val)} {ci(t['ci_lo'] / s2, t['ci_hi'] / s2)}",
-                     g(t["theory"]["large_deviation"] / s2), g(lo / val, 2) + (f"–{g(hi / val, 2)}" if hi != lo else "")])
+        p = per_sigma2(a["transition"], s2, *PAPER[key][2:])
+        lo, hi = p["paper_over_ours"]
+        rows.append([PAPER[key][0], PAPER[key][1], f"{g(p['value'])} {ci(p['ci_lo'], p['ci_hi'])}", g(p["theory"]),
+                     g(lo, 2) + (f"–{g(hi, 2)}" if PAPER[key][2] != PAPER[key][3] else "")])
     out.append(table(["quantity", "paper", "ours ÷ σ² (SGLD, 95% CI)", "ours ÷ σ² (closed form)",
                       "paper ÷ ours"], rows))
     return out
-
-

@@ -1,8 +1,10 @@
 """Publishing a studies report into docs/: ``copyhead publish-studies <report> [--docs docs] [--name N]``.
 
-The report folder (what ``copyhead studies-report`` wrote: studies.md, studies.json, figures) is copied
-to ``docs/<name>/``, replacing what an earlier publish put there. The command never removes or
-overwrites anything it did not write itself:
+The report folder (studies.json from ``copyhead studies-report``, the page and figures ``copyhead
+studies-page`` rendered from it, with their provenance records) is copied to ``docs/<name>/``, replacing
+what an earlier publish put there; the command then renders the page and figures again in place, so their
+records name the published studies.json. The command never removes or overwrites anything it did not
+write itself:
 
 - ``name`` is one plain folder name (letters, digits, ``_ . -``; not ``.``/``..``, no path separator),
   so the target is always a direct child of ``docs/``;
@@ -10,7 +12,10 @@ overwrites anything it did not write itself:
   ``docs/<name>/`` is replaced only when it holds exactly the files its manifest lists, unchanged: a
   folder without one, a file added or edited by hand, is refused with the file named;
 - the copy is made in a temporary folder beside the target and swapped in by two renames, so a failed
-  or killed publish leaves the old folder (or nothing) in place, never a mix.
+  or killed publish leaves the old folder (or nothing) in place, never a mix;
+- a page rendered into a published folder (``copyhead studies-page``, the docs rule of
+  workflow/studies.smk) is refused the same way (:func:`check_published`) and updates the manifest
+  (:func:`record_written`), so the folder stays what copyhead wrote.
 
 docs/results.md has one writer (the results_doc rule); it quotes the reports' findings from their JSON
 (copyhead.results.findings) and links to them.
@@ -23,7 +28,7 @@ import re
 import shutil
 from pathlib import Path
 
-from copyhead.provenance import DataFileError, sha256_file
+from copyhead.provenance import DataFileError, atomic_write, sha256_file
 
 MANIFEST = ".published.json"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -72,12 +77,35 @@ def _check_replaceable(dest: Path) -> None:
                            + "; nothing was changed (move those files away first)")
 
 
+def check_published(folder: str | Path) -> None:
+    """Before a render into ``folder``: if it is a published folder (it holds a manifest), refuse unless it
+    holds exactly what its manifest lists, unchanged (the message names the first file that is not)."""
+    folder = Path(folder)
+    if (folder / MANIFEST).exists():
+        _check_replaceable(folder)
+
+
+def record_written(folder: str | Path, paths) -> None:
+    """After a render wrote ``paths`` into ``folder``: if it is a published folder, its manifest lists them
+    with their new sha256 (the other entries stay; an entry whose file is gone is dropped)."""
+    folder = Path(folder)
+    manifest = folder / MANIFEST
+    if not manifest.exists():
+        return
+    rec = json.loads(manifest.read_text())
+    files = {k: v for k, v in rec.get("files", {}).items() if (folder / k).is_file()}
+    files.update({Path(p).relative_to(folder).as_posix(): sha256_file(p) for p in map(Path, paths)})
+    out = {"report": rec.get("report", ""), "files": files,
+           "rendered": "pages and figures rendered in place from the published studies.json (copyhead studies-page)"}
+    atomic_write(manifest, lambda t: Path(t).write_text(json.dumps(out, indent=1, sort_keys=True) + "\n"))
+
+
 def publish(report_dir: str | Path, docs: str | Path, name: str = "studies") -> Path:
     """Copy the report folder to ``docs/<name>/`` (``studies`` for the whole report, ``studies_<group>``
     for a group's), replacing only an earlier publish's folder; return the folder."""
     report_dir, docs, name = Path(report_dir), Path(docs), check_name(name)
-    if not (report_dir / "studies.md").is_file():
-        raise PublishError(f"{report_dir}: is not a studies report (no studies.md; make it with "
+    if not any((report_dir / f).is_file() for f in ("studies.json", "studies.md")):
+        raise PublishError(f"{report_dir}: is not a studies report (no studies.json or studies.md; make it with "
                            "`snakemake -s workflow/studies.smk`); nothing was changed")
     if docs.exists() and not docs.is_dir():
         raise PublishError(f"{docs}: is not a folder; nothing was changed")

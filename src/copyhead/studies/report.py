@@ -1,9 +1,14 @@
-"""The cross-study report (``copyhead studies-report``): docs/studies.md, its JSON and three figures, from
-the studies' results JSON files (:mod:`copyhead.studies.tables`) and the spec (config/studies.yaml).
+"""The studies page (``copyhead studies-page``): studies.md and its figures, rendered from studies.json
+alone (the studies' tables, :mod:`copyhead.studies.tables`) and, for the table that puts the converged
+default-size study on the paper's σ² = 1 scale, that study's current results JSON (docs/results.json).
 
-Every number on the page is computed here from those files; the paper's own numbers come from
-:data:`copyhead.analysis.summary.PAPER`. The conclusions are rules applied to the numbers (stated next to
-each), not text typed after looking at them.
+Every number on the page is a table entry of studies.json, a statistic of them (:mod:`copyhead.analysis`)
+or the converged study's transitions; the paper's own numbers come from
+:data:`copyhead.analysis.summary.PAPER`. The conclusions are rules applied to the numbers
+(:mod:`copyhead.studies.conclude`, each rule stated next to its verdict), not text typed after looking at
+them. The page and every figure are written with a provenance record (``<page>.provenance.json``,
+``<figure>.provenance.json``: the sha256 of each input); rendered into a published folder (one with a
+publish manifest, :mod:`copyhead.studies.publish`), the manifest is kept up to date.
 """
 from __future__ import annotations
 
@@ -11,17 +16,49 @@ import json
 import math
 from pathlib import Path
 
+from copyhead.analysis.finite_size import CURVES, PRIOR_LABEL
 from copyhead.analysis.summary import PAPER
-from copyhead.results import jsonable
+from copyhead.analysis.twins import start_agreement, transitions_collapse
+from copyhead.figures import write_figure
+from copyhead.figures.studies import draw_finite_size, draw_scaling, draw_twins, twin_label
+from copyhead.provenance import DataFileError, product_record, sidecar_path, write_product
+from copyhead.results.findings import headline
 from copyhead.results.format import ci, g, pm, table, yn
-from copyhead.figures.studies import plot_finite_size, plot_scaling, plot_twins, twin_label
-from copyhead.studies import tables as T
-from copyhead.studies.conclude import (PRIOR_LABEL, conclude_dk_over_L, conclude_finite_size, conclude_scaling,
-                                       conclude_scaling_theory, paper_scale)
-from copyhead.studies.tables import theory_lines
+from copyhead.studies.conclude import (collapse_verdict, conclude_dk_over_L, conclude_finite_size,
+                                       conclude_scaling, conclude_scaling_theory, paper_scale)
+from copyhead.studies.publish import check_published, record_written
+from copyhead.studies.tables import COLLAPSE_LINE, COLLAPSE_RULE, CURVE_LABEL, load_transitions, path_label
 
 FIGURES = {"finite_size": "fig9_finite_size.png", "finite_L": "fig9b_gap_vs_L.png", "scaling": "fig8_scaling_experiment.png",
            "twins": "fig10_twins.png"}
+# keys whose null in studies.json means "none" (not a number that is missing): every other null is NaN
+_NONE_KEYS = {"closes", "tends_to_theory", "overlap", "dk_per_L", "d_k", "L", "d_k_over_L", "resolved"}
+
+
+def _nan(obj, key=None):
+    if isinstance(obj, dict):
+        return {k: _nan(v, k) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_nan(v, key) for v in obj]
+    return math.nan if obj is None and key not in _NONE_KEYS else obj
+
+
+def load_report(path: str | Path) -> dict:
+    """studies.json as the renderer reads it: null numbers as NaN, the theory lines keyed by (attention,
+    prior) with their path's label (a studies.json of older code lacks it: made from its d_k or d_k/L)."""
+    path = Path(path)
+    try:
+        rep = _nan(json.loads(path.read_text()))
+        rep["studies"]
+    except FileNotFoundError:
+        raise DataFileError(f"{path}: no such studies tables file (make it with `copyhead studies-report`)") from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise DataFileError(f"{path}: not a studies.json of `copyhead studies-report` ({type(e).__name__}: {e})") from None
+    for part in ([rep["scaling"]] if "scaling" in rep else []) + rep.get("fixed_dk", []):
+        tl = {tuple(k.split("|")) if "|" in k else k: v for k, v in part["theory_lines"].items()}
+        tl.setdefault("label", path_label(tl.get("d_k"), tl.get("dk_per_L")))
+        part["theory_lines"] = tl
+    return rep
 
 
 def _tr(t: dict) -> str:
@@ -32,24 +69,54 @@ def _fit(fit: dict) -> str:
     return f"{pm(fit['a'], fit['a_err'])} (b = {g(fit['b'])}, χ²/dof = {g(fit['chi2_dof'])})"
 
 
-def _cost_rows(studies: list[dict]) -> list[list]:
-    from copyhead.resources import sweep_seconds
+def _train_jobs(s: dict) -> int:
+    """Training jobs of a study: one per (attention, recipe, P) (from its rows where studies.json has no cost)."""
+    if "cost" in s:
+        return s["cost"]["train_jobs"]
+    return len({(att, r["recipe"], r["P"]) for att, a in s["attentions"].items() for r in a["rows"]})
 
+
+def _cost_rows(studies: list[dict]) -> list[list]:
     rows = []
     for s in studies:
-        sec = s["seconds"]
-        n_jobs = sum(len(v["P"]) for att in s["config"]["sweep"].values() for v in att.values())
-        rows.append([s["name"], s["L"], s["V"], s["d_k"], g(s["sigma2"]), n_jobs, g(sec["train"], 3),
-                     g(sweep_seconds(s["config"], "cpu"), 3), g(sec["other"], 3),
-                     g((sec["train"] + sec["other"]) / 2 / 60, 2), g(sweep_seconds(s["config"], "gpu") / 60, 2)])
+        sec, cost = s["seconds"], s.get("cost", {})
+        rows.append([s["name"], s["L"], s["V"], s["d_k"], g(s["sigma2"]), _train_jobs(s), g(sec["train"], 3),
+                     g(cost.get("train_model_s"), 3), g(sec["other"], 3),
+                     g((sec["train"] + sec["other"]) / 2 / 60, 2), g(cost.get("gpu_model_s", math.nan) / 60, 2)])
     return rows
 
 
-def render(rep: dict, spec_name: str) -> list[str]:
-    from copyhead.results.findings import headline
-    out = ["# Studies: finite d_k, scaling in L and V, a fixed head dimension, σ² (issues 13, 20)", "",
-           f"*Generated by `copyhead studies-report` from the studies of `{spec_name}` (each the main workflow in "
-           "`studies/<name>/`, listed at the end); do not edit by hand. Rerun everything with "
+def _title(rep: dict) -> str:
+    """What the page holds, from its sections."""
+    parts = [what for key, what in (("finite_size", "finite d_k"), ("scaling", "scaling in L and V"),
+                                    ("fixed_dk", "scaling in L at a fixed head dimension"),
+                                    ("twins", "σ² and step-size twins")) if rep.get(key)]
+    return "# Studies: " + (", ".join(parts) if parts else "the studies' sizes and convergence")
+
+
+def paper_scale_lines(rep: dict, converged: dict | None) -> list[str]:
+    """The paper-scale part of the twins section: the σ² collapse of the transitions and, with the converged
+    study, its transitions divided by σ² next to the paper's numbers."""
+    ok = transitions_collapse(rep["twins"])
+    if converged is not None:
+        return paper_scale(converged, ok) + ["", COLLAPSE_RULE]
+    return [COLLAPSE_LINE if ok else "The transition points do NOT collapse at equal P/σ² within their 95% CIs "
+            "(studies report, section 3).", "",
+            "(No converged study given: `copyhead studies-page --converged docs/results.json` adds its transitions "
+            "on the paper's σ² = 1 scale.)", "", COLLAPSE_RULE]
+
+
+def render(rep: dict, json_name: str = "studies.json", converged: dict | None = None,
+           converged_name: str = "") -> list[str]:
+    """The page's lines from studies.json (:func:`load_report`) and the converged study
+    (:func:`copyhead.studies.tables.load_transitions`; used only where the page has σ² twins)."""
+    if rep.get("twins"):
+        rep = dict(rep, paper_scale=paper_scale_lines(rep, converged))
+    conv = f"; the converged study's transitions from `{converged_name}`" if converged is not None and rep.get("twins") else ""
+    out = [_title(rep), "",
+           f"*Generated by `copyhead studies-page` from [{json_name}]({json_name}) (the studies' tables, made by "
+           f"`copyhead studies-report` from each study's results; each study is the main workflow in `studies/<name>/`, "
+           f"listed at the end{conv}); do not edit by hand. Rerun everything with "
            "`snakemake -s workflow/studies.smk --cores 2`.*", "",
            "Every study samples SGLD chains (4 prior-started, 4 copy-started per (attention, P) unless stated; "
            "each chain its own seed, training set and noise stream) on a P grid at fixed multiples of its own "
@@ -62,7 +129,7 @@ def render(rep: dict, spec_name: str) -> list[str]:
     fs = rep.get("finite_size")
     if fs:
         out += _finite_size_section(fs, "1", f"Finite d_k at L = {fs['L']}: does the gap to the theory close?",
-                                    FIGURES["finite_size"])
+                                    FIGURES["finite_size"], conclude_finite_size(fs))
     sc = rep.get("scaling")
     if sc:
         out += _scaling_section(sc, "2", f"Scaling in L and V along {sc['theory_lines']['label']}: the paper's two "
@@ -73,8 +140,10 @@ def render(rep: dict, spec_name: str) -> list[str]:
                                 fx["figure"])
     fl = rep.get("finite_L")
     if fl:
+        conclusion = conclude_finite_size(fl) + (conclude_dk_over_L(fs, fl) if fs else [])
         out += _finite_size_section(fl, "2b", f"The gap against L at fixed d_k/L = {g(fl['d_k_over_L'])} (the "
-                                    "transverse directions of the attention matrix grow as L²)", FIGURES["finite_L"])
+                                    "transverse directions of the attention matrix grow as L²)", FIGURES["finite_L"],
+                                    conclusion)
     tw = rep.get("twins")
     if tw:
         out += _twins_section(tw, rep.get("paper_scale"))
@@ -82,15 +151,15 @@ def render(rep: dict, spec_name: str) -> list[str]:
     return out
 
 
-def _finite_size_section(fs: dict, number: str, title: str, figure: str) -> list[str]:
+def _finite_size_section(fs: dict, number: str, title: str, figure: str, conclusion: list[str]) -> list[str]:
     B, vals = fs["by"], fs["values"]
     out = [f"## {number}. {title}", "", f"![{figure}]({figure})", "",
            f"### Agreement per {B} (SGLD, both starts, points away from the transitions)", ""]
     rows = []
     for a in fs["agreement"]:
         rows.append([a["attention"], a["L"], a["d_k"], g(a["d_k_over_L"])] +
-                    [f"{a[c]['n_within_2']}/{a[c]['n']}, {g(a[c]['rms_z'])}" for c in T.CURVES])
-    out.append(table(["attention", "L", "d_k", "d_k/L"] + [f"{T.CURVE_LABEL[c]}: within 2σ, RMS z" for c in T.CURVES],
+                    [f"{a[c]['n_within_2']}/{a[c]['n']}, {g(a[c]['rms_z'])}" for c in CURVES])
+    out.append(table(["attention", "L", "d_k", "d_k/L"] + [f"{CURVE_LABEL[c]}: within 2σ, RMS z" for c in CURVES],
                      rows))
     out += ["", f"### Transition points: experiment / theory against 1/{B}", "",
             f"Fit ratio = r_∞ + b/{B} (weighted by the bootstrap CIs; errors scaled by √(χ²/dof) when > 1). "
@@ -113,7 +182,7 @@ def _finite_size_section(fs: dict, number: str, title: str, figure: str) -> list
                     [_fit(r["fit"]), yn(r["closes"])])
     out.append(table(["attention", "recipe", "P/P_ref", "param"] + [f"{B} = {d}" for d in vals] +
                      ["gap_∞ (fit)", "closes?"], rows))
-    out += ["", "### Conclusion (rules applied to the tables above)", ""] + fs["conclusion"] + [""]
+    out += ["", "### Conclusion (rules applied to the tables above)", ""] + conclusion + [""]
     return out
 
 
@@ -137,34 +206,10 @@ def _scaling_section(sc: dict, number: str, title: str, figure: str) -> list[str
     out.append(table(["study", "L", "V", "d_k", "linear crossover (SGLD)", "theory LD", "theory Gauss.",
                       "softmax jump (SGLD)", "theory LD", "theory Gauss.", "P*/ln²L", "P*/(L ln²L)", "√(LV)",
                       "crossover/P* (SGLD)", "crossover/P* (theory LD)"], rows))
-    out += ["", "### Conclusion (rules applied to the table above)", ""] + sc["conclusion"] + [""]
+    out += ["", "### Conclusion (rules applied to the table above)", ""] + (conclude_scaling(sc["rows"])
+                                                                          + conclude_scaling_theory(sc["theory_lines"])) + [""]
     return out
 
-
-_twin = twin_label
-
-
-def _collapse_verdict(c: dict) -> list[str]:
-    """Rules: order parameters equal within 2σ at ≥ 90% of the points → the twins agree; otherwise, if the
-    differences match the same-dataset theory's at ≥ 90%, the theory explains them."""
-    ok = c["n"] and c["n_within_2"] >= 0.9 * c["n"]
-    explained = c["n"] and c["n_within_2_theory"] >= 0.9 * c["n"]
-    better = c["rms_z_theory"] < c["rms_z"]
-    tr = [f"{att} {t['name']} ÷ σ²: CIs {'overlap' if t['overlap'] else 'do not overlap'}"
-          for att, t in c["transitions"].items() if t.get("overlap") is not None]
-    if c["differs"] == "σ²":
-        head = ("- Verdict: the order parameters collapse at equal P/σ² within errors." if ok else
-                "- Verdict: the order parameters do NOT collapse at equal P/σ² within errors; " +
-                ("the same-dataset theory predicts the differences (the twins' training sets differ in P, so their "
-                 "finite-P fluctuations differ: only the population (closed-form) theory collapses exactly)."
-                 if explained else
-                 ("the same-dataset theory accounts for part of the differences (smaller RMS z against its predicted "
-                  "difference): finite-P dataset fluctuations break the exact collapse of the closed form."
-                  if better else "the same-dataset theory does not account for the differences.")))
-    else:
-        head = ("- Verdict: no step-size bias is resolved (the twins agree within errors)." if ok else
-                "- Verdict: the step size changes the sampled order parameters beyond errors (a step-size bias).")
-    return [head] + ([f"- Transition points: {'; '.join(tr)}."] if tr else [])
 
 
 def _twins_section(twins: list[dict], paper_scale: list[str] | None) -> list[str]:
@@ -175,22 +220,22 @@ def _twins_section(twins: list[dict], paper_scale: list[str] | None) -> list[str
            "sampler's step-size bias).", ""]
     for c in twins:
         what = "σ² collapse" if c["differs"] == "σ²" else "step size"
-        out += [f"**{what}**: `{c['study']}` ({_twin(c)}) against `{c['ref']}` ({_twin(c, True)}) at equal "
+        out += [f"**{what}**: `{c['study']}` ({twin_label(c)}) against `{c['ref']}` ({twin_label(c, True)}) at equal "
                 f"P/σ²: {c['n_within_2']} of {c['n']} order parameters equal within 2σ (RMS z of the difference "
                 f"{g(c['rms_z'])}); {c['n_within_2_theory']} of {c['n']} differences equal, within 2σ, to the "
                 f"difference the same-dataset theory predicts for the two (RMS z {g(c['rms_z_theory'])}).", ""]
-        out += _collapse_verdict(c) + [""]
+        out += collapse_verdict(c) + [""]
         rows = [[r["attention"], r["recipe"], g(r["P_over_sigma2"]), r["name"], pm(r["value"], r["error"]),
                  pm(r["value_ref"], r["error_ref"]), g(r["z"]), g(r["theory"]), g(r["theory_ref"]),
                  g(r["z_vs_theory"])] for r in c["rows"]]
-        out.append(table(["attention", "recipe", "P/σ²", "param", _twin(c), _twin(c, True),
-                          "z (difference)", f"theory, {_twin(c)}", f"theory, {_twin(c, True)}",
+        out.append(table(["attention", "recipe", "P/σ²", "param", twin_label(c), twin_label(c, True),
+                          "z (difference)", f"theory, {twin_label(c)}", f"theory, {twin_label(c, True)}",
                           "z (difference − theory's difference)"], rows))
         out.append("")
         rows = [[att, t["name"], f"{g(t['value'])} {ci(*t['ci'])}", f"{g(t['value_ref'])} {ci(*t['ci_ref'])}",
                  g(t["theory"]), g(t["theory_ref"])] for att, t in c["transitions"].items()]
-        out.append(table(["attention", "transition ÷ σ²", f"SGLD, {_twin(c)}", f"SGLD, {_twin(c, True)}",
-                          f"theory, {_twin(c)}", f"theory, {_twin(c, True)}"], rows))
+        out.append(table(["attention", "transition ÷ σ²", f"SGLD, {twin_label(c)}", f"SGLD, {twin_label(c, True)}",
+                          f"theory, {twin_label(c)}", f"theory, {twin_label(c, True)}"], rows))
         out.append("")
     if paper_scale:
         out += ["### On the paper's scale", ""] + paper_scale + [""]
@@ -207,7 +252,7 @@ def convergence_summary(studies: list[dict]) -> list[str]:
 
 
 def _start_line(studies: list[dict]) -> list[str]:
-    sa = T.start_agreement(studies)
+    sa = start_agreement(studies)
     if not sa["n"]:
         return []
     return [f"Bias from slow mixing: prior- and copy-started chains (opposite sides of the transition) agree within "
@@ -238,86 +283,58 @@ def _per_study_section(studies: list[dict]) -> list[str]:
     out.append(table(["study", "L", "V", "d_k", "σ²", "train jobs", "train, measured [s]", "train, model [s]",
                       "theory+rest [s]", "wall on 2 cores [min]", "GPU estimate, summed [GPU-min]"],
                      _cost_rows(studies)))
+    if any("cost" not in s for s in studies):
+        out += ["", "'–' in the model columns: the resource model's prediction needs each study's config, which this "
+                    "studies.json does not hold (its tables were computed before they stored the prediction); "
+                    "`copyhead studies-report` on the studies' results stores it."]
     out += ["", "Inputs (code version of each):", ""]
     out += [f"- `{s['path']}` ({s['code_version']})" for s in studies]
     return out
 
 
-# ---------------------------------------------------------------- the whole report
+# ---------------------------------------------------------------- the page and its figures
 
-def build(spec: dict, paths: list[str | Path], converged: str | Path | None = None) -> dict:
-    """All numbers of the report from the studies' results JSON files (named by their study folder)."""
-    studies = {}
-    for p in paths:
-        s = T.load_study(p)
-        studies[s["name"]] = s
-    groups = spec.get("groups", {})
-
-    def members(group):
-        names = groups.get(group, [])
-        return [studies[n] for n in names if n in studies]
-
-    rep = {"studies": [studies[n] for n in spec["studies"] if n in studies]}
-    fs = members("finite_size")
-    if len(fs) >= 2:
-        rep["finite_size"] = T.finite_size(fs, spec["ratios"])
-        rep["finite_size"]["conclusion"] = conclude_finite_size(rep["finite_size"])
-    def scaling_part(group):
-        rows = T.scaling(members(group))
-        for r in rows:
-            r["sigma2"] = studies[r["name"]]["sigma2"]
-        tl = theory_lines(rows)
-        return {"group": group, "rows": rows, "conclusion": conclude_scaling(rows) + conclude_scaling_theory(tl),
-                "theory_lines": tl}
-
-    fixed = [grp for grp in groups if grp.startswith("fixed_dk") and len(members(grp)) >= 2]
-    if fixed:   # issue 20: the same comparison along a fixed head dimension
-        rep["fixed_dk"] = [dict(scaling_part(grp), figure=f"fig8_{grp}.png") for grp in fixed]
-    sc = members("scaling")
-    if len(sc) >= 2:
-        rep["scaling"] = scaling_part("scaling")
-        tl = rep["scaling"]["theory_lines"]
-        same = [s for s in sc if s["V"] == tl["V"] and tl["dk_per_L"] and s["d_k"] / s["L"] == tl["dk_per_L"]]
-        if len({s["L"] for s in same}) >= 2:
-            rep["finite_L"] = T.finite_size(same, spec["ratios"], by="L")
-            rep["finite_L"]["conclusion"] = conclude_finite_size(rep["finite_L"])
-            if "finite_size" in rep:
-                rep["finite_L"]["conclusion"] += conclude_dk_over_L(rep["finite_size"], rep["finite_L"])
-    pairs = [(n, s["P_like"]) for n, s in spec["studies"].items() if s.get("P_like")]
-    col = [T.compare_twins(studies[a], studies[b]) for a, b in pairs if a in studies and b in studies]
-    if col:
-        rep["twins"] = col
-        s2 = [c for c in col if c["differs"] == "σ²"]
-        # the transition points are what the paper quotes: rescaled by σ² when their CIs overlap
-        ok = bool(s2) and all(t.get("overlap") for c in s2 for t in c["transitions"].values())
-        conv = T.load_study(converged) if converged else None
-        rep["paper_scale"] = paper_scale(conv, ok) + [
-            "", "Rule: the transition points collapse when the 95% CIs of every σ² twin overlap."]
-    return rep
-
-
-def write_report(spec_path: str | Path, paths: list[str | Path], out_md: str | Path,
-                 converged: str | Path | None = None) -> dict:
-    from copyhead.studies.spec import load_spec
-
-    spec = load_spec(spec_path)
-    rep = build(spec, paths, converged)
-    out_md = Path(out_md)
-    out_md.parent.mkdir(parents=True, exist_ok=True)
-    if "finite_size" in rep:
+def _figures(rep: dict) -> dict:
+    """{file name: (draw function, its arguments, options)} of every figure the page shows."""
+    out = {}
+    if rep.get("finite_size"):
         fs = rep["finite_size"]
-        plot_finite_size(fs, out_md.parent / FIGURES["finite_size"],
-                         f"Finite d_k at L = {fs['L']}: d_k = {', '.join(map(str, fs['values']))}")
-    if "finite_L" in rep:
+        out[FIGURES["finite_size"]] = (draw_finite_size, (fs, f"Finite d_k at L = {fs['L']}: d_k = "
+                                                               f"{', '.join(map(str, fs['values']))}"), {"table": "finite_size"})
+    if rep.get("finite_L"):
         fl = rep["finite_L"]
-        plot_finite_size(fl, out_md.parent / FIGURES["finite_L"],
-                         f"L = {', '.join(map(str, fl['values']))} at d_k/L = {g(fl['d_k_over_L'])}")
-    if "scaling" in rep:
-        plot_scaling(rep["scaling"]["rows"], rep["scaling"]["theory_lines"], out_md.parent / FIGURES["scaling"])
+        out[FIGURES["finite_L"]] = (draw_finite_size, (fl, f"L = {', '.join(map(str, fl['values']))} at d_k/L = "
+                                                           f"{g(fl['d_k_over_L'])}"), {"table": "finite_L"})
+    if rep.get("scaling"):
+        out[FIGURES["scaling"]] = (draw_scaling, (rep["scaling"]["rows"], rep["scaling"]["theory_lines"]),
+                                   {"table": "scaling"})
     for fx in rep.get("fixed_dk", []):
-        plot_scaling(fx["rows"], fx["theory_lines"], out_md.parent / fx["figure"])
-    if "twins" in rep:
-        plot_twins(rep["twins"], out_md.parent / FIGURES["twins"])
-    out_md.write_text("\n".join(render(rep, str(spec_path))) + "\n")
-    out_md.with_suffix(".json").write_text(json.dumps(jsonable(rep, drop=("config",)), indent=1, sort_keys=True))
-    return rep
+        out[fx["figure"]] = (draw_scaling, (fx["rows"], fx["theory_lines"]), {"table": f"fixed_dk:{fx['group']}"})
+    if rep.get("twins"):
+        out[FIGURES["twins"]] = (draw_twins, (rep["twins"],), {"table": "twins"})
+    return out
+
+
+def write_page(studies_json: str | Path, out_md: str | Path, converged: str | Path | None = None) -> dict:
+    """Render the page ``out_md`` and its figures (beside it) from ``studies_json`` and, where the page has σ²
+    twins, the converged study's results JSON ``converged``; each with its provenance record. Into a
+    published folder only when it holds what its manifest lists, unchanged; the manifest then lists the new
+    files. Returns the page's record."""
+    studies_json, out_md = Path(studies_json), Path(out_md)
+    rep = load_report(studies_json)
+    folder = out_md.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    check_published(folder)
+    use_conv = converged is not None and bool(rep.get("twins"))
+    conv = load_transitions(converged) if use_conv else None
+    for name, (draw, args, options) in _figures(rep).items():
+        out = folder / name
+        rec = product_record(Path(name).stem, "studies", {"studies": studies_json}, options, kind="figure")
+        write_figure(draw(*args), out, rec, formats=("png",))
+        record_written(folder, [out, out.with_suffix(".provenance.json")])
+    inputs = {"studies": studies_json, **({"converged": converged} if use_conv else {})}
+    text = "\n".join(render(rep, studies_json.name if studies_json.parent == folder else str(studies_json), conv,
+                            str(converged) if use_conv else "")) + "\n"
+    record = write_product({out_md: text}, product_record("studies_page", "studies", inputs, {"page": out_md.name}))
+    record_written(folder, [out_md, sidecar_path(out_md)])
+    return record

@@ -20,6 +20,9 @@ from copyhead.config import ATTENTIONS, ActionParams, ConfigError
 
 SPEC_KEYS = {"base", "ratios", "seeds", "recipes", "studies", "groups"}
 STUDY_KEYS = {"L", "V", "d_k", "sigma2", "P_like", "recipes", "optimizers", "ratios", "note"}
+# the rule names of workflow/studies.smk (a group is a target of the same name, so it must not be one)
+RULES = ("all_studies", "study", "study_config", "studies_tables", "studies_report", "group_tables", "group_report",
+         "docs_studies", "docs_studies_page")
 # the closed-form transition each attention type's P grid is placed around (copyhead.theory.transitions)
 REFERENCE = {"linear": ("P_crossover",), "softmax": ("P_star", "P_fastest_growth")}
 
@@ -49,7 +52,7 @@ def load_spec(path: str | Path) -> dict:
         if not r or any(not isinstance(x, (int, float)) or x <= 0 for x in r):
             problems.append(f"ratios.{att} must be a non-empty list of positive numbers")
     for group, names in (spec.get("groups") or {}).items():
-        if not str(group).isidentifier() or group in ("all_studies", "study", "study_config", "studies_report"):
+        if not str(group).isidentifier() or group in RULES:
             problems.append(f"groups.{group}: a group name is a Snakemake target: a Python identifier, not a rule "
                             "name of workflow/studies.smk")
         problems += [f"groups.{group}: {n!r} is not a study" for n in names if n not in studies]

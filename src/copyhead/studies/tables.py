@@ -1,12 +1,14 @@
-"""Numbers of the cross-study report (issue 13), read from each study's results JSON (``copyhead results``)
-and theory files; no plotting, no Markdown (:mod:`copyhead.studies.report` renders them).
+"""The studies' tables (``copyhead studies-report``): studies.json from the studies' results JSON files.
 
-- :func:`load_study`: one study's sizes, SGLD agreement (same-dataset and closed-form posterior mean, the
-  latter under both priors), transitions with bootstrap CIs against the theory, convergence, job time.
-- :func:`finite_size`: studies that differ in one size (d_k at fixed L, or L at fixed d_k/L); gaps at fixed
-  P/P_ref and transition ratios experiment/theory against 1/size, with weighted fits ``y = y_∞ + b/size``.
-- :func:`scaling`: transition points against L and V with the paper's two scaling forms.
-- :func:`compare_twins`: a study against its ``P_like`` twin on the same P/σ² grid (σ² collapse, step size).
+This is the compute step of the studies report; :mod:`copyhead.studies.report` renders the page and its
+figures from the JSON it writes, never from the studies themselves.
+
+- :func:`load_study`: one study's sizes, SGLD agreement rows (same-dataset and closed-form posterior mean,
+  the latter under both priors: the Gaussian-prior curve is read from the study's theory file), its
+  transitions with bootstrap CIs against the theory, convergence, job time and cost.
+- :func:`theory_lines`: the closed-form transitions along L on the studies' path (:func:`scaling_path`).
+- :func:`build`: every table of the report (the statistics are :mod:`copyhead.analysis.finite_size`,
+  :mod:`copyhead.analysis.scaling`, :mod:`copyhead.analysis.twins`); :func:`write_tables` writes them.
 """
 from __future__ import annotations
 
@@ -15,27 +17,34 @@ import math
 from pathlib import Path
 
 import numpy as np
+import xarray as xr
 
-from copyhead.provenance import DataFileError
-from copyhead.analysis.fits import fit_inverse_dk, row_error
-from copyhead.studies.spec import REFERENCE
+from copyhead.analysis.finite_size import CURVES, PRIORS, finite_size
+from copyhead.analysis.fits import row_error
+from copyhead.analysis.scaling import scaling_rows
+from copyhead.analysis.twins import compare_twins, transitions_collapse
+from copyhead.config import ActionParams
+from copyhead.order_params import paper_order_parameters
+from copyhead.provenance import DataFileError, product_record, write_product
+from copyhead.resources import sweep_seconds
+from copyhead.results import jsonable
 from copyhead.results.inputs import KEYS
+from copyhead.studies.spec import REFERENCE, load_spec
+from copyhead.theory.scaling import closed_form_transitions
 
-Z95 = 1.959963984540054
 # the experimental transition compared per attention type: (name in results.json, theory key)
 TRANSITION = {"linear": ("crossover ĉG = ĉ1", "P_crossover"),
               "softmax": ("jump of âG (logistic midpoint)", "P_star")}
 SAME_CURVE = {"linear": "same dataset, posterior mean (seed mean, swept P)",
               "softmax": "same dataset, posterior mean (seed mean, swept P, logistic midpoint)"}
-PRIORS = {"large_deviation": "", "gaussian": "_gaussian"}   # theory-key suffix of each prior
-CURVES = ("same_mean", "closed_mean", "closed_mean_gaussian")
 CURVE_LABEL = {"same_mean": "same dataset, posterior mean (large-deviation prior)",
                "closed_mean": "closed form, posterior mean, large-deviation prior",
                "closed_mean_gaussian": "closed form, posterior mean, Gaussian prior"}
 SGLD = ("sgld", "sgld_copy")
-# softmax (â1, âG) = (m1, mP/L) with â1 + âG = 1 inside the span (copyhead.order_params): â1's gap is
-# minus âG's, so the gap tables count âG only (the agreement numbers keep both, as docs/results.md does)
-REPEATS = {("softmax", "a1")}
+# the sentence the results page's findings look for (copyhead.results.findings.headline)
+COLLAPSE_LINE = ("The transition points collapse at equal P/σ² within their 95% CIs (studies report, section 3), "
+                 "so a study's transitions divided by its σ² are its transitions on the paper's σ² = 1 scale.")
+COLLAPSE_RULE = "Rule: the transition points collapse when the 95% CIs of every σ² twin overlap."
 
 
 def _num(x) -> float:
@@ -54,23 +63,25 @@ def _job_seconds(root: Path) -> dict:
     return out
 
 
+def _cost(cfg: dict) -> dict:
+    """The study's training jobs and the Slurm resource model's predicted summed job seconds on CPU and on
+    one GPU per job (copyhead.resources)."""
+    return {"train_jobs": sum(len(v["P"]) for att in cfg["sweep"].values() for v in att.values()),
+            "train_model_s": sweep_seconds(cfg, "cpu"), "gpu_model_s": sweep_seconds(cfg, "gpu")}
+
+
 def _theory_curve(root: Path, inputs: dict, att: str, param: str, prior: str, L: int):
     """(P, values) of the closed-form posterior mean of one plotted order parameter (linear ĉ1, ĉG;
     softmax â1, âG) under one prior, read the way the results tables read it
     (``copyhead.order_params.paper_order_parameters``: softmax â1 = m1, âG = mP/L, not the Frobenius
     coordinates c1, cG of the file, which differ from them by √(L−1)). ``L``: the study's sequence length."""
-    import xarray as xr
-
-    from ..order_params import paper_order_parameters
     path = root / inputs[f"theory_{att}"]["path"]
     with xr.open_dataset(path) as ds:
         a, b = paper_order_parameters(ds, att, int(L), "_mean" + PRIORS[prior])
         return ds["P"].values.astype(float), np.asarray(dict(zip(KEYS[att], (a, b)))[param].values, float)
 
 
-def load_study(path: str | Path) -> dict:
-    """One study from its results JSON (``studies/<name>/results/docs/results.json``)."""
-    path = Path(path)
+def _read(path: Path) -> dict:
     try:
         d = json.loads(path.read_text())
         d["attentions"], d["config"]["json"]
@@ -80,14 +91,47 @@ def load_study(path: str | Path) -> dict:
     except (ValueError, KeyError, TypeError) as e:
         raise DataFileError(f"{path}: not a results JSON of `copyhead results` ({type(e).__name__}: {e}); "
                             "delete it and rerun its study") from None
-    in_study = path.parent.name == "docs" and path.parent.parent.name == "results"
-    root = path.parents[2] if in_study else path.parent   # studies/<name>/ or a published copy (docs/)
+    return d
+
+
+def _transition(att: str, a: dict) -> dict:
+    """The SGLD transition of one attention type of a results JSON, with the theory's values of it."""
+    name, key = TRANSITION[att]
+    tr = next((x for x in a["transitions"] if x["recipe"] == "sgld" and x["transition"] == name), None) or {}
+    same = next((x["value"] for x in tr.get("theory", []) if x["curve"] == SAME_CURVE[att]), None)
+    return {"name": name, "estimate": _num(tr.get("estimate")), "ci_lo": _num(tr.get("ci_lo")),
+            "ci_hi": _num(tr.get("ci_hi")), "resolved": bool(tr.get("resolved")), "note": tr.get("note", ""),
+            "theory": {"large_deviation": _num(a["theory"].get(key)), "gaussian": _num(a["theory"].get(key + "_gaussian")),
+                       "exact": _num(a["theory"].get(key + "_exact")), "same_dataset": _num(same)}}
+
+
+def _sizes(path: Path, d: dict, name: str) -> dict:
     cfg = json.loads(d["config"]["json"])
     m, t = cfg["model"], cfg["task"]
-    name = root.name if in_study else Path(d.get("config_name", "") or path.stem).stem
-    study = {"name": name, "path": str(path), "L": int(t["L"]), "V": int(t["V"]), "d_k": int(m["d_k"]),
-             "sigma2": float(m["sigma2"]), "code_version": d.get("code_version", ""), "config": cfg,
-             "seconds": _job_seconds(root), "attentions": {}}
+    return {"name": name, "path": str(path), "L": int(t["L"]), "V": int(t["V"]), "d_k": int(m["d_k"]),
+            "sigma2": float(m["sigma2"]), "code_version": d.get("code_version", ""), "config": cfg,
+            "eta": float(cfg["optimizers"]["sgld"]["eta"]) if "sgld" in cfg.get("optimizers", {}) else math.nan}
+
+
+def load_transitions(path: str | Path) -> dict:
+    """Sizes, σ² and per attention type the SGLD transition of one results JSON (the converged study's
+    docs/results.json, put on the paper's σ² = 1 scale by the page)."""
+    path = Path(path)
+    d = _read(path)
+    study = _sizes(path, d, Path(d.get("config_name", "") or path.stem).stem)
+    study["attentions"] = {att: {"transition": _transition(att, a)} for att, a in d["attentions"].items()}
+    return study
+
+
+def load_study(path: str | Path) -> dict:
+    """One study from its results JSON (``studies/<name>/results/docs/results.json``)."""
+    path = Path(path)
+    d = _read(path)
+    in_study = path.parent.name == "docs" and path.parent.parent.name == "results"
+    root = path.parents[2] if in_study else path.parent   # studies/<name>/ or a published copy (docs/)
+    study = _sizes(path, d, root.name if in_study else Path(d.get("config_name", "") or path.stem).stem)
+    cfg = study["config"]
+    study.update(seconds=_job_seconds(root), cost=_cost(cfg), attentions={})
     for att, a in d["attentions"].items():
         grid = sorted({float(P) for r in SGLD if r in cfg["sweep"].get(att, {})
                        for P in cfg["sweep"][att][r]["P"]})
@@ -97,25 +141,14 @@ def load_study(path: str | Path) -> dict:
         curves = {}   # param -> (P, values) of the Gaussian-prior posterior mean, read once
         for r in [r for r in rows if r["curve"] == "closed_mean" and has_theory]:   # the same points, Gaussian prior
             if r["param"] not in curves:
-                curves[r["param"]] = _theory_curve(root, d["inputs"], att, r["param"], "gaussian",
-                                                       study["L"])
+                curves[r["param"]] = _theory_curve(root, d["inputs"], att, r["param"], "gaussian", study["L"])
             th = float(np.interp(r["P"], *curves[r["param"]]))
             err = row_error(r)
             rows.append(dict(r, curve="closed_mean_gaussian", curve_label=CURVE_LABEL["closed_mean_gaussian"],
                              theory=th, z=(r["experiment"] - th) / err if err > 0 else None))
-        name, key = TRANSITION[att]
-        tr = next((x for x in a["transitions"] if x["recipe"] == "sgld" and x["transition"] == name), None)
-        same = next((x["value"] for x in (tr or {}).get("theory", []) if x["curve"] == SAME_CURVE[att]), None)
         conv = [c for c in a["convergence"] if c["recipe"] in SGLD]
         study["attentions"][att] = {
-            "grid": grid, "rows": rows,
-            "transition": {"name": name, "estimate": _num((tr or {}).get("estimate")),
-                           "ci_lo": _num((tr or {}).get("ci_lo")), "ci_hi": _num((tr or {}).get("ci_hi")),
-                           "resolved": bool((tr or {}).get("resolved")), "note": (tr or {}).get("note", ""),
-                           "theory": {"large_deviation": _num(a["theory"].get(key)),
-                                      "gaussian": _num(a["theory"].get(key + "_gaussian")),
-                                      "exact": _num(a["theory"].get(key + "_exact")),
-                                      "same_dataset": _num(same)}},
+            "grid": grid, "rows": rows, "transition": _transition(att, a),
             # the transition the study's P grid was placed around (copyhead.studies.spec.REFERENCE)
             "P_ref": next((v for v in (_num(a["theory"].get(k)) for k in REFERENCE[att]) if math.isfinite(v)),
                           math.nan),
@@ -129,175 +162,9 @@ def load_study(path: str | Path) -> dict:
     return study
 
 
-def agreement(att: dict, curve: str, away_only: bool = True) -> dict:
-    """RMS z, points within 2σ, χ²/dof of the SGLD chains (both starts) against one theory curve."""
-    z = np.array([r["z"] for r in att["rows"] if r["curve"] == curve and r.get("z") is not None
-                  and (r.get("away") or not away_only)], float)
-    z = z[np.isfinite(z)]
-    if not len(z):
-        return {"n": 0, "n_within_2": 0, "rms_z": math.nan}
-    return {"n": int(len(z)), "n_within_2": int(np.sum(np.abs(z) <= 2)), "rms_z": float(np.sqrt(np.mean(z ** 2)))}
-
-
-def _ratio_err(tr: dict, theory: float) -> tuple[float, float]:
-    """experiment/theory and its error (the CI's half width / 1.96, relative)."""
-    est, lo, hi = tr["estimate"], tr["ci_lo"], tr["ci_hi"]
-    if not all(math.isfinite(x) for x in (est, lo, hi, theory)) or theory <= 0:
-        return math.nan, math.nan
-    return est / theory, (hi - lo) / (2 * Z95) / theory
-
-
-def _nominal(ratio: float, ratios) -> float:
-    """The spec ratio a grid point stands for (the grid is round(r · P_ref))."""
-    return float(min(ratios, key=lambda r: abs(math.log(ratio / r))))
-
-
-def finite_size(studies: list[dict], ratios: dict, by: str = "d_k") -> dict:
-    """Studies that differ in one size ``by`` (d_k, or L at fixed d_k/L), compared at fixed P/P_ref (P_ref:
-    each study's own closed-form transition), with weighted fits y = y_∞ + b/x in x = 1/``by``.
-    Returns {"by", "values", "L", "gaps": [...], "transitions": [...], "agreement": [...]}; every point
-    carries "x" (its value of ``by``)."""
-    studies = sorted(studies, key=lambda s: s[by])
-    values = [s[by] for s in studies]
-    gaps = {}
-    for s in studies:
-        for att, a in s["attentions"].items():
-            for r in a["rows"]:
-                if r["curve"] != "same_mean" or r.get("z") is None or (att, r["param"]) in REPEATS:
-                    continue
-                nominal = _nominal(r["P"] / a["P_ref"], ratios[att])
-                err = row_error(r)
-                key = (att, r["recipe"], nominal, r["param"])
-                gaps.setdefault(key, {"name": r["name"], "points": []})["points"].append(
-                    {"x": s[by], "d_k": s["d_k"], "L": s["L"], "P": r["P"], "experiment": r["experiment"],
-                     "theory": r["theory"], "gap": r["experiment"] - r["theory"], "error": err, "z": r["z"]})
-    gap_rows = []
-    for (att, recipe, nominal, param), g in sorted(gaps.items()):
-        pts = g["points"]
-        fit = fit_inverse_dk([p["x"] for p in pts], [p["gap"] for p in pts], [p["error"] for p in pts])
-        gap_rows.append({"attention": att, "recipe": recipe, "ratio": nominal, "param": param, "name": g["name"],
-                         "points": pts, "fit": fit, "closes": _compatible(fit, 0.0)})
-    trans = []
-    for att in ("linear", "softmax"):
-        for prior in ("large_deviation", "gaussian"):
-            pts = []
-            for s in studies:
-                a = s["attentions"].get(att)
-                if a is None:
-                    continue
-                th = a["transition"]["theory"][prior]
-                q, e = _ratio_err(a["transition"], th)
-                pts.append({"x": s[by], "d_k": s["d_k"], "L": s["L"], "experiment": a["transition"]["estimate"],
-                            "ci_lo": a["transition"]["ci_lo"], "ci_hi": a["transition"]["ci_hi"], "theory": th,
-                            "ratio": q, "error": e})
-            fit = fit_inverse_dk([p["x"] for p in pts], [p["ratio"] for p in pts], [p["error"] for p in pts])
-            trans.append({"attention": att, "transition": TRANSITION[att][0], "prior": prior, "points": pts,
-                          "fit": fit, "tends_to_theory": _compatible(fit, 1.0)})
-    agree = [{"name": s["name"], "x": s[by], "d_k": s["d_k"], "L": s["L"], "d_k_over_L": s["d_k"] / s["L"],
-              "attention": att, **{c: agreement(a, c) for c in CURVES}}
-             for s in studies for att, a in s["attentions"].items()]
-    return {"by": by, "values": values, "L": studies[0]["L"] if studies else None,
-            "d_k_over_L": studies[0]["d_k"] / studies[0]["L"] if studies else None,
-            "gaps": gap_rows, "transitions": trans, "agreement": agree}
-
-
-def _compatible(fit: dict, value: float) -> bool | None:
-    if not (math.isfinite(fit["a"]) and math.isfinite(fit["a_err"])):
-        return None
-    return bool(abs(fit["a"] - value) <= 2 * fit["a_err"])
-
-
-def scaling(studies: list[dict]) -> list[dict]:
-    """One row per study: L, V, d_k, the two transitions (experiment with CI, theory under both priors),
-    P*/ln²L (sequences; N*/(L ln²L) in tokens) and the linear-crossover / softmax-P* ratio with √(LV)."""
-    out = []
-    for s in sorted(studies, key=lambda s: (s["V"], s["L"])):
-        lin, sm = s["attentions"].get("linear"), s["attentions"].get("softmax")
-        row = {"name": s["name"], "L": s["L"], "V": s["V"], "d_k": s["d_k"], "sqrt_LV": math.sqrt(s["L"] * s["V"]),
-               "ln2L": math.log(s["L"]) ** 2}
-        for att, a in (("linear", lin), ("softmax", sm)):
-            if a is not None:
-                row[att] = a["transition"]
-        if lin and sm:
-            tl, ts = lin["transition"], sm["transition"]
-            q = tl["estimate"] / ts["estimate"]
-            rel = math.hypot(*(((t["ci_hi"] - t["ci_lo"]) / (2 * Z95)) / t["estimate"] for t in (tl, ts)))
-            row["ratio"] = {"experiment": q, "error": q * rel,
-                            **{p: tl["theory"][p] / ts["theory"][p] for p in ("large_deviation", "gaussian")}}
-        out.append(row)
-    return out
-
-
-def _eta(study: dict) -> float:
-    return float(study["config"]["optimizers"]["sgld"]["eta"]) if "sgld" in study["config"].get("optimizers", {}) \
-        else math.nan
-
-
-def compare_twins(study: dict, ref: dict) -> dict:
-    """``study`` against its twin ``ref`` at equal P/σ² (a ``P_like`` pair of the spec): order parameters
-    (same recipe in both) and transitions divided by σ². The twins differ in σ² (the collapse test) or,
-    at equal σ², in the SGLD step size η (the step-size test); ``differs`` says which."""
-    scale = study["sigma2"] / ref["sigma2"]
-    differs = "σ²" if study["sigma2"] != ref["sigma2"] else ("η" if _eta(study) != _eta(ref) else "nothing")
-    rows = []
-    pairs = [(att, a, ref["attentions"][att]) for att, a in study["attentions"].items() if att in ref["attentions"]]
-    for att, a, b in pairs:
-        mine = {(r["recipe"], r["P"], r["param"]): r for r in a["rows"] if r["curve"] == "same_mean"}
-        theirs = {(r["recipe"], r["P"] * scale, r["param"]): r for r in b["rows"] if r["curve"] == "same_mean"}
-        for key in sorted(set(mine) & set(theirs)):
-            x, y = mine[key], theirs[key]
-            err = math.hypot(_num(x["error"]), _num(y["error"]))
-            rows.append({"attention": att, "recipe": key[0], "P": key[1], "P_over_sigma2": key[1] / study["sigma2"],
-                         "param": key[2], "name": x["name"], "value": x["experiment"], "error": x["error"],
-                         "value_ref": y["experiment"], "error_ref": y["error"],
-                         "theory": x["theory"], "theory_ref": y["theory"],
-                         "z": (x["experiment"] - y["experiment"]) / err if err > 0 else math.nan,
-                         # the difference the same-dataset theory predicts (its datasets differ in P too)
-                         "z_vs_theory": ((x["experiment"] - y["experiment"]) - (x["theory"] - y["theory"])) / err
-                         if err > 0 else math.nan})
-    trans = {}
-    for att, a, b in pairs:
-        ta, tb = a["transition"], b["transition"]
-        trans[att] = {"name": ta["name"], "value": ta["estimate"] / study["sigma2"],
-                      "ci": [ta["ci_lo"] / study["sigma2"], ta["ci_hi"] / study["sigma2"]],
-                      "value_ref": tb["estimate"] / ref["sigma2"],
-                      "ci_ref": [tb["ci_lo"] / ref["sigma2"], tb["ci_hi"] / ref["sigma2"]],
-                      "theory": ta["theory"]["large_deviation"] / study["sigma2"],
-                      "theory_ref": tb["theory"]["large_deviation"] / ref["sigma2"]}
-    for t in trans.values():   # the two 95% CIs overlap: the transition collapses within errors
-        t["overlap"] = bool(max(t["ci"][0], t["ci_ref"][0]) <= min(t["ci"][1], t["ci_ref"][1])) \
-            if all(math.isfinite(v) for v in (*t["ci"], *t["ci_ref"])) else None
-    z = np.array([r["z"] for r in rows], float)
-    z = z[np.isfinite(z)]
-    zt = np.array([r["z_vs_theory"] for r in rows], float)
-    zt = zt[np.isfinite(zt)]
-    return {"study": study["name"], "ref": ref["name"], "sigma2": study["sigma2"], "sigma2_ref": ref["sigma2"],
-            "differs": differs, "eta": _eta(study), "eta_ref": _eta(ref),
-            "rows": rows, "transitions": trans, "n": int(len(z)), "n_within_2": int(np.sum(np.abs(z) <= 2)),
-            "rms_z": float(np.sqrt(np.mean(z ** 2))) if len(z) else math.nan,
-            "n_within_2_theory": int(np.sum(np.abs(zt) <= 2)),
-            "rms_z_theory": float(np.sqrt(np.mean(zt ** 2))) if len(zt) else math.nan}
-
-
-def start_agreement(studies: list[dict]) -> dict:
-    """Prior- against copy-started chains of the same (study, attention, P, parameter): they start on opposite
-    sides of the transition, so a mean biased by slow mixing shows as a difference. Returns n, n_within_2
-    and the RMS z of the differences."""
-    z = []
-    for s in studies:
-        for att, a in s["attentions"].items():
-            rows = {(r["recipe"], r["P"], r["param"]): r for r in a["rows"] if r["curve"] == "same_mean"}
-            for (recipe, P, param), r in rows.items():
-                c = rows.get(("sgld_copy", P, param))
-                if recipe != "sgld" or c is None or (att, param) in REPEATS:
-                    continue
-                err = math.hypot(_num(r["error"]), _num(c["error"]))
-                if err > 0:
-                    z.append((r["experiment"] - c["experiment"]) / err)
-    z = np.asarray(z, float)
-    z = z[np.isfinite(z)]
-    return {"n": int(len(z)), "n_within_2": int(np.sum(np.abs(z) <= 2)),
-            "rms_z": float(np.sqrt(np.mean(z ** 2))) if len(z) else math.nan}
+def path_label(d_k: int | None, dk_per_L: float | None) -> str:
+    """The name of a path in (L, d_k): a fixed head dimension ``d_k = 16`` or ``d_k = 2·L``."""
+    return f"d_k = {d_k}" if d_k else f"d_k = {dk_per_L:g}·L"
 
 
 def scaling_path(rows: list[dict]) -> dict:
@@ -308,20 +175,18 @@ def scaling_path(rows: list[dict]) -> dict:
     dks = {r["d_k"] for r in rows if r["V"] == V}
     if len(dks) == 1 and len({r["L"] for r in rows if r["V"] == V}) >= 2:
         d = dks.pop()
-        return {"V": V, "d_k": d, "dk_per_L": None, "label": f"d_k = {d}",
+        return {"V": V, "d_k": d, "dk_per_L": None, "label": path_label(d, None),
                 "Ls": [r["L"] for r in rows if r["V"] == V]}
     ratios = [r["d_k"] / r["L"] for r in rows if r["V"] == V]
     q = max(set(ratios), key=ratios.count)
-    return {"V": V, "d_k": None, "dk_per_L": q, "label": f"d_k = {q:g}·L",
+    return {"V": V, "d_k": None, "dk_per_L": q, "label": path_label(None, q),
             "Ls": [r["L"] for r in rows if r["V"] == V and r["d_k"] / r["L"] == q]}
 
 
 def theory_lines(rows: list[dict], grid_n: int = 161) -> dict:
     """Closed-form transitions along L on the studies' path (:func:`scaling_path`: fixed d_k or d_k = q·L)
-    at their most common V, both priors."""
-    from copyhead.config import ActionParams
-    from copyhead.theory.scaling import closed_form_transitions
-
+    at their most common V, both priors: {(attention, prior): {"L", "P_crossover", "P_star"}} with the
+    path's V, d_k, dk_per_L and label."""
     if not rows:
         return {}
     path = scaling_path(rows)
@@ -329,7 +194,7 @@ def theory_lines(rows: list[dict], grid_n: int = 161) -> dict:
     # from below the smallest studied L to L = 128 (where the paper's asymptotic forms are meant to hold)
     L_line = sorted(set(np.unique(np.round(np.geomspace(min(Ls) * 0.75, max(128, max(Ls)), 11))).astype(int)) | set(Ls))
     out = dict(path)
-    for prior in ("large_deviation", "gaussian"):
+    for prior in PRIORS:
         for att in ("linear", "softmax"):
             line = {"L": [], "P_crossover": [], "P_star": []}
             for L in L_line:
@@ -342,3 +207,70 @@ def theory_lines(rows: list[dict], grid_n: int = 161) -> dict:
                 line["P_star"].append(float(res["P_star"]))
             out[(att, prior)] = line
     return out
+
+
+def load_studies(paths: list[str | Path]) -> dict:
+    """{name: study} of the studies' results JSON files (:func:`load_study`; named by their study folder)."""
+    studies = {}
+    for p in paths:
+        s = load_study(p)
+        studies[s["name"]] = s
+    return studies
+
+
+def build(spec: dict, studies: dict) -> dict:
+    """Every table of the studies report from the studies (:func:`load_studies`) and the spec's groups:
+    ``studies`` (those the spec lists); ``finite_size`` (group finite_size: d_k at fixed L); ``scaling``
+    (group scaling) with ``finite_L`` (its studies at the most common d_k/L: L at fixed d_k/L);
+    ``fixed_dk`` (each group fixed_dk*: L at a fixed head dimension); ``twins`` (the spec's P_like pairs)
+    with ``sigma2_collapse`` (do the σ² twins' transitions collapse)."""
+    groups = spec.get("groups", {})
+
+    def members(group):
+        return [studies[n] for n in groups.get(group, []) if n in studies]
+
+    def scaling_part(group):
+        rows = scaling_rows(members(group))
+        return {"group": group, "rows": rows, "theory_lines": theory_lines(rows)}
+
+    rep = {"studies": [studies[n] for n in spec["studies"] if n in studies]}
+    if len(members("finite_size")) >= 2:
+        rep["finite_size"] = finite_size(members("finite_size"), spec["ratios"])
+    fixed = [grp for grp in groups if grp.startswith("fixed_dk") and len(members(grp)) >= 2]
+    if fixed:   # the same comparison along a fixed head dimension
+        rep["fixed_dk"] = [dict(scaling_part(grp), figure=f"fig8_{grp}.png") for grp in fixed]
+    sc = members("scaling")
+    if len(sc) >= 2:
+        rep["scaling"] = scaling_part("scaling")
+        tl = rep["scaling"]["theory_lines"]
+        same = [s for s in sc if s["V"] == tl["V"] and tl["dk_per_L"] and s["d_k"] / s["L"] == tl["dk_per_L"]]
+        if len({s["L"] for s in same}) >= 2:
+            rep["finite_L"] = finite_size(same, spec["ratios"], by="L")
+    pairs = [(n, s["P_like"]) for n, s in spec["studies"].items() if s.get("P_like")]
+    twins = [compare_twins(studies[a], studies[b]) for a, b in pairs if a in studies and b in studies]
+    if twins:
+        rep["twins"] = twins
+        ok = transitions_collapse(twins)
+        rep["sigma2_collapse"] = {"transitions_collapse": ok, "rule": COLLAPSE_RULE}
+        # the results page's findings quote this sentence (the paper-scale table itself is the page's,
+        # from the converged study's current results JSON)
+        rep["paper_scale"] = [COLLAPSE_LINE] if ok else []
+    return rep
+
+
+def write_tables(spec_path: str | Path, paths: list[str | Path], out_json: str | Path) -> dict:
+    """Write studies.json (every table of :func:`build`, JSON-ready: NaN as null, tuple keys joined by "|",
+    the studies' configs left out) with its provenance record ``studies.json.provenance.json`` (the spec
+    and every study's results JSON with their sha256)."""
+    out_json = Path(out_json)
+    if out_json.suffix != ".json":
+        raise DataFileError(f"{out_json}: the studies' tables are a .json file (render the page from it with "
+                            "`copyhead studies-page`)")
+    spec = load_spec(spec_path)
+    studies = load_studies(paths)
+    rep = build(spec, studies)
+    inputs = {"spec": spec_path, **{f"study_{name}": s["path"] for name, s in studies.items()}}
+    text = json.dumps(jsonable(rep, drop=("config",)), indent=1, sort_keys=True) + "\n"
+    out_json.parent.mkdir(parents=True, exist_ok=True)
+    write_product({out_json: text}, product_record("studies_tables", "studies", inputs, {"spec": str(spec_path)}))
+    return rep

@@ -1,0 +1,88 @@
+"""Paired comparisons of chains that should sample the same posterior: twin studies at equal P/σ² (the σ²
+collapse: every transition P ∝ σ²; or equal σ² and another SGLD step size η) and, within a study, prior-
+against copy-started chains (a mean biased by slow mixing shows as a difference between the two starts).
+
+Pure functions of numbers: a *study* is the dict ``copyhead.studies.tables.load_study`` makes. z of a
+difference = difference / √(error₁² + error₂²); the summaries are :func:`.finite_size.z_summary`.
+"""
+from __future__ import annotations
+
+import math
+
+from .finite_size import REPEATS, z_summary
+
+
+def _num(x) -> float:
+    return float(x) if x is not None else math.nan
+
+
+def _eta(study: dict) -> float:
+    """The SGLD step size of the study's prior-started recipe (NaN without one)."""
+    return _num(study.get("eta"))
+
+
+def compare_twins(study: dict, ref: dict) -> dict:
+    """``study`` against its twin ``ref`` at equal P/σ² (a ``P_like`` pair of the spec): order parameters
+    (same recipe in both) and transitions divided by σ². The twins differ in σ² (the collapse test) or,
+    at equal σ², in the SGLD step size η (the step-size test); ``differs`` says which. Per pair of points
+    the z of the difference and of the difference minus the one the same-dataset theory predicts (the
+    twins' training sets differ in P too); per transition whether the two 95% CIs overlap."""
+    scale = study["sigma2"] / ref["sigma2"]
+    differs = "σ²" if study["sigma2"] != ref["sigma2"] else ("η" if _eta(study) != _eta(ref) else "nothing")
+    rows = []
+    pairs = [(att, a, ref["attentions"][att]) for att, a in study["attentions"].items() if att in ref["attentions"]]
+    for att, a, b in pairs:
+        mine = {(r["recipe"], r["P"], r["param"]): r for r in a["rows"] if r["curve"] == "same_mean"}
+        theirs = {(r["recipe"], r["P"] * scale, r["param"]): r for r in b["rows"] if r["curve"] == "same_mean"}
+        for key in sorted(set(mine) & set(theirs)):
+            x, y = mine[key], theirs[key]
+            err = math.hypot(_num(x["error"]), _num(y["error"]))
+            rows.append({"attention": att, "recipe": key[0], "P": key[1], "P_over_sigma2": key[1] / study["sigma2"],
+                         "param": key[2], "name": x["name"], "value": x["experiment"], "error": x["error"],
+                         "value_ref": y["experiment"], "error_ref": y["error"],
+                         "theory": x["theory"], "theory_ref": y["theory"],
+                         "z": (x["experiment"] - y["experiment"]) / err if err > 0 else math.nan,
+                         "z_vs_theory": ((x["experiment"] - y["experiment"]) - (x["theory"] - y["theory"])) / err
+                         if err > 0 else math.nan})
+    trans = {}
+    for att, a, b in pairs:
+        ta, tb = a["transition"], b["transition"]
+        trans[att] = {"name": ta["name"], "value": ta["estimate"] / study["sigma2"],
+                      "ci": [ta["ci_lo"] / study["sigma2"], ta["ci_hi"] / study["sigma2"]],
+                      "value_ref": tb["estimate"] / ref["sigma2"],
+                      "ci_ref": [tb["ci_lo"] / ref["sigma2"], tb["ci_hi"] / ref["sigma2"]],
+                      "theory": ta["theory"]["large_deviation"] / study["sigma2"],
+                      "theory_ref": tb["theory"]["large_deviation"] / ref["sigma2"]}
+    for t in trans.values():   # the two 95% CIs overlap: the transition collapses within errors
+        t["overlap"] = bool(max(t["ci"][0], t["ci_ref"][0]) <= min(t["ci"][1], t["ci_ref"][1])) \
+            if all(math.isfinite(v) for v in (*t["ci"], *t["ci_ref"])) else None
+    diff, vs_theory = z_summary([r["z"] for r in rows]), z_summary([r["z_vs_theory"] for r in rows])
+    return {"study": study["name"], "ref": ref["name"], "sigma2": study["sigma2"], "sigma2_ref": ref["sigma2"],
+            "differs": differs, "eta": _eta(study), "eta_ref": _eta(ref),
+            "rows": rows, "transitions": trans, "n": diff["n"], "n_within_2": diff["n_within_2"],
+            "rms_z": diff["rms_z"], "n_within_2_theory": vs_theory["n_within_2"], "rms_z_theory": vs_theory["rms_z"]}
+
+
+def transitions_collapse(twins: list[dict]) -> bool:
+    """The transition points collapse at equal P/σ² when the 95% CIs of every transition of every σ² twin
+    pair overlap (False without a σ² pair)."""
+    s2 = [c for c in twins if c["differs"] == "σ²"]
+    return bool(s2) and all(t.get("overlap") for c in s2 for t in c["transitions"].values())
+
+
+def start_agreement(studies: list[dict]) -> dict:
+    """Prior- against copy-started chains of the same (study, attention, P, parameter): they start on opposite
+    sides of the transition, so a mean biased by slow mixing shows as a difference. Returns n, n_within_2
+    and the RMS z of the differences."""
+    z = []
+    for s in studies:
+        for att, a in s["attentions"].items():
+            rows = {(r["recipe"], r["P"], r["param"]): r for r in a["rows"] if r["curve"] == "same_mean"}
+            for (recipe, P, param), r in rows.items():
+                c = rows.get(("sgld_copy", P, param))
+                if recipe != "sgld" or c is None or (att, param) in REPEATS:
+                    continue
+                err = math.hypot(_num(r["error"]), _num(c["error"]))
+                if err > 0:
+                    z.append((r["experiment"] - c["experiment"]) / err)
+    return z_summary(z)
