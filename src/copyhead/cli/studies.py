@@ -1,12 +1,17 @@
 """The studies' commands (workflow/studies.smk): study-config; studies-report (compute: the studies' tables,
-studies.json) and studies-page (render: the page and its figures from studies.json); publish-studies."""
+studies.json) and studies-page (render: the page and its figures from studies.json); publish-studies.
+
+The tables and the page are imported when their command runs: they load torch, xarray and matplotlib (via
+copyhead.analysis and the figures), which every other command would otherwise pay for at start-up."""
 from __future__ import annotations
 
 from pathlib import Path
 
+from ..studies.publish import publish
+from ..studies.spec import write_study_config
+
 
 def _cmd_study_config(a) -> int:
-    from ..studies.spec import write_study_config
     write_study_config(a.spec, a.name, Path(a.out))
     return 0
 
@@ -24,7 +29,6 @@ def _cmd_studies_page(a) -> int:
 
 
 def _cmd_publish_studies(a) -> int:
-    from ..studies.publish import publish
     from ..studies.report import write_page
     dest = publish(a.report, a.docs, a.name)
     if (dest / "studies.json").is_file():   # render again in place: the records name the published tables
