@@ -3,12 +3,14 @@ collapse: every transition P ∝ σ²; or equal σ² and another SGLD step size 
 against copy-started chains (a mean biased by slow mixing shows as a difference between the two starts).
 
 Pure functions of numbers: a *study* is the dict ``copyhead.studies.tables.load_study`` makes. z of a
-difference = difference / √(error₁² + error₂²); the summaries are :func:`.finite_size.z_summary`.
+difference = difference / √(error₁² + error₂²) (:func:`.agreement.z_scores`; NaN without both errors);
+the summaries are :func:`.finite_size.z_summary`.
 """
 from __future__ import annotations
 
 import math
 
+from .agreement import z_scores
 from .finite_size import REPEATS, z_summary
 
 
@@ -36,14 +38,15 @@ def compare_twins(study: dict, ref: dict) -> dict:
         theirs = {(r["recipe"], r["P"] * scale, r["param"]): r for r in b["rows"] if r["curve"] == "same_mean"}
         for key in sorted(set(mine) & set(theirs)):
             x, y = mine[key], theirs[key]
-            err = math.hypot(_num(x["error"]), _num(y["error"]))
+            ex, ey = _num(x["error"]), _num(y["error"])
             rows.append({"attention": att, "recipe": key[0], "P": key[1], "P_over_sigma2": key[1] / study["sigma2"],
                          "param": key[2], "name": x["name"], "value": x["experiment"], "error": x["error"],
                          "value_ref": y["experiment"], "error_ref": y["error"],
                          "theory": x["theory"], "theory_ref": y["theory"],
-                         "z": (x["experiment"] - y["experiment"]) / err if err > 0 else math.nan,
-                         "z_vs_theory": ((x["experiment"] - y["experiment"]) - (x["theory"] - y["theory"])) / err
-                         if err > 0 else math.nan})
+                         "z": float(z_scores(x["experiment"], y["experiment"], ex, ey)),
+                         # the difference the same-dataset theory predicts (its datasets differ in P too)
+                         "z_vs_theory": float(z_scores(x["experiment"] - y["experiment"], x["theory"] - y["theory"],
+                                                       ex, ey))})
     trans = {}
     for att, a, b in pairs:
         ta, tb = a["transition"], b["transition"]
@@ -82,7 +85,5 @@ def start_agreement(studies: list[dict]) -> dict:
                 c = rows.get(("sgld_copy", P, param))
                 if recipe != "sgld" or c is None or (att, param) in REPEATS:
                     continue
-                err = math.hypot(_num(r["error"]), _num(c["error"]))
-                if err > 0:
-                    z.append((r["experiment"] - c["experiment"]) / err)
+                z.append(float(z_scores(r["experiment"], c["experiment"], _num(r["error"]), _num(c["error"]))))
     return z_summary(z)

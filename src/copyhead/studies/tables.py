@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from copyhead.analysis.agreement import z_scores
 from copyhead.analysis.finite_size import CURVES, PRIORS, finite_size
 from copyhead.analysis.fits import row_error
 from copyhead.analysis.scaling import scaling_rows
@@ -143,9 +144,9 @@ def load_study(path: str | Path) -> dict:
             if r["param"] not in curves:
                 curves[r["param"]] = _theory_curve(root, d["inputs"], att, r["param"], "gaussian", study["L"])
             th = float(np.interp(r["P"], *curves[r["param"]]))
-            err = row_error(r)
+            z = float(z_scores(r["experiment"], th, row_error(r)))
             rows.append(dict(r, curve="closed_mean_gaussian", curve_label=CURVE_LABEL["closed_mean_gaussian"],
-                             theory=th, z=(r["experiment"] - th) / err if err > 0 else None))
+                             theory=th, z=z if math.isfinite(z) else None))
         conv = [c for c in a["convergence"] if c["recipe"] in SGLD]
         study["attentions"][att] = {
             "grid": grid, "rows": rows, "transition": _transition(att, a),
