@@ -94,7 +94,6 @@ def test_paper_config_is_bigger_than_default(default_cfg):
 def test_cpu_step_cost_bounds_the_measured_engine(V, L, d_k, P):
     """The per-step budget on CPU (overhead + work / RATE) is an upper bound of the engine's measured
     full-batch step (energy + gradient + SGLD update, one thread), and within a factor 100 of it."""
-    from copyhead.model import CopyAttention  # noqa: F401  (the engine must be importable)
     from copyhead.run import train_run
 
     cfg = c.load(ROOT / "config.yaml")

@@ -5,7 +5,6 @@ every test function that reads tests/data/ or uses a stored.py tolerance and fai
 import ast
 from pathlib import Path
 
-import pytest
 
 TESTS = Path(__file__).resolve().parent
 STORED_NAMES = {"EXACT", "CLOSED_FORM", "ITERATED", "FIT", "assert_same_across_machines", "approx"}
