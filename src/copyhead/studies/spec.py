@@ -70,6 +70,7 @@ def action_params(cfg: dict) -> ActionParams:
 
 def reference_transitions(p: ActionParams, grid_n: int = 161) -> dict:
     """{attention: (name, P)}: the closed-form transition each P grid is placed around."""
+    # scipy (0.8 s): loaded when a study's config is made, not when workflow/studies.smk or the CLI load the spec
     from copyhead.theory.scaling import closed_form_transitions
 
     out = {}
