@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from ..analysis.finite_size import compatible
 from .format import g, pm
 
 LD = "large_deviation"
@@ -37,9 +38,8 @@ def _finite(fs: dict) -> list[str]:
         f = t.get("fit") or {}
         if t.get("prior", LD) != LD or not f or not math.isfinite(f.get("a", math.nan)):
             continue
-        ok = abs(f["a"] - 1) <= 2 * f["a_err"]
         trs.append(f"{t['attention']} {t.get('transition', 'transition')} → {f['a']:.3f} ± {f['a_err']:.3f} "
-                   f"({'tends to' if ok else 'does not tend to'} the theory)")
+                   f"({'tends to' if compatible(f, 1.0) else 'does not tend to'} the theory)")
     if trs:
         out.append(f"Experiment/theory of the transition points extrapolated to {by} → ∞ (large-deviation prior): "
                    + "; ".join(trs) + ".")
