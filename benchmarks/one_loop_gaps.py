@@ -1,5 +1,5 @@
-"""Timing of the one-loop posterior means at the finite-size study's points (issue 21 item 4). The
-computation lives in copyhead.theory.one_loop_predict and is rendered by workflow/one_loop.smk
+"""Timing of the one-loop posterior means at the finite-size study's points. The computation lives in
+copyhead.theory.one_loop (the points: copyhead.analysis.one_loop_points) and is rendered by workflow/one_loop.smk
 (docs/one_loop.md); this script only times posterior_means per point and prints the predicted shift next to
 the measured gap.
 
@@ -12,10 +12,9 @@ import json
 import pathlib
 import time
 
-import torch
-
+from copyhead.analysis.one_loop_points import study_points
 from copyhead.config import load_yaml
-from copyhead.theory import one_loop_predict as lp
+from copyhead.theory.one_loop import posterior as lp
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -27,9 +26,8 @@ def main(argv=None):
     ap.add_argument("--x", type=int, nargs="+", default=None, help="sizes (d_k or L); default all")
     ap.add_argument("--coarse", type=int, default=lp.SETTINGS["coarse"])
     a = ap.parse_args(argv)
-    torch.set_num_threads(1)
     studies = json.loads((ROOT / "docs/studies/studies.json").read_text())
-    params, points = lp.study_points(studies, a.study, load_yaml(ROOT / "config/studies/base.yaml"))
+    params, points = study_points(studies, a.study, load_yaml(ROOT / "config/studies/base.yaml"))
     for ratio in a.ratios:
         for x in a.x or sorted(params):
             q = points[(ratio, x, "cG")]

@@ -1,19 +1,20 @@
-"""The one-loop predictions at the studies' points (copyhead.theory.one_loop_predict, .one_loop_compare;
-docs/one_loop.md): the posterior-mean machinery against brute force at small L, switched-off and linear
+"""The one-loop predictions at the studies' points (copyhead.theory.one_loop.posterior, .predict;
+copyhead.analysis.one_loop_points, .one_loop_compare; docs/one_loop.md): the posterior-mean machinery against brute force at small L, switched-off and linear
 corrections, the d_k → ∞ limit, the block-form extras against full L²×L² Hessians, the comparison numbers."""
 import numpy as np
 import pytest
-import torch
 import xarray as xr
 
-from copyhead.config import ActionParams
-from copyhead.theory import one_loop as ol
 from copyhead.analysis import one_loop_compare as cmp
-from copyhead.theory import one_loop_predict as lp
+from copyhead.analysis import one_loop_points
+from copyhead.config import ActionParams
 from copyhead.theory.action import action_linear, order_to_coeffs
+from copyhead.theory.one_loop import posterior as lp
+from copyhead.theory.one_loop.blocks import isotypic_bases, transverse_basis
+from copyhead.theory.one_loop.correction import one_loop, one_loop_ek
+from copyhead.theory.one_loop.evidence import evidence_ek, grad_hessian
+from copyhead.theory.one_loop.prior import prior_rate_form, prior_rate_hessian
 from copyhead.theory.prior import neg_log_prior_matrix
-
-torch.set_num_threads(1)
 
 
 def params(L=4, V=4, d_k=16):
@@ -31,7 +32,7 @@ def test_prior_rate_form_is_the_second_directional_derivative():
     M = 0.3 * np.ones((L, L)) + 0.8 * np.eye(L)
     d = rng.normal(size=(2, L, L))
     f = lambda X: neg_log_prior_matrix(X, 1, c, 1.0, "large_deviation")    # noqa: E731
-    Q = ol.prior_rate_form(M, c, d)
+    Q = prior_rate_form(M, c, d)
     fd = (f(M + h * (d[0] + d[1])) - f(M + h * (d[0] - d[1])) - f(M - h * (d[0] - d[1]))
           + f(M - h * (d[0] + d[1]))) / (4 * h * h)
     assert Q[0, 1] == pytest.approx(fd, rel=1e-5) and Q[0, 1] == pytest.approx(Q[1, 0], rel=1e-12)
@@ -67,12 +68,12 @@ def test_means_against_a_correction_on_every_fine_point():
     evaluated at every one of 21² points (no interpolation), in the same window."""
     p, P, n = params(), 24.0, 21
     r = lp.posterior_means(p, P, coarse=9, fine=n)
-    E = ol.evidence_ek(P * p.L, p.V, p.L, p.g_O, p.sigma2)
+    E = evidence_ek(p, P)
     (a1, b1), (a2, b2) = r["window"]
     c1, cG = np.linspace(a1, b1, n), np.linspace(a2, b2, n)
     C1, CG = np.meshgrid(c1, cG, indexing="ij")
     m1, mP = order_to_coeffs(C1, CG, p.L)
-    dS = np.array([[ol.one_loop_ek(m1[i, j], mP[i, j], P, p.V, p.L, p.d_k, 1.0, 1.0, 1.0, p.sigma2, E=E).dS
+    dS = np.array([[one_loop_ek(p, P, m1[i, j], mP[i, j], E=E).dS
                     for j in range(n)] for i in range(n)])
     T = action_linear(C1, CG, P, p) + dS
     ok = np.isfinite(T)
@@ -88,13 +89,13 @@ def test_block_extras_against_full_hessians():
     c1, cG = 0.2, 0.3
     m1, mP = map(float, order_to_coeffs(c1, cG, p.L))
     M = m1 * np.ones((p.L, p.L)) + mP * np.eye(p.L)
-    g, H = ol.grad_hessian(ol.evidence_ek(P * p.L, p.V, p.L, p.g_O, p.sigma2), M)
-    HI = ol.prior_rate_hessian(M, 1.0)
-    T = ol.transverse_basis(p.L)
+    g, H = grad_hessian(evidence_ek(p, P), M)
+    HI = prior_rate_hessian(M, 1.0)
+    T = transverse_basis(p.L)
     out = lp.ek_correction(p, P)(c1, cG)
-    assert out["dS"] == pytest.approx(ol.one_loop(H, g, HI, p.d_k).dS, rel=1e-9)
+    assert out["dS"] == pytest.approx(one_loop(H, g, HI, p.d_k).dS, rel=1e-9)
     assert out["naive"] == pytest.approx(0.5 * np.linalg.slogdet(p.d_k * T.T @ HI @ T)[1], rel=1e-10)
-    B = ol.isotypic_bases(p.L)["trivial"]
+    B = isotypic_bases(p.L)["trivial"]
     assert out["pref"] == pytest.approx(-0.5 * np.linalg.slogdet(B.T @ HI @ B)[1], rel=1e-10)
 
 
@@ -104,11 +105,12 @@ def test_correction_is_first_order_in_one_over_d_k():
     L, V, P = 4, 4, 24.0
     m1, mP = map(float, order_to_coeffs(0.15, 0.2, L))
     M = m1 * np.ones((L, L)) + mP * np.eye(L)
-    _, H = ol.grad_hessian(ol.evidence_ek(P * L, V, L, 1.0, 0.1), M)
-    T = ol.transverse_basis(L)
-    lim = 0.5 * np.trace(np.linalg.solve(T.T @ ol.prior_rate_hessian(M, 1.0) @ T, T.T @ H @ T))
+    p = params(L=L, V=V)
+    _, H = grad_hessian(evidence_ek(p, P), M)
+    T = transverse_basis(L)
+    lim = 0.5 * np.trace(np.linalg.solve(T.T @ prior_rate_hessian(M, 1.0) @ T, T.T @ H @ T))
     for d_k, tol in ((1e5, 1e-2), (1e7, 1e-4)):
-        r = ol.one_loop_ek(m1, mP, P, V, L, d_k, 1.0, 1.0, 1.0, 0.1)
+        r = one_loop_ek(p.replace(d_k=d_k), P, m1, mP)
         assert d_k * r.dS == pytest.approx(lim, rel=tol)
 
 
@@ -163,7 +165,7 @@ def test_study_points_take_each_size_from_its_own_study():
                                         {"attention": "softmax", "recipe": "sgld", "ratio": 1.4, "param": "aG",
                                          "points": [pt]}]}}
     base = {"model": {"g_Q": 1.0, "g_K": 1.0, "g_O": 1.0}, "theory": {"prior": "large_deviation"}}
-    par, pts = lp.study_points(studies, "finite_size", base)
+    par, pts = one_loop_points.study_points(studies, "finite_size", base)
     assert par[32].V == 16 and par[32].d_k == 32 and par[32].prior == "large_deviation"
     assert list(pts) == [(1.35, 32, "cG")] and pts[(1.35, 32, "cG")]["closed"] == 0.25
     assert pts[(1.35, 32, "cG")]["gap"] == -0.1
@@ -183,7 +185,7 @@ def test_converged_points_read_a_results_json():
                "attentions": {"linear": {"theory": {"P_crossover": 10.0},
                                          "agreement": [row("same_mean", "sgld", 0.5), row("closed_mean", "sgld", 0.45),
                                                        row("same_mean", "adam", 0.9), row("same_mean", "sgld", 0.5, "m1")]}}}
-    par, pts = lp.converged_points(results)
+    par, pts = one_loop_points.converged_points(results)
     assert par[32].L == 32 and par[32].d_k == 32 and par[32].V == 16
     assert list(pts) == [(2.0, 32, "cG")]
     q = pts[(2.0, 32, "cG")]
@@ -242,3 +244,8 @@ def test_softmax_posterior_means_uncorrected_is_the_closed_form_mean_and_the_cor
         q = lp.softmax_posterior_means(p.replace(d_k=d_k), 10.0, coarse=11, fine=401)
         shifts.append(abs(q["one_loop"]["aG"] - q["none"]["aG"]))
     assert shifts[0] > shifts[1] > shifts[2] > 0
+
+
+def test_the_compared_parameters_are_the_predicted_ones():
+    """The measured points are read for exactly the order parameters the theory predicts."""
+    assert one_loop_points.COMPARED == {"linear": lp.PARAMS, "softmax": lp.SOFTMAX_PARAMS}

@@ -1,4 +1,4 @@
-"""Phase map and prior check (issue 20; docs/theory.md Sec. 12): the sampled projection density of
+"""Phase map and prior check (docs/theory.md Sec. 12): the sampled projection density of
 QᵀK/d_k against the exact variance-gamma density and the large-deviation rate, at d_k below and above L;
 the rank bound on the copy fraction; the copy-point helpers on planted curves; the σ² invariance of the
 closed-form ratio."""
@@ -9,8 +9,8 @@ import pytest
 from scipy.special import kve
 
 from copyhead.config import ActionParams
+from copyhead.results.phase_map_page import first_L_above_one
 from copyhead.theory.phase_map import copy_points, softmax_copy_point
-from copyhead.theory.phase_map_page import first_L_above_one
 from copyhead.theory.prior_check import coverage, log_vg, project, projection_density, rank_samples, rates, tilt
 
 

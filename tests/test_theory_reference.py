@@ -1,5 +1,5 @@
 """The design's reference behaviour (model-and-theory.md, Sec. 6), recomputed: see
-``python -m copyhead.theory.reference`` for the table. Tolerances: 1% on onsets and P*, 3% on crossovers
+``copyhead reference`` for the table. Tolerances: 1% on onsets and P*, 3% on crossovers
 and spinodals (the spinodal is where a shallow minimum vanishes; our values are checked on a
 200 001-point β grid, docs/theory.md Sec. 8), 0.003-0.03 absolute on order parameters."""
 import pytest

@@ -1,16 +1,17 @@
-# The phase map and the prior check (issue 20, items 1-2), from the repository root:
+# The phase map and the prior check, from the repository root:
 #     snakemake -s workflow/phase_map.smk --cores 1
 # renders docs/phase_map.md and its figures from docs/phase_map/*.nc (docs/theory.md, Sec. 12).
-# Thin rules: the work is in copyhead.theory.phase_map, .prior_effect, .phase_map_page and
-# copyhead.figures.phase_map. The computing rules' params carry a digest of the theory code they run (the
-# theory package without the page writer), so a code edit reruns them; after editing only the page or
-# the figure module, add --forcerun phase_map_page (or phase_map_figures).
-import hashlib
-from pathlib import Path
+# Thin rules, each one `copyhead` command: `copyhead phase-map map|exact|figures|page` and
+# `copyhead prior-check` (the work is in copyhead.theory.phase_map, copyhead.theory.prior_effect,
+# copyhead.figures.phase_map and copyhead.results.phase_map_page). Every product records its provenance
+# (the netCDF files in their attributes, each figure and the page in a <name>.provenance.json beside it).
+# Each rule's params carry the code fingerprint of what makes its product
+# (copyhead.provenance.code_fingerprint: theory for the netCDF files, figures and results for the figures
+# and the page), so an edit of that code reruns exactly those rules.
+from copyhead.provenance import code_fingerprint
 
 OUT = "docs/phase_map"
-CODE = hashlib.sha256(b"".join(f.read_bytes() for f in sorted(Path("src/copyhead/theory").glob("*.py"))
-                               if f.name != "phase_map_page.py" and not f.name.startswith("one_loop"))).hexdigest()[:16]
+CODE = {concern: code_fingerprint(concern) for concern in ("theory", "figures", "results")}
 
 
 rule all:
@@ -25,13 +26,13 @@ rule phase_map:
     output:
         f"{OUT}/map.nc",
     params:
-        code=CODE,
+        code=CODE["theory"],
     log:
         f"{OUT}/logs/map.log",
     benchmark:
         f"{OUT}/logs/map.bench.tsv"
     shell:
-        "OMP_NUM_THREADS=1 python -m copyhead.theory.phase_map map --out {output:q} > {log:q} 2>&1"
+        "OMP_NUM_THREADS=1 copyhead phase-map map --out {output:q} > {log:q} 2>&1"
 
 
 rule phase_map_exact:
@@ -40,26 +41,26 @@ rule phase_map_exact:
     output:
         f"{OUT}/exact.nc",
     params:
-        code=CODE,
+        code=CODE["theory"],
     log:
         f"{OUT}/logs/exact.log",
     benchmark:
         f"{OUT}/logs/exact.bench.tsv"
     shell:
-        "OMP_NUM_THREADS=1 python -m copyhead.theory.phase_map exact --map {input:q} --out {output:q} > {log:q} 2>&1"
+        "OMP_NUM_THREADS=1 copyhead phase-map exact --map {input:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule prior_check:
     output:
         f"{OUT}/prior_check.nc",
     params:
-        code=CODE,
+        code=CODE["theory"],
     log:
         f"{OUT}/logs/prior_check.log",
     benchmark:
         f"{OUT}/logs/prior_check.bench.tsv"
     shell:
-        "OMP_NUM_THREADS=1 python -m copyhead.theory.prior_effect --out {output:q} > {log:q} 2>&1"
+        "OMP_NUM_THREADS=1 copyhead prior-check --out {output:q} > {log:q} 2>&1"
 
 
 rule phase_map_figures:
@@ -69,12 +70,17 @@ rule phase_map_figures:
         prior=f"{OUT}/prior_check.nc",
     output:
         f"{OUT}/fig_phase_map.png",
+        f"{OUT}/fig_phase_map.provenance.json",
         f"{OUT}/fig_prior_check.png",
+        f"{OUT}/fig_prior_check.provenance.json",
+    params:
+        code=CODE["figures"],
+        out_dir=OUT,
     log:
         f"{OUT}/logs/figures.log",
     shell:
-        "python -m copyhead.figures.phase_map --map {input.map:q} --exact {input.exact:q} --prior {input.prior:q}"
-        " --out {OUT:q} > {log:q} 2>&1"
+        "copyhead phase-map figures --map {input.map:q} --exact {input.exact:q} --prior {input.prior:q}"
+        " --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule phase_map_page:
@@ -84,8 +90,11 @@ rule phase_map_page:
         prior=f"{OUT}/prior_check.nc",
     output:
         "docs/phase_map.md",
+        "docs/phase_map.md.provenance.json",
+    params:
+        code=CODE["results"],
     log:
         f"{OUT}/logs/page.log",
     shell:
-        "python -m copyhead.theory.phase_map_page --map {input.map:q} --exact {input.exact:q} --prior {input.prior:q}"
-        " --out {output:q} > {log:q} 2>&1"
+        "copyhead phase-map page --map {input.map:q} --exact {input.exact:q} --prior {input.prior:q}"
+        " --out {output[0]:q} > {log:q} 2>&1"

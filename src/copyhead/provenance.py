@@ -57,6 +57,8 @@ CODE_MODULES = {
               "copyhead.schedules", "copyhead.engine", "copyhead.suffstats", "copyhead.config", "copyhead.hmc",
               "copyhead.collapsed"),
     "theory": ("copyhead.theory", "copyhead.task", "copyhead.config"),
+    # the one-loop predictions at the studies' measured points (copyhead.analysis.one_loop_points reads them)
+    "one_loop": ("copyhead.theory", "copyhead.analysis", "copyhead.task", "copyhead.order_params", "copyhead.config"),
     "aggregate": ("copyhead.aggregate", "copyhead.order_params", "copyhead.analysis", "copyhead.config"),
     "figures": ("copyhead.figures", "copyhead.analysis", "copyhead.results", "copyhead.order_params",
                 "copyhead.config", "copyhead.theory", "copyhead.studies", "copyhead.task", "copyhead.resources",
@@ -68,7 +70,8 @@ CODE_MODULES = {
 }
 # product kind (the ``copyhead_kind`` attribute) -> the concern of CODE_MODULES that makes it
 KIND_CONCERN = {"run": "train", "theory": "theory", "theory_datasets": "theory", "aggregate": "aggregate",
-                "figure": "figures"}
+                "figure": "figures", "phase_map": "theory", "phase_map_exact": "theory", "prior_check": "theory",
+                "one_loop": "one_loop"}
 
 
 def _module_files(name: str, package_dir: Path) -> list[Path]:

@@ -1,5 +1,6 @@
-"""The one-loop predictions against the measured gaps (issue 21 item 4): predicted shifts, z, RMS z, the
-1/d_k coefficients and the flags, as pure functions of the datasets of ``one_loop_predict.compute_study``.
+"""The one-loop predictions against the measured gaps: predicted shifts, z, RMS z, the 1/d_k coefficients
+and the flags, as pure functions of the datasets of ``copyhead.theory.one_loop.predict.compute`` (at the
+points of :mod:`copyhead.analysis.one_loop_points`).
 Used by the page (``one_loop_page``) and the figure (``copyhead.figures.one_loop``).
 
 The measured gap is SGLD (prior starts) minus the studies' same-dataset posterior mean; the predicted gap is
@@ -14,10 +15,9 @@ import numpy as np
 from .fits import fit_inverse_dk
 
 
-
 def flag_weight(ds) -> float:
     """The share of the one-loop posterior weight above which a point is flagged: the setting the
-    predictions were computed with (``setting_flag``, copyhead.theory.one_loop_predict.SETTINGS)."""
+    predictions were computed with (``setting_flag``, copyhead.theory.one_loop.posterior.SETTINGS)."""
     return float(ds.attrs["setting_flag"])
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from .. import config as cfgmod
 from ..provenance import DataFileError
-from . import pipeline, studies
+from . import pipeline, studies, theory_maps
 
-GROUPS = (pipeline, studies)
+GROUPS = (pipeline, studies, theory_maps)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,16 +1,17 @@
-"""The one-loop figure (issue 21 item 4; docs/one_loop.md): the measured gap (SGLD − same-dataset theory)
-against 1/d_k with its error and the one-loop prediction (Eq. (32)) drawn through it, one panel per
-P/P_ref (columns) and order parameter (rows); the scaling study's points (d_k = 2L, L > 16) added in grey.
-``python -m copyhead.figures.one_loop --finite-size F.nc --finite-L G.nc --out fig_one_loop_gaps.png``.
+"""The one-loop figure of docs/one_loop.md: the measured gap (SGLD − same-dataset theory) against 1/d_k with
+its error and the one-loop prediction (Eq. (32)) drawn through it, one panel per P/P_ref (columns) and order
+parameter (rows); the scaling study's points (d_k = 2L, L > 16) added in grey.
+``copyhead one-loop figure --finite-size F.nc --finite-L G.nc --out fig_one_loop_gaps.png`` writes it with
+its provenance sidecar (:func:`write`).
 """
 from __future__ import annotations
-
-import argparse
 
 import numpy as np
 
 from copyhead.analysis import one_loop_compare as cmp
+from copyhead.provenance import product_record, read_dataset
 
+from . import write_figure
 from .style import WIDE, pyplot
 
 RATIOS = (1.0, 1.35, 2.0)
@@ -56,7 +57,7 @@ def _panel(ax, fs, fl, ratio, param):
     ax.set_title(f"{NAME[param]}, $P \\approx {r}P_{{ref}}$")
 
 
-def draw(fs, fl, out):
+def draw(fs, fl):
     plt = pyplot()
     fig, axes = plt.subplots(2, len(RATIOS), figsize=(WIDE, 4.2), constrained_layout=True)
     for i, param in enumerate(("cG", "c1")):
@@ -70,20 +71,12 @@ def draw(fs, fl, out):
     h, lab = axes[0, 0].get_legend_handles_labels()
     order = sorted(range(len(lab)), key=lambda k: ("measured" not in lab[k], "2L" in lab[k]))
     fig.legend([h[k] for k in order], [lab[k] for k in order], loc="outside lower center", ncol=4)
-    fig.savefig(out)
-    plt.close(fig)
+    return fig
 
 
-def main(argv=None):
-    import xarray as xr
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--finite-size", required=True)
-    ap.add_argument("--finite-L", required=True)
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args(argv)
-    with xr.open_dataset(a.finite_size) as fs, xr.open_dataset(a.finite_L) as fl:
-        draw(fs.load(), fl.load(), a.out)
-
-
-if __name__ == "__main__":
-    main()
+def write(finite_size, finite_L, out) -> dict:
+    """Draw the figure from the one-loop files of the finite-size and the d_k = 2L studies and write ``out``
+    (png) with its ``<stem>.provenance.json``."""
+    rec = product_record("fig_one_loop_gaps", "figures", {"finite_size": finite_size, "finite_L": finite_L},
+                         kind="figure")
+    return write_figure(draw(read_dataset(finite_size), read_dataset(finite_L)), out, rec, formats=("png",))

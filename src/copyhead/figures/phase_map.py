@@ -1,17 +1,20 @@
-"""The phase-map figures (issue 20; docs/phase_map.md): ``draw_map`` (linear crossover / softmax copy point
-over (L, V) on each d_k path, the ratio = 1 contours, where the theory's assumptions fail hatched, and the
+"""The phase-map figures of docs/phase_map.md: ``draw_map`` (linear crossover / softmax copy point over
+(L, V) on each d_k path, the ratio = 1 contours, where the theory's assumptions fail hatched, and the
 V = 16 slice with the exact dataset average) and ``draw_prior`` (the prior of the projection of QᵀK/d_k
 against sampling, the off-plane norm of rank-deficient score matrices, the effect on the transitions).
-``python -m copyhead.figures.phase_map --map M.nc --exact E.nc --prior C.nc --out DIR`` writes
-fig_phase_map.png and fig_prior_check.png.
+``copyhead phase-map figures --map M.nc --exact E.nc --prior C.nc --out DIR`` writes fig_phase_map.png and
+fig_prior_check.png with their provenance sidecars (:func:`write_figures`).
 """
 from __future__ import annotations
 
-import argparse
+import json
 from pathlib import Path
 
 import numpy as np
 
+from copyhead.provenance import product_record, read_dataset
+
+from . import write_figure
 from .style import WIDE, fixed_ticks, pyplot
 
 PRIOR_LABEL = {"large_deviation": "large-dev.", "gaussian": "Gaussian"}
@@ -86,7 +89,7 @@ def slice_panel(ax, ex):
                  fontsize=6.5)
 
 
-def draw_map(ds, ex, n_min, out):
+def draw_map(ds, ex, n_min):
     from matplotlib.colors import TwoSlopeNorm
     from matplotlib.patches import Patch
     from matplotlib.lines import Line2D
@@ -111,11 +114,10 @@ def draw_map(ds, ex, n_min, out):
                Patch(fc="none", ec="0.35", hatch="////", label="$d_k < L$ (rank deficient)"),
                Patch(fc="none", ec="0.55", hatch="....", label=f"$N = PL < {n_min:g}\\,V^2$ ($\\sigma^2$ = 0.1)")]
     fig.legend(handles=handles, loc="upper center", ncol=4, fontsize=6, bbox_to_anchor=(0.47, 0.99))
-    fig.savefig(out)
-    plt.close(fig)
+    return fig
 
 
-def draw_prior(pc, out):
+def draw_prior(pc):
     """(a, b) formula − sampled −ln p along the copy and pooling lines, per d_k; (c) fraction of ||M||² in
     span{J, I} for score matrices drawn at the copy point, bound d_k/(L−1); (d) transitions vs d_k."""
     plt = pyplot()
@@ -163,25 +165,22 @@ def draw_prior(pc, out):
     ax.set_title(f"(d) transitions, $L$ = $V$ = {L}", fontsize=7)
     ax.legend(fontsize=5, loc="upper left")
     fig.tight_layout()
-    fig.savefig(out)
-    plt.close(fig)
+    return fig
 
 
-def main(argv=None):
-    from copyhead.provenance import read_dataset
-    from copyhead.theory.phase_map import N_OVER_V2_MIN
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--map", required=True)
-    ap.add_argument("--exact", required=True)
-    ap.add_argument("--prior")
-    ap.add_argument("--out", required=True, help="output folder")
-    a = ap.parse_args(argv)
-    out = Path(a.out)
+def write_figures(map_path, exact_path, prior_path, out) -> dict:
+    """Draw fig_phase_map.png (from the map and the exact slice) and, with ``prior_path``, fig_prior_check.png
+    into the folder ``out``, each with its ``<stem>.provenance.json``; returns {name: record}."""
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    draw_map(read_dataset(a.map), read_dataset(a.exact), N_OVER_V2_MIN, out / "fig_phase_map.png")
-    if a.prior:
-        draw_prior(read_dataset(a.prior), out / "fig_prior_check.png")
-
-
-if __name__ == "__main__":
-    main()
+    ds = read_dataset(map_path)
+    n_min = float(json.loads(ds.attrs["config_json"])["N_over_V2_min"])
+    inputs = {"map": map_path, "exact": exact_path}
+    done = {"fig_phase_map": write_figure(draw_map(ds, read_dataset(exact_path), n_min), out / "fig_phase_map.png",
+                                          product_record("fig_phase_map", "figures", inputs, kind="figure"),
+                                          formats=("png",))}
+    if prior_path:
+        done["fig_prior_check"] = write_figure(draw_prior(read_dataset(prior_path)), out / "fig_prior_check.png",
+                                               product_record("fig_prior_check", "figures", {"prior": prior_path},
+                                                              kind="figure"), formats=("png",))
+    return done

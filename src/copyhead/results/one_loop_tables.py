@@ -1,4 +1,4 @@
-"""The tables of docs/one_loop.md (issue 21 item 4), from the one-loop netCDF files via one_loop_compare: the
+"""The tables of docs/one_loop.md, from the one-loop netCDF files via one_loop_compare: the
 gap × d_k table with the 1/d_k fits, RMS z, the flagged points, every point, the converged study. Markdown
 lines only; the page itself is assembled by one_loop_page."""
 from __future__ import annotations

@@ -5,8 +5,13 @@ Owns everything in docs/theory.md: the exact evidence of the copy-task data give
 closed form (equivalent kernel) and exactly averaged over sampled datasets (``action``), the action on its
 order-parameter grid (``models``), the scan over P with its transitions (``scan``, classified by
 ``transitions``), the grid ranges and P grids (``ranges``), transition points vs L, V, d_k (``scaling``),
-the netCDF writer used by ``copyhead theory`` (``output``) and the exact action on each run's own
-training set (``same_dataset``; it takes the runs' datasets from ``copyhead.task``, pure numpy).
+the netCDF writer used by ``copyhead theory`` (``output``), the exact action on each run's own
+training set (``same_dataset``; it takes the runs' datasets from ``copyhead.task``, pure numpy), the
+design's reference table (``reference``), the phase map over (L, V, d_k) and the prior at d_k < L
+(``phase_map``, ``prior_check``, ``prior_effect``) and the one-loop correction from the transverse
+directions of the score matrix (the subpackage ``one_loop``, with the map of its modules). It reads no
+measured results: the points the one-loop correction is compared at are read by
+``copyhead.analysis.one_loop_points``, and the pages are written by ``copyhead.results``.
 Parameters arrive typed, as ``copyhead.config.TheoryParams`` / ``ActionParams``. Every formula names its equation in docs/theory.md as
 "Eq. (n)". No dependence on the training engine: datasets for the exact average are generated here
 (``data``) with numpy.

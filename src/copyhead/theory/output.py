@@ -15,8 +15,11 @@ import numpy as np
 import xarray as xr
 
 from copyhead.config import ATTENTIONS, TheoryParams, theory_params
+from copyhead.provenance import provenance_attrs, write_dataset
 
 from .action import ExactAverage
+from .one_loop.curve import one_loop_curve
+from .one_loop.posterior import PARAMS, SETTINGS, SOFTMAX_LABEL, SOFTMAX_PARAMS, VARIANT_LABEL
 from .prior import PRIORS
 from .ranges import auto_landscape_P, exact_P_grid, make_model, theory_grid
 from .scaling import scaling
@@ -188,13 +191,11 @@ def compute_theory(th: TheoryParams, attention: str, log=print) -> xr.Dataset:
 def _fluctuation_vars(ds, attrs, th: TheoryParams, attention, P_exact, log):
     """``theory.fluctuations``: with kind one_loop, the closed-form posterior means without and with the
     one-loop correction on their own P grid (docs/theory.md Sec. 13; linear ĉ1, ĉG with Eq. (32), softmax âG
-    with Eqs. (32) and (35); copyhead.theory.one_loop_option.one_loop_curve)."""
+    with Eqs. (32) and (35); copyhead.theory.one_loop.curve.one_loop_curve)."""
     fl = th.fluctuations
     attrs["fluctuations"] = fl.kind
     if fl.kind == "none":
         return ds, attrs
-    from .one_loop_option import one_loop_curve
-    from .one_loop_predict import PARAMS, SETTINGS, SOFTMAX_LABEL, SOFTMAX_PARAMS, VARIANT_LABEL
     t = time.perf_counter()
     linear = attention == "linear"
     Pf = list(fl.P) or list(P_exact) or list(np.geomspace(th.P_min, th.P_max, 12))
@@ -229,7 +230,6 @@ def _fluctuation_vars(ds, attrs, th: TheoryParams, attention, P_exact, log):
 def write_theory(theory_cfg: dict, attention: str, out: pathlib.Path) -> xr.Dataset:
     """Compute the theory for one attention type and write it atomically with provenance attributes
     (``theory_cfg``: ``config.theory_config(cfg)``, recorded as the product's config)."""
-    from copyhead.provenance import provenance_attrs, write_dataset
     ds = compute_theory(theory_params(theory_cfg), attention)
     prov = provenance_attrs("theory", theory_cfg,
                             title=f"copyhead theory: {attention} attention, order-parameter predictions vs P")

@@ -1,5 +1,5 @@
 """The phase map: linear crossover / softmax P* over (L, V) along fixed d_k and along d_k ∝ L
-(docs/theory.md, Sec. 12; issue 20, item 1).
+(docs/theory.md, Sec. 12; rendered on docs/phase_map.md).
 
 For every (path, L, V) and both priors the closed-form transitions come from
 ``scaling.closed_form_transitions`` (Eqs. (19)-(21)); the exact dataset average (Eq. (17)) is computed on
@@ -7,11 +7,12 @@ the V = 16 slice for L ≤ 128. The softmax copy point is the first-order P* whe
 smooth crossover) the P of fastest growth of âG = mP/L (Eq. (20) applied to the softmax saddle). The
 ratio > 1 means softmax copies before linear attention. Every P is in sequences at the given σ²; the
 closed-form ratio does not depend on σ² (every closed-form P is ∝ σ², Sec. 6), the exact average does.
-``python -m copyhead.theory.phase_map {map,exact} --out FILE`` writes the netCDF files.
+``copyhead phase-map map --out FILE`` and ``copyhead phase-map exact --map FILE --out FILE`` write the
+netCDF files (:func:`write_map`, :func:`write_exact`).
 """
 from __future__ import annotations
 
-import argparse
+import json
 import math
 import time
 
@@ -19,6 +20,7 @@ import numpy as np
 import xarray as xr
 
 from copyhead.config import ActionParams
+from copyhead.provenance import input_checksums, provenance_attrs, read_dataset, write_dataset
 
 from .action import ExactAverage
 from .prior import PRIORS
@@ -177,28 +179,24 @@ def compute_exact(ds_map: xr.Dataset, settings=SETTINGS, log=print) -> xr.Datase
     return ds
 
 
-def _write(ds, out, kind, title, settings):
-    from copyhead.provenance import code_fingerprint, provenance_attrs, write_dataset
+def _write(ds, out, kind, title, settings, inputs=()):
+    checksums = input_checksums(inputs)
     ds.attrs.update(provenance_attrs(kind, {"settings": settings, "paths": list(PATHS),
                                             "N_over_V2_min": N_OVER_V2_MIN}, title,
-                                     extra={"code_fingerprint": code_fingerprint("theory"),
+                                     extra={"inputs_json": json.dumps(checksums, sort_keys=True),
                                             "docs": "docs/theory.md Sec. 12; docs/phase_map.md"}))
     write_dataset(ds, out)
+    return ds
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["map", "exact"])
-    ap.add_argument("--map", help="the closed-form map (input of 'exact')")
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args(argv)
-    if a.what == "map":
-        _write(compute_map(), a.out, "phase_map", "copyhead phase map: linear crossover / softmax P*", SETTINGS)
-    else:
-        from copyhead.provenance import read_dataset
-        _write(compute_exact(read_dataset(a.map)), a.out, "phase_map_exact",
-               "copyhead phase map, exact dataset average on the V = 16 slice", SETTINGS)
+def write_map(out, settings=SETTINGS, log=print) -> xr.Dataset:
+    """The closed-form map (:func:`compute_map`) written to ``out`` with its provenance (kind phase_map)."""
+    return _write(compute_map(settings, log), out, "phase_map",
+                  "copyhead phase map: linear crossover / softmax P*", settings)
 
 
-if __name__ == "__main__":
-    main()
+def write_exact(map_path, out, settings=SETTINGS, log=print) -> xr.Dataset:
+    """The exact dataset average on the V = 16 slice (:func:`compute_exact`) next to the closed-form map
+    ``map_path``, written to ``out`` with its provenance (kind phase_map_exact; the map's sha256)."""
+    return _write(compute_exact(read_dataset(map_path), settings, log), out, "phase_map_exact",
+                  "copyhead phase map, exact dataset average on the V = 16 slice", settings, [map_path])

@@ -1,5 +1,5 @@
 """The prior of the order parameters at d_k < L, = L, > L checked by sampling Q and K (docs/theory.md,
-Sec. 12.3; issue 20, item 2).
+Sec. 12.3; rendered on docs/phase_map.md).
 
 The projection of M = QᵀK/d_k on span{J, I} (least squares, M ≈ m1 J + mP I) is the pair
 x = L m1 + mP = 1ᵀM1/L (pooling eigenvalue) and mP = Tr(M(I − J/L))/(L − 1) (copy eigenvalue). With
@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
+from .one_loop.blocks import block_dirs, isotypic_bases
+from .one_loop.prior import prior_rate_form
 from .prior import phi
 
 
@@ -148,7 +150,7 @@ def coverage(M):
 
 
 def transverse_covariance(m1, mP, L, d_k, n, rng, c=1.0):
-    """Eq. (27)'s transverse law checked by sampling (issue 21 item 2): the covariance of M's components off
+    """Eq. (27)'s transverse law checked by sampling: the covariance of M's components off
     span{J, I} among n draws of M = QᵀK/d_k tilted to the plane point M(m) = m1 J + mP I, reduced to the
     blocks of Eq. (29) (the 3×3 standard block, averaged over the L − 1 copies; the sym22 and anti211
     variances), against Σ = (d_k H_I⊥(m))⁻¹ of the large-deviation rate (Eq. (28)) and of the Gaussian
@@ -156,9 +158,8 @@ def transverse_covariance(m1, mP, L, d_k, n, rng, c=1.0):
     prior's conditional law up to the O(1/√d_k) spread of the draws' plane coordinates around m.
     Returns {"sampled", "large_deviation", "gaussian": {"standard" (3×3), "sym22", "anti211"},
     "mean_abs" (largest |mean| of a transverse coefficient, in units of its sd)}."""
-    from . import one_loop as ol
     M, _, _, _ = rank_samples(L * m1 + mP, mP, L, d_k, n, rng, c)
-    b = ol.isotypic_bases(L)
+    b = isotypic_bases(L)
     v = M.reshape(n, -1)
     Cs = np.einsum("inw,kn->kiw", b["standard"], v)                      # (n, 3, L−1)
     Cs = Cs - Cs.mean(0)
@@ -170,9 +171,9 @@ def transverse_covariance(m1, mP, L, d_k, n, rng, c=1.0):
     means = np.concatenate([np.einsum("inw,kn->kiw", b["standard"], v).mean(0).ravel()] +
                            [x.mean(0) for x in coef.values()])
     Mp = m1 * np.ones((L, L)) + mP * np.eye(L)
-    D = ol._block_dirs(L)
+    D = block_dirs(L)
     out = {"sampled": sampled, "mean_abs": float(np.max(np.abs(means) / sds))}
     for prior in ("large_deviation", "gaussian"):
-        H = d_k * ol.prior_rate_form(Mp, c, D.reshape(-1, L, L), prior)
+        H = d_k * prior_rate_form(Mp, c, D.reshape(-1, L, L), prior)
         out[prior] = {"standard": np.linalg.inv(H[:3, :3]), "sym22": 1.0 / H[3, 3], "anti211": 1.0 / H[4, 4]}
     return out

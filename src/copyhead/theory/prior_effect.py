@@ -1,16 +1,21 @@
-"""What the checked prior does to the transitions (docs/theory.md, Sec. 12.3; issue 20, item 2).
+"""What the checked prior does to the transitions (docs/theory.md, Sec. 12.3; rendered on docs/phase_map.md).
 
 The closed-form action (Eq. (16)) with the large-deviation rate of Eq. (9) replaced by the exact −ln
 density of the projection (x, mP) of QᵀK/d_k (a product of two variance-gamma densities,
 ``prior_check.log_vg``): the softmax P* and the linear crossover with either prior, and the copy fraction
 cG²/(c1² + cG²) of the predicted linear copy state, which a rank-≤ d_k score matrix can reach only if it
-is at most d_k/(L − 1) (``rank_bound``; Tr(Π⊥ M) ≤ √rank ‖M‖_F).
+is at most d_k/(L − 1) (``rank_bound``; Tr(Π⊥ M) ≤ √rank ‖M‖_F). :func:`compute_check` gathers the
+prior check of docs/phase_map.md; ``copyhead prior-check --out FILE`` writes it (:func:`write_check`).
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
+import xarray as xr
 
 from copyhead.config import ActionParams
+from copyhead.provenance import provenance_attrs, write_dataset
 
 from .action import closed_form_nle, softmax_coeffs
 from .models import LinearModel, SoftmaxModel
@@ -108,7 +113,7 @@ def _P(p, n_P):
     return np.geomspace(0.05 * p.sigma2 * p.V, 20 * p.sigma2 * p.V * max(1.0, p.d_k / p.L), 2 * n_P)
 
 
-# the check's parameters (issue 20, item 2): L = V = 16, d_k below, at and above L
+# the check's parameters: L = V = 16, d_k below, at and above L
 SETTINGS = {"L": 16, "V": 16, "d_k": [4, 8, 16, 32, 64], "sigma2": 0.1, "t": [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0],
             "beta": [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0], "n_mc": 10000, "n_cov": 400, "seed": 0}
 LINES = {"copy": lambda t: (t, t), "pool": lambda t: (t, 0 * t)}   # (x, mP) along m1 = 0 and along mP = 0
@@ -118,8 +123,6 @@ def compute_check(s=SETTINGS, log=print):
     """The prior check as an xarray Dataset: −ln p along the two lines (sampled, large-deviation,
     Gaussian, exact; each minus its value at the origin), KL of the formulas to the exact density, the
     in-plane fraction of draws at the copy point, and ``effects`` per d_k."""
-    import time
-    import xarray as xr
     t0 = time.perf_counter()
     L, t = s["L"], np.asarray(s["t"], float)
     rng = np.random.default_rng(s["seed"])
@@ -159,18 +162,10 @@ def compute_check(s=SETTINGS, log=print):
     return ds
 
 
-def main(argv=None):
-    import argparse
-    from copyhead.provenance import code_fingerprint, provenance_attrs, write_dataset
-    ap = argparse.ArgumentParser(description="prior check of issue 20, item 2 (netCDF)")
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args(argv)
-    ds = compute_check()
-    ds.attrs.update(provenance_attrs("prior_check", {"settings": SETTINGS}, "copyhead prior check at d_k < L",
-                                     extra={"code_fingerprint": code_fingerprint("theory"),
-                                            "docs": "docs/theory.md Sec. 12; docs/phase_map.md"}))
-    write_dataset(ds, a.out)
-
-
-if __name__ == "__main__":
-    main()
+def write_check(out, settings=SETTINGS, log=print) -> xr.Dataset:
+    """The prior check (:func:`compute_check`) written to ``out`` with its provenance (kind prior_check)."""
+    ds = compute_check(settings, log)
+    ds.attrs.update(provenance_attrs("prior_check", {"settings": settings}, "copyhead prior check at d_k < L",
+                                     extra={"docs": "docs/theory.md Sec. 12; docs/phase_map.md"}))
+    write_dataset(ds, out)
+    return ds

@@ -1,6 +1,6 @@
 """Section 6 of the design ("Reference behaviour") recomputed with this package, side by side.
 
-``python -m copyhead.theory.reference`` prints the table; ``reference_table()`` returns its rows
+``copyhead reference`` prints the table (:func:`table_text`); ``reference_table()`` returns its rows
 (name, ours, reference, relative-or-absolute tolerance) for tests/test_theory_reference.py.
 Closed-form rows use a dense P grid (200 log-spaced points) and the default grid_n = 161.
 """
@@ -86,13 +86,10 @@ def check(row) -> bool:
     return abs(ours - ref) <= tol * abs(ref)
 
 
-def main():
-    rows = reference_table()
+def table_text(rows=None) -> str:
+    """The table: each quantity, our value, the design's, and whether it agrees within its tolerance."""
+    rows = reference_table() if rows is None else rows
     w = max(len(r[0]) for r in rows)
-    print(f"{'quantity':<{w}}  {'ours':>10}  {'design sec. 6':>14}  ok")
-    for r in rows:
-        print(f"{r[0]:<{w}}  {r[1]:>10.4g}  {str(r[2]):>14}  {'yes' if check(r) else 'NO'}")
-
-
-if __name__ == "__main__":
-    main()
+    lines = [f"{'quantity':<{w}}  {'ours':>10}  {'design sec. 6':>14}  ok"]
+    lines += [f"{r[0]:<{w}}  {r[1]:>10.4g}  {str(r[2]):>14}  {'yes' if check(r) else 'NO'}" for r in rows]
+    return "\n".join(lines)

@@ -23,7 +23,9 @@ from typing import Callable, Iterable
 import numpy as np
 import xarray as xr
 
-from copyhead.config import ATTENTIONS, ActionParams, TheoryParams, theory_params
+from copyhead.config import ATTENTIONS, ActionParams, TheoryParams, runs, theory_params
+from copyhead.provenance import provenance_attrs, write_dataset
+from copyhead.task import make_data
 
 from .action import ExactAverage
 from .ranges import make_model, theory_grid
@@ -41,7 +43,6 @@ Tokens = Callable[[ActionParams, int, int], np.ndarray]
 def run_training_tokens(p: ActionParams, seed: int, P: int) -> np.ndarray:
     """The training set of run (seed, P): ``make_data(seed, V, L, P, n_test).train``, tokens (P, L)
     (the test set is drawn from another stream and does not enter)."""
-    from copyhead.task import make_data
     return make_data(seed, p.V, p.L, P, 0).train
 
 
@@ -211,7 +212,6 @@ def write_same_dataset_theory(th_cfg: dict, attention: str, pairs: list[tuple[in
     """Same-dataset theory for one attention type and the runs' (P, seed) ``pairs``, written atomically
     with provenance attributes (kind ``theory_datasets``) to ``out``
     (results/theory/{attention}_datasets.nc). ``th_cfg``: ``config.theory_config(cfg)``."""
-    from copyhead.provenance import provenance_attrs, write_dataset
     ds = same_dataset_theory(theory_params(th_cfg), attention, pairs)
     effective = dict(th_cfg, same_dataset={"attention": attention, "pairs": json.loads(ds.attrs["pairs_json"])})
     ds.attrs.update(provenance_attrs(
@@ -224,6 +224,4 @@ def write_same_dataset_theory(th_cfg: dict, attention: str, pairs: list[tuple[in
 def sweep_pairs(cfg: dict, attention: str) -> list[tuple[int, int]]:
     """Every (P, seed) a validated config trains for one attention type (union over its recipes), sorted:
     the training sets the workflow evaluates the same-dataset theory on."""
-    from ..config import runs
-
     return sorted({(P, seed) for att, _, P, seed in runs(cfg) if att == attention})

@@ -1,8 +1,8 @@
-"""Corrected (one-loop) and uncorrected posterior means of the linear order parameters at the points of
-the finite-size studies (issue 21 item 4; docs/theory.md Sec. 13; rendered on docs/one_loop.md).
+"""The posterior means of the order parameters with and without the one-loop correction at one P
+(docs/theory.md, Sec. 13): Eq. (18) over the closed-form action on a window of the plane, with the
+corrections of Eqs. (30)-(35) evaluated on a coarse sub-grid and interpolated.
 
-At each (study, P) the posterior mean of Eq. (18) over (c1 ≥ 0, cG) is computed on a fine grid inside the
-window S − S_min < ``cut`` with
+Linear (:func:`posterior_means`, over (c1 ≥ 0, cG)), with these variants of the weight:
 - ``none``: exp(−S), S the 2-D closed-form action (Eq. (16), equivalent kernel) — the uncorrected theory;
 - ``one_loop``: exp(−S − ΔS_EK), ΔS_EK of Eq. (32) (the transverse Gaussian correction, Eq. (31));
 - ``one_loop_pref``: the same + ΔS_pref (Eq. (30), the plane prefactor);
@@ -14,28 +14,28 @@ window S − S_min < ``cut`` with
 Sub-grid points where Eq. (33) fails take the value of the nearest stable one and the fine points nearest
 to them are dropped from the corrected posteriors; the corrected posterior weight within one sub-grid cell
 of an unstable point and on sub-grid points with a soft mode (1 + eig Σ^½H_E⊥Σ^½ < ``soft``) is kept.
-
-``python -m copyhead.theory.one_loop_predict --studies docs/studies/studies.json --base
-config/studies/base.yaml --study finite_size --out docs/one_loop/finite_size.nc`` (or ``--results
-docs/results.json --study converged``: the converged study at the default size)
+Softmax (:func:`softmax_posterior_means`, over the copy logit β): ΔS_EK and the observable's term of
+Eq. (35).
 """
 from __future__ import annotations
 
-import argparse
-import time
-
 import numpy as np
-import xarray as xr
 from scipy.interpolate import CubicSpline, RectBivariateSpline
 from scipy.ndimage import binary_dilation, distance_transform_edt
 
 from copyhead.config import ActionParams
 
-from . import one_loop as ol
-from . import one_loop_terms as olt
-from .action import action_linear, action_softmax, order_to_coeffs, softmax_coeffs
-from .one_loop_points import PARAMS, SOFTMAX_PARAMS, converged_points, study_points
-from .same_dataset import run_training_tokens
+from ..action import action_linear, action_softmax, order_to_coeffs, softmax_coeffs
+from ..same_dataset import run_training_tokens
+from .blocks import block_dirs
+from .correction import (column_share, ek_blocks, grad_term_blocks, one_loop_blocks, plane_point,
+                         softest_mode)
+from .evidence import evidence_dataset, evidence_ek
+from .prior import prior_prefactor, prior_rate_form
+from .softmax import one_loop_softmax
+
+PARAMS = ("c1", "cG")         # the linear order parameters
+SOFTMAX_PARAMS = ("aG",)      # the softmax one (mP/L)
 
 SOFT = 0.2       # a transverse mode with 1 + eig(Σ^½ H_E⊥ Σ^½) below this is near-critical (Sec. 13)
 FLAG = 0.5       # a point is flagged (no prediction) when more than this share of its one-loop posterior
@@ -79,8 +79,8 @@ def naive_extra(m1, mP, p: ActionParams):
     prefactor of Eq. (27) cancels (Sec. 13)."""
     L = p.L
     M = m1 * np.ones((L, L)) + mP * np.eye(L)
-    D = ol._block_dirs(L)
-    HI = p.d_k * ol.prior_rate_form(M, p.g_Q * p.g_K, D.reshape(-1, L, L), p.prior)
+    D = block_dirs(L)
+    HI = p.d_k * prior_rate_form(M, p.g_Q * p.g_K, D.reshape(-1, L, L), p.prior)
     return 0.5 * ((L - 1) * np.linalg.slogdet(HI[:3, :3])[1] + L * (L - 3) // 2 * np.log(HI[3, 3])
                   + (L - 1) * (L - 2) // 2 * np.log(HI[4, 4]))
 
@@ -90,17 +90,17 @@ def ek_correction(p: ActionParams, P, seeds=()):
     dict(dS = ΔS_EK of Eq. (32) (NaN where Eq. (33) fails), rel = the smallest eigenvalue of
     1 + Σ^½H_E⊥Σ^½, pref = ΔS_pref of Eq. (30), naive = ½ ln det d_k H_I⊥, and g<i> = ΔS_g of Eq. (34)
     for the training set of run ``seeds[i]`` at P)."""
-    E = ol.evidence_ek(P * p.L, p.V, p.L, p.g_O, p.sigma2)
-    Es = [ol.evidence_dataset(run_training_tokens(p, s, int(round(P))), p.V, p.g_O, p.sigma2) for s in seeds]
+    E = evidence_ek(p, P)
+    Es = [evidence_dataset(run_training_tokens(p, s, int(round(P))), p) for s in seeds]
 
     def corr(c1, cG):
         m1, mP = map(float, order_to_coeffs(c1, cG, p.L))
-        blocks = ol.ek_blocks(m1, mP, P, p.V, p.L, p.d_k, p.g_Q, p.g_K, p.g_O, p.sigma2, p.prior, E=E)
-        r = ol.one_loop_blocks(*blocks, p.L)
-        M = m1 * np.ones((p.L, p.L)) + mP * np.eye(p.L)
-        return {"dS": r.dS, "rel": r.min_rel_eig, "pref": ol.prior_prefactor(m1, mP, p.L, p.g_Q * p.g_K, p.prior),
+        blocks = ek_blocks(p, P, m1, mP, E=E)
+        r = one_loop_blocks(*blocks, p.L)
+        M = plane_point(m1, mP, p.L)
+        return {"dS": r.dS, "rel": r.min_rel_eig, "pref": prior_prefactor(m1, mP, p.L, p.g_Q * p.g_K, p.prior),
                 "naive": naive_extra(m1, mP, p),
-                **{f"g{i}": olt.grad_term_blocks(olt.evidence_grad(Ei, M), blocks[1], blocks[2], p.L)
+                **{f"g{i}": grad_term_blocks(Ei.grad(M), blocks[1], blocks[2], p.L)
                    for i, Ei in enumerate(Es)}}
     return corr
 
@@ -174,10 +174,10 @@ def softmax_posterior_means(p: ActionParams, P, coarse=21, fine=801, soft=SOFT, 
     lo, hi = b[max(k.min() - 1, 0)], b[min(k.max() + 1, len(b) - 1)]
     bf, bc = np.linspace(lo, hi, fine), np.linspace(lo, hi, coarse)
     Sf = action_softmax(bf, P, p)
-    E = ol.evidence_ek(P * p.L, p.V, p.L, p.g_O, p.sigma2, "softmax")
+    E = evidence_ek(p, P, "softmax")
     dS, rel, obs = np.full(coarse, np.nan), np.full(coarse, np.nan), np.full(coarse, np.nan)
     for i, x in enumerate(bc):
-        r, o = olt.one_loop_softmax(float(x), P, p.V, p.L, p.d_k, p.g_Q, p.g_K, p.g_O, p.sigma2, p.prior, E=E)
+        r, o = one_loop_softmax(p, P, float(x), E=E)
         dS[i], rel[i], obs[i] = r.dS, r.min_rel_eig, o
     bad = ~np.isfinite(dS)
     aG = softmax_coeffs(bf, p.L)[1] / p.L                       # âG = mP/L (copyhead.results.inputs)
@@ -208,121 +208,9 @@ def _means(q, C1, CG):
 
 def mode_at(p: ActionParams, P, c1, cG):
     """(block, 1 + eig Σ^½H_E⊥Σ^½, column share) of the softest transverse mode at (c1, cG)
-    (one_loop.softest_mode, one_loop.column_share); (None, NaN, NaN) where (c1, cG) is not finite."""
+    (correction.softest_mode, correction.column_share); (None, NaN, NaN) where (c1, cG) is not finite."""
     if not (np.isfinite(c1) and np.isfinite(cG)):
         return None, np.nan, np.nan
     m1, mP = map(float, order_to_coeffs(c1, cG, p.L))
-    blk, rel, u = ol.softest_mode(m1, mP, P, p.V, p.L, p.d_k, p.g_Q, p.g_K, p.g_O, p.sigma2, p.prior)
-    return blk, rel, ol.column_share(u)
-
-
-def compute_study(studies: dict, study: str, base: dict, settings=SETTINGS, recipe="sgld", log=print, seeds=(),
-                  attention="linear"):
-    """xr.Dataset over (ratio, x, param) of the measured points and the posterior means of every variant
-    (``seeds``: the runs whose training sets the one_loop_g variant uses; softmax: âG, SOFTMAX_VARIANTS)."""
-    params, points = study_points(studies, study, base, recipe, attention)
-    return compute(params, points, {"study": study, "by": studies[study]["by"], "recipe": recipe}, settings, log,
-                   seeds, attention)
-
-
-def compute(params, points, attrs, settings=SETTINGS, log=print, seeds=(), attention="linear"):
-    """The dataset of compute_study from (params per size x, {(ratio, x, param): point})."""
-    study = attrs["study"]
-    linear = attention == "linear"
-    prms, variants = (PARAMS, VARIANTS) if linear else (SOFTMAX_PARAMS, SOFTMAX_VARIANTS)
-    ratios = sorted({k[0] for k in points})
-    xs = sorted(params)
-    shape3, shape2 = (len(ratios), len(xs), len(prms)), (len(ratios), len(xs))
-    v3 = {k: np.full(shape3, np.nan) for k in ("experiment", "error", "theory", "gap", "closed")}
-    v3.update({f"mean_{k}": np.full(shape3, np.nan) for k in variants})
-    window = ("c1_lo", "c1_hi", "cG_lo", "cG_hi") if linear else ("beta_lo", "beta_hi")
-    v2 = {k: np.full(shape2, np.nan) for k in ("P", "unstable_weight", "near_unstable_weight", "soft_weight",
-                                                "n_unstable", "seconds") + window
-          + (tuple(f"mode_{k}_{at}" for k in ("rel", "column", "block") for at in ("none", "one_loop"))
-             if linear else ())}
-    for a, ratio in enumerate(ratios):
-        for b, x in enumerate(xs):
-            if (ratio, x, prms[-1]) not in points:
-                continue
-            P = points[(ratio, x, prms[-1])]["P"]
-            t0 = time.perf_counter()
-            if linear:
-                r = posterior_means(params[x], P, settings["coarse"], settings["fine"], soft=settings["soft"],
-                                    cut=settings["cut"], seeds=seeds)
-                (v2["c1_lo"][a, b], v2["c1_hi"][a, b]), (v2["cG_lo"][a, b], v2["cG_hi"][a, b]) = r["window"]
-                for at in ("none", "one_loop"):
-                    blk, rel, share = mode_at(params[x], P, r[at]["c1"], r[at]["cG"])
-                    v2[f"mode_rel_{at}"][a, b], v2[f"mode_column_{at}"][a, b] = rel, share
-                    v2[f"mode_block_{at}"][a, b] = ol.BLOCKS.index(blk) if blk else -1
-                extra = f"(with g⊥ {r['one_loop_g']['cG'] - r['none']['cG']:+.4f}), "
-            else:
-                r = softmax_posterior_means(params[x], P, settings["coarse_beta"], settings["fine_beta"],
-                                            soft=settings["soft"], cut=settings["cut"])
-                v2["beta_lo"][a, b], v2["beta_hi"][a, b] = r["window"]
-                extra = f"(without the observable's term {r['one_loop_no_obs']['aG'] - r['none']['aG']:+.4f}), "
-            for k in ("unstable_weight", "near_unstable_weight", "soft_weight", "n_unstable"):
-                v2[k][a, b] = r[k]
-            v2["P"][a, b], v2["seconds"][a, b] = P, time.perf_counter() - t0
-            for c, prm in enumerate(prms):
-                for k in ("experiment", "error", "theory", "gap", "closed"):
-                    v3[k][a, b, c] = points[(ratio, x, prm)][k]
-                for k in variants:
-                    v3[f"mean_{k}"][a, b, c] = r[k][prm]
-            log(f"{study} {attention} ratio {ratio} x {x} P {P:g}: shift {prms[-1]} "
-                f"{r['one_loop'][prms[-1]] - r['none'][prms[-1]]:+.4f} {extra}"
-                f"soft weight {r['soft_weight']:.2g} ({v2['seconds'][a, b]:.1f} s)")
-    ds = xr.Dataset({k: (("ratio", "x", "param"), v) for k, v in v3.items()}
-                    | {k: (("ratio", "x"), v) for k, v in v2.items()},
-                    coords={"ratio": ratios, "x": xs, "param": list(prms),
-                            "d_k": ("x", [params[x].d_k for x in xs]), "L": ("x", [params[x].L for x in xs]),
-                            "V": ("x", [params[x].V for x in xs]), "sigma2": ("x", [params[x].sigma2 for x in xs])})
-    labels = VARIANT_LABEL if linear else SOFTMAX_LABEL
-    ds.attrs.update({**attrs, "attention": attention, "prior": params[xs[0]].prior,
-                     "g_Q": params[xs[0]].g_Q, "g_K": params[xs[0]].g_K, "g_O": params[xs[0]].g_O,
-                     **{f"setting_{k}": v for k, v in settings.items()},
-                     "measured": "SGLD (prior starts) minus the studies' same-dataset posterior mean",
-                     "mode_block_codes": " ".join(ol.BLOCKS), "seeds": " ".join(map(str, seeds)),
-                     **{f"variant_{k}": labels[k] for k in variants}})
-    return ds
-
-
-def main(argv=None):
-    import json
-    import pathlib
-
-    import torch
-
-    from copyhead.config import load_yaml
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--studies", type=pathlib.Path, help="docs/studies/studies.json (finite_size, finite_L)")
-    ap.add_argument("--base", type=pathlib.Path, help="the studies' base config (finite_size, finite_L)")
-    ap.add_argument("--results", type=pathlib.Path, help="a results JSON, e.g. docs/results.json (converged)")
-    ap.add_argument("--study", required=True, choices=["finite_size", "finite_L", "converged"])
-    ap.add_argument("--out", type=pathlib.Path, required=True)
-    ap.add_argument("--coarse", type=int, default=SETTINGS["coarse"])
-    ap.add_argument("--attention", choices=["linear", "softmax"], default="linear",
-                    help="softmax: âG at the finite-size study's points (Eqs. (32), (35))")
-    ap.add_argument("--spec", type=pathlib.Path, default=pathlib.Path("config/studies.yaml"),
-                    help="the studies' spec: its seeds are the runs whose training sets the one_loop_g variant "
-                         "uses (finite_size, finite_L; converged: the results' linear sgld seeds)")
-    a = ap.parse_args(argv)
-    torch.set_num_threads(1)
-    t0 = time.perf_counter()
-    settings = dict(SETTINGS, coarse=a.coarse)
-    if a.study == "converged":
-        results = json.loads(a.results.read_text())
-        params, points = converged_points(results)
-        seeds = json.loads(results["config"]["json"])["sweep"]["linear"]["sgld"]["seeds"]
-        ds = compute(params, points, {"study": "converged", "by": "d_k", "recipe": "sgld",
-                                      "source": str(a.results)}, settings, seeds=seeds)
-    else:
-        seeds = load_yaml(a.spec)["seeds"]
-        ds = compute_study(json.loads(a.studies.read_text()), a.study, load_yaml(a.base), settings,
-                           seeds=() if a.attention == "softmax" else seeds, attention=a.attention)
-    ds.attrs["seconds_total"] = time.perf_counter() - t0
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    ds.to_netcdf(a.out)
-
-
-if __name__ == "__main__":
-    main()
+    blk, rel, u = softest_mode(p, P, m1, mP)
+    return blk, rel, column_share(u)

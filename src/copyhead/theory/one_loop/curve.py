@@ -1,5 +1,5 @@
 """The theory option ``theory.fluctuations: {kind: one_loop}`` (docs/theory.md, Sec. 13): the closed-form
-posterior means with and without the one-loop correction on the option's P grid, their flag and the
+posterior means with and without the one-loop correction along the option's P grid, their flag and the
 corrected transition (written into the theory files by :mod:`copyhead.theory.output`)."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 
 from copyhead.config import ActionParams
 
-from .one_loop_predict import PARAMS, SETTINGS, SOFTMAX_PARAMS, posterior_means, softmax_posterior_means
+from .posterior import PARAMS, SETTINGS, SOFTMAX_PARAMS, posterior_means, softmax_posterior_means
 
 
 def one_loop_curve(p: ActionParams, Ps, settings=SETTINGS, log=None, attention="linear") -> dict:

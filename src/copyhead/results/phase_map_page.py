@@ -1,22 +1,28 @@
-"""docs/phase_map.md, generated from the phase-map and prior-check netCDF files (issue 20, items 1-2).
+"""docs/phase_map.md, generated from the phase-map and prior-check netCDF files (copyhead.theory.phase_map,
+copyhead.theory.prior_effect; docs/theory.md, Sec. 12).
 
-``python -m copyhead.theory.phase_map_page --map M.nc --exact E.nc --prior C.nc --out docs/phase_map.md``.
-Every number on the page is read from those files here; none is typed.
+``copyhead phase-map page --map M.nc --exact E.nc --prior C.nc --out docs/phase_map.md`` (:func:`write_page`,
+with its provenance record docs/phase_map.md.provenance.json). Every number on the page is read from those
+files here; none is typed.
 """
 from __future__ import annotations
 
-import argparse
 import json
 
 import numpy as np
 
-from .phase_map import N_OVER_V2_MIN
+from copyhead.analysis.finite_size import PRIOR_LABEL as PL
+from copyhead.analysis.fits import loglog_slope
+from copyhead.provenance import product_record, read_dataset, write_product
 
-PL = {"large_deviation": "large-deviation", "gaussian": "Gaussian"}
+from .format import g
+
+COMMAND = "snakemake -s workflow/phase_map.smk --cores 1"
 
 
-def g(x, n=3):
-    return "–" if x is None or not np.isfinite(x) else f"{float(x):.{n}g}"
+def n_over_v2_min(ds) -> float:
+    """The validity threshold N ≥ n V² the map was computed with (its config)."""
+    return float(json.loads(ds.attrs["config_json"])["N_over_V2_min"])
 
 
 def first_L_above_one(L, r):
@@ -51,30 +57,26 @@ def where_softmax_first(ds):
 
 
 def validity(ds):
+    n_min = n_over_v2_min(ds)
     out = []
     for prior in ds["prior"].values:
         r = ds["ratio"].sel(prior=prior)
         ok_rank = ds["d_k"] >= ds["L"]
-        ok_n = ds["N_over_V2"].sel(prior=prior) >= N_OVER_V2_MIN
+        ok_n = ds["N_over_V2"].sel(prior=prior) >= n_min
         first = (r > 1)
         n1 = int(first.sum())
         both = int((first & ok_rank & ok_n).sum())
         out.append(f"- {PL[prior]} prior: softmax first (ratio > 1) at {n1} of {r.size} (path, L, V) points; "
                    f"{int((first & ok_rank).sum())} of them have d_k ≥ L, {int((first & ok_n).sum())} have "
-                   f"N ≥ {g(N_OVER_V2_MIN)} V² (σ² = 0.1), {both} both.")
+                   f"N ≥ {g(n_min)} V² (σ² = 0.1), {both} both.")
     return out
-
-
-def _slope(x, y):
-    ok = np.isfinite(y) & (y > 0)
-    return float(np.polyfit(np.log(np.asarray(x, float)[ok]), np.log(y[ok]), 1)[0]) if ok.sum() >= 2 else np.nan
 
 
 def scaling_forms(ds):
     """Per path and prior at each V: log-log slope of the softmax copy point in L, and the spread
     (max/min over L) of P*/ln²L and P*/(L ln²L); the ln-slopes of ln²L and L ln²L over the same L."""
     L = ds["L"].values.astype(float)
-    s_ln2 = _slope(L, np.log(L) ** 2)
+    s_ln2 = loglog_slope(L, np.log(L) ** 2)
     out = [f"Over L = {int(L[0])}–{int(L[-1])} the forms themselves have log-log slopes {g(s_ln2)} (ln²L) and "
            f"{g(1 + s_ln2)} (L ln²L). Softmax copy point P* (sequences): slope d ln P*/d ln L, and spread "
            "max/min over L of P*/ln²L | P*/(L ln²L) (1 = the form fits exactly); V = "
@@ -87,7 +89,7 @@ def scaling_forms(ds):
             sl, s0, s1, s2 = [], [], [], []
             for v in ds["V"].values:
                 y = P.sel(V=v).values
-                sl.append(_slope(L, y))
+                sl.append(loglog_slope(L, y))
                 s0.append(np.nanmax(y) / np.nanmin(y))
                 f1, f2 = y / np.log(L) ** 2, y / (L * np.log(L) ** 2)
                 s1.append(np.nanmax(f1) / np.nanmin(f1))
@@ -116,6 +118,7 @@ def scaling_forms(ds):
 
 
 def exact_slice(ex):
+    n_min = n_over_v2_min(ex)
     out = ["| path | L | d_k | N/V² | closed LD | exact LD | closed Gauss. | exact Gauss. |", "|---|---|---|---|---|---|---|---|"]
     for path in ex["path"].values:
         for L in ex["L"].values:
@@ -128,8 +131,8 @@ def exact_slice(ex):
     errx = np.abs(ex["P_crossover_exact"] / ex["P_crossover"] - 1)
     nv = ex["N_over_V2"]
     out += ["", f"Closed form vs exact average on this slice: the softmax copy point differs by at most "
-                f"{g(100 * float(err.where(nv >= N_OVER_V2_MIN).max()), 2)} % where N ≥ {g(N_OVER_V2_MIN)} V² and by up to "
-                f"{g(100 * float(err.where(nv < N_OVER_V2_MIN).max()), 2)} % where N < {g(N_OVER_V2_MIN)} V²; the linear "
+                f"{g(100 * float(err.where(nv >= n_min).max()), 2)} % where N ≥ {g(n_min)} V² and by up to "
+                f"{g(100 * float(err.where(nv < n_min).max()), 2)} % where N < {g(n_min)} V²; the linear "
                 f"crossover by at most {g(100 * float(errx.max()), 2)} % everywhere. N/(V+L)² is "
                 f"{g(float(ex['N_over_D2'].min()), 2)}–{g(float(ex['N_over_D2'].max()), 2)} on the whole slice, "
                 f"so (V+L)² is not what separates good from bad agreement: V² is."]
@@ -206,9 +209,10 @@ def summary(ds, ex, pc):
     return out
 
 
-def render(ds, ex, pc, command):
+def render(ds, ex, pc, command=COMMAND):
     s = json.loads(ds.attrs["config_json"])["settings"]
-    lines = ["# Phase map: where softmax attention copies first (issue 20)", "",
+    n_min = n_over_v2_min(ds)
+    lines = ["# Phase map: where softmax attention copies first", "",
              f"Generated by `{command}` (workflow/phase_map.smk) from docs/phase_map/*.nc; every number below is "
              "computed from those files. Derivation: docs/theory.md, Sec. 12.", "",
              "![phase map](phase_map/fig_phase_map.png)", "",
@@ -225,7 +229,7 @@ def render(ds, ex, pc, command):
              "is a jump, else the P of fastest growth of âG). ratio > 1: softmax copies first. The closed-form "
              "ratio does not depend on σ² (every closed-form P ∝ σ²); N = P·L does.",
              f"- Assumptions marked: d_k ≥ L (else M = QᵀK/d_k is rank deficient) and N = P·L ≥ "
-             f"{g(N_OVER_V2_MIN)} V² at the smaller transition (σ² = 0.1; at σ² = 1 every N is 10× larger).", "",
+             f"{g(n_min)} V² at the smaller transition (σ² = 0.1; at σ² = 1 every N is 10× larger).", "",
              "## Where softmax copies first (closed form)", "", *where_softmax_first(ds), "", *validity(ds), "",
              "## The exact average on the V = 16 slice", "", *exact_slice(ex), "",
              "## The scaling forms along each path", "", *scaling_forms(ds), "",
@@ -234,16 +238,9 @@ def render(ds, ex, pc, command):
     return "\n".join(lines)
 
 
-def main(argv=None):
-    from copyhead.provenance import atomic_write, read_dataset
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for k in ("map", "exact", "prior", "out"):
-        ap.add_argument(f"--{k}", required=True)
-    a = ap.parse_args(argv)
-    cmd = "snakemake -s workflow/phase_map.smk --cores 1"
-    text = render(read_dataset(a.map), read_dataset(a.exact), read_dataset(a.prior), cmd)
-    atomic_write(a.out, lambda tmp: open(tmp, "w").write(text))
-
-
-if __name__ == "__main__":
-    main()
+def write_page(map_path, exact_path, prior_path, out) -> dict:
+    """Render docs/phase_map.md from the closed-form map, the exact slice and the prior check and write it
+    with its provenance record (``<out>.provenance.json``: the sha256 of each input and the code)."""
+    inputs = {"map": map_path, "exact": exact_path, "prior": prior_path}
+    text = render(read_dataset(map_path), read_dataset(exact_path), read_dataset(prior_path))
+    return write_product({out: text}, product_record("phase_map_page", "results", inputs))

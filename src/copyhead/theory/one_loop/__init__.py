@@ -1,0 +1,19 @@
+"""The one-loop (Gaussian) correction from the L² − 2 transverse directions of the score matrix
+(docs/theory.md, Sec. 13). The 2-D theory keeps M = m1 J + mP I; around such a point the full score matrix
+fluctuates in the orthogonal complement of span{I, J} (Frobenius), and integrating those fluctuations at
+Gaussian order corrects the action and the posterior means. Pure numpy/scipy.
+
+Modules, in the order they build on each other:
+- ``blocks``: the isotypic decomposition of R^{L×L} under permutations (Eq. (29)), the transverse basis,
+  the block directions;
+- ``evidence``: E(M) = −ln p(Y|A(M)) of one dataset or of the equivalent kernel (Eqs. (4), (11)) and the
+  softmax observable âG(M), with exact gradients and Hessian-vector products;
+- ``prior``: the Hessian of the prior rate (Eq. (28)) and the plane prefactor (Eq. (30));
+- ``correction``: the Gaussian integral (Eq. (31)), its stability (Eq. (33)), the block form for the
+  equivalent kernel (Eq. (32)), the softest mode, a dataset's gradient term (Eq. (34));
+- ``softmax``: the softmax expansion point and the observable's second-order term (Eq. (35));
+- ``posterior``: the posterior means with and without the correction at one P (Eq. (18));
+- ``predict``: those means at given measured points, as the dataset of docs/one_loop/*.nc;
+- ``curve``: the theory option ``theory.fluctuations: {kind: one_loop}`` along a P grid.
+Vectorisation convention: vec(M) = M.reshape(-1) (row-major, index a·L + b).
+"""

@@ -1,0 +1,105 @@
+"""The one-loop predictions at given points (docs/theory.md, Sec. 13; rendered on docs/one_loop.md): at each
+(ratio, size x) the corrected and uncorrected posterior means of :mod:`.posterior` at the point's P, next to
+the measured values handed in (read by copyhead.analysis.one_loop_points), as one xarray Dataset
+(:func:`compute`), written with its provenance as one file of docs/one_loop/ (:func:`write_predictions`)."""
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import xarray as xr
+
+from copyhead.provenance import input_checksums, provenance_attrs, write_dataset
+
+from .blocks import BLOCKS
+from .posterior import (PARAMS, SETTINGS, SOFTMAX_LABEL, SOFTMAX_PARAMS, SOFTMAX_VARIANTS, VARIANT_LABEL,
+                        VARIANTS, mode_at, posterior_means, softmax_posterior_means)
+
+
+def compute(params, points, attrs, settings=SETTINGS, log=print, seeds=(), attention="linear"):
+    """xr.Dataset over (ratio, x, param) of the measured points and the posterior means of every variant at
+    each point's P (linear: ĉ1, ĉG, VARIANTS; softmax: âG, SOFTMAX_VARIANTS), with the windows, weights,
+    the softest mode (linear) and the seconds per point.
+
+    ``params``: ActionParams per size x; ``points``: {(ratio, x, param): dict(P, experiment, error, theory,
+    gap, closed)} (what copyhead.analysis.one_loop_points reads from the studies' results); ``attrs``: the
+    dataset's attributes (study, by, recipe, ...); ``seeds``: the runs whose training sets the one_loop_g
+    variant uses."""
+    study = attrs["study"]
+    linear = attention == "linear"
+    prms, variants = (PARAMS, VARIANTS) if linear else (SOFTMAX_PARAMS, SOFTMAX_VARIANTS)
+    ratios = sorted({k[0] for k in points})
+    xs = sorted(params)
+    shape3, shape2 = (len(ratios), len(xs), len(prms)), (len(ratios), len(xs))
+    v3 = {k: np.full(shape3, np.nan) for k in ("experiment", "error", "theory", "gap", "closed")}
+    v3.update({f"mean_{k}": np.full(shape3, np.nan) for k in variants})
+    window = ("c1_lo", "c1_hi", "cG_lo", "cG_hi") if linear else ("beta_lo", "beta_hi")
+    v2 = {k: np.full(shape2, np.nan) for k in ("P", "unstable_weight", "near_unstable_weight", "soft_weight",
+                                                "n_unstable", "seconds") + window
+          + (tuple(f"mode_{k}_{at}" for k in ("rel", "column", "block") for at in ("none", "one_loop"))
+             if linear else ())}
+    for a, ratio in enumerate(ratios):
+        for b, x in enumerate(xs):
+            if (ratio, x, prms[-1]) not in points:
+                continue
+            P = points[(ratio, x, prms[-1])]["P"]
+            t0 = time.perf_counter()
+            if linear:
+                r = posterior_means(params[x], P, settings["coarse"], settings["fine"], soft=settings["soft"],
+                                    cut=settings["cut"], seeds=seeds)
+                (v2["c1_lo"][a, b], v2["c1_hi"][a, b]), (v2["cG_lo"][a, b], v2["cG_hi"][a, b]) = r["window"]
+                for at in ("none", "one_loop"):
+                    blk, rel, share = mode_at(params[x], P, r[at]["c1"], r[at]["cG"])
+                    v2[f"mode_rel_{at}"][a, b], v2[f"mode_column_{at}"][a, b] = rel, share
+                    v2[f"mode_block_{at}"][a, b] = BLOCKS.index(blk) if blk else -1
+                extra = f"(with g⊥ {r['one_loop_g']['cG'] - r['none']['cG']:+.4f}), "
+            else:
+                r = softmax_posterior_means(params[x], P, settings["coarse_beta"], settings["fine_beta"],
+                                            soft=settings["soft"], cut=settings["cut"])
+                v2["beta_lo"][a, b], v2["beta_hi"][a, b] = r["window"]
+                extra = f"(without the observable's term {r['one_loop_no_obs']['aG'] - r['none']['aG']:+.4f}), "
+            for k in ("unstable_weight", "near_unstable_weight", "soft_weight", "n_unstable"):
+                v2[k][a, b] = r[k]
+            v2["P"][a, b], v2["seconds"][a, b] = P, time.perf_counter() - t0
+            for c, prm in enumerate(prms):
+                for k in ("experiment", "error", "theory", "gap", "closed"):
+                    v3[k][a, b, c] = points[(ratio, x, prm)][k]
+                for k in variants:
+                    v3[f"mean_{k}"][a, b, c] = r[k][prm]
+            log(f"{study} {attention} ratio {ratio} x {x} P {P:g}: shift {prms[-1]} "
+                f"{r['one_loop'][prms[-1]] - r['none'][prms[-1]]:+.4f} {extra}"
+                f"soft weight {r['soft_weight']:.2g} ({v2['seconds'][a, b]:.1f} s)")
+    ds = xr.Dataset({k: (("ratio", "x", "param"), v) for k, v in v3.items()}
+                    | {k: (("ratio", "x"), v) for k, v in v2.items()},
+                    coords={"ratio": ratios, "x": xs, "param": list(prms),
+                            "d_k": ("x", [params[x].d_k for x in xs]), "L": ("x", [params[x].L for x in xs]),
+                            "V": ("x", [params[x].V for x in xs]), "sigma2": ("x", [params[x].sigma2 for x in xs])})
+    labels = VARIANT_LABEL if linear else SOFTMAX_LABEL
+    ds.attrs.update({**attrs, "attention": attention, "prior": params[xs[0]].prior,
+                     "g_Q": params[xs[0]].g_Q, "g_K": params[xs[0]].g_K, "g_O": params[xs[0]].g_O,
+                     **{f"setting_{k}": v for k, v in settings.items()},
+                     "measured": "SGLD (prior starts) minus the studies' same-dataset posterior mean",
+                     "mode_block_codes": " ".join(BLOCKS), "seeds": " ".join(map(str, seeds)),
+                     **{f"variant_{k}": labels[k] for k in variants}})
+    return ds
+
+
+def write_predictions(out, params, points, attrs, seeds=(), attention="linear", coarse=None, inputs=(),
+                      log=print) -> xr.Dataset:
+    """:func:`compute` at the given points (``coarse``: the sub-grid size, default SETTINGS) written to ``out``
+    (netCDF, kind ``one_loop``; the sha256 of each file of ``inputs`` in ``inputs_json``)."""
+    t0 = time.perf_counter()
+    settings = dict(SETTINGS, coarse=SETTINGS["coarse"] if coarse is None else int(coarse))
+    ds = compute(params, points, attrs, settings, log, tuple(seeds), attention)
+    ds.attrs["seconds_total"] = time.perf_counter() - t0
+    checksums = input_checksums(inputs)
+    config = {"study": attrs["study"], "attention": attention, "settings": settings, "seeds": list(seeds),
+              "inputs": sorted(checksums)}
+    prov = provenance_attrs("one_loop", config, f"copyhead one-loop predictions at the {attrs['study']} study's "
+                            f"points ({attention} attention)",
+                            extra={"inputs_json": json.dumps(checksums, sort_keys=True),
+                                   "docs": "docs/theory.md Sec. 13; docs/one_loop.md"})
+    ds.attrs = {**prov, **ds.attrs}
+    write_dataset(ds, out)
+    return ds
