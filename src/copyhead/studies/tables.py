@@ -262,7 +262,8 @@ def build(spec: dict, studies: dict) -> dict:
 def write_tables(spec_path: str | Path, paths: list[str | Path], out_json: str | Path) -> dict:
     """Write studies.json (every table of :func:`build`, JSON-ready: NaN as null, tuple keys joined by "|",
     the studies' configs left out) with its provenance record ``studies.json.provenance.json`` (the spec
-    and every study's results JSON with their sha256)."""
+    and every study's results JSON with their sha256; marked ``data``: its inputs live outside the checkout,
+    in the studies' folders, so it is remade there, not by the docs rules)."""
     out_json = Path(out_json)
     if out_json.suffix != ".json":
         raise DataFileError(f"{out_json}: the studies' tables are a .json file (render the page from it with "
@@ -273,5 +274,7 @@ def write_tables(spec_path: str | Path, paths: list[str | Path], out_json: str |
     inputs = {"spec": spec_path, **{f"study_{name}": s["path"] for name, s in studies.items()}}
     text = json.dumps(jsonable(rep, drop=("config",)), indent=1, sort_keys=True) + "\n"
     out_json.parent.mkdir(parents=True, exist_ok=True)
-    write_product({out_json: text}, product_record("studies_tables", "studies", inputs, {"spec": str(spec_path)}))
+    # data whose inputs (the studies' results) live outside the checkout: remade where the studies are
+    record = dict(product_record("studies_tables", "studies", inputs, {"spec": str(spec_path)}, kind="table"), data=True)
+    write_product({out_json: text}, record)
     return rep
