@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis import ok_runs, seed_mean_sem, sequence_length, theory_pattern_cosine
+from ..analysis.adam import local_minima_1d
 from ..config import ATTENTIONS
 from ..provenance import read_dataset
 from .orders import _recipes, experiment_transition, results_summary
@@ -62,10 +63,9 @@ def fig_stages(inputs, options):
 def _barrier_top(sm) -> float:
     """y limit that shows both softmax minima and the barrier between them (not the steep walls): 1.3 × the
     highest barrier top of the landscapes that have two local minima, else the 30th percentile of S."""
-    from ..results.adam import _local_minima_1d
     tops = []
     for row in np.asarray(sm["action_landscape"].transpose("landscape_P", "beta_grid").values, float):
-        mins = _local_minima_1d(row)
+        mins = local_minima_1d(row)
         if len(mins) > 1:
             tops.append(float(np.nanmax(row[mins[0]:mins[-1] + 1])))
     return 1.3 * max(tops) if tops else float(np.nanpercentile(sm["action_landscape"].values, 30))

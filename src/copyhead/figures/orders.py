@@ -2,9 +2,16 @@
 and the reading of the results model's transitions (``results_summary``) that fig3, fig4 and fig8 mark."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 
 from ..analysis import sequence_length
+from ..analysis.convergence import RHAT_MAX
+from ..analysis.curves import CURVES
+from ..analysis.experiments import KEYS, recipes
+from ..analysis.tables import figure_statistics
 from ..order_params import paper_order_parameters
 from ..provenance import read_dataset
 from .style import (C1_COLOR, CG_COLOR, EXACT_MEAN_LS, OPT_COLORS, WIDE, annotate_status, errorbar_points,
@@ -14,8 +21,6 @@ from .style import (C1_COLOR, CG_COLOR, EXACT_MEAN_LS, OPT_COLORS, WIDE, annotat
 
 def results_summary(inputs) -> dict | None:
     """The ``summary`` of the results JSON given as the ``results`` input (copyhead.analysis.summary), or None."""
-    import json
-    from pathlib import Path
     path = inputs.get("results")
     return json.loads(Path(path).read_text()).get("summary") if path else None
 
@@ -32,7 +37,6 @@ def experiment_transition(summary, attention: str, kind: str, method: str = "sgl
 
 def _recipes(ag, options):
     """Recipes of the aggregate with method and start (options["recipes"] from the config, else inferred)."""
-    from ..results import recipes
     spec = options.get("recipes")
     return recipes(ag, {"optimizers": spec} if spec else None)
 
@@ -81,14 +85,12 @@ def _mark_experimental_transitions(ax, summary, attention):
 def fig_order_params(inputs, options, attention):
     """fig3 (linear: ĉ1, ĉG) / fig4 (softmax: â1, âG, incl. copy-initialised SGLD for the hysteresis) vs P:
     experiments as markers (the aggregate's mean ± sem over seeds; no bar with one seed; hollow where the
-    chains' split-R̂ exceeds the threshold, copyhead.results.flagged_points), theory as lines (styles in the
+    chains' split-R̂ exceeds the threshold, copyhead.analysis.convergence.flagged_points), theory as lines (styles in the
     caption; ĉ1/ĉG labelled directly), the theory's transitions as named vertical lines and the results
     model's experimental transitions (analysis.summary, from ``inputs["results"]``) as 95% CI bars at the top;
     below, the residuals z = (experiment − theory)/error against the theory curve named on the panel
-    (copyhead.results: SGLD against the posterior mean, Adam against the minimiser, of the same-dataset theory
+    (copyhead.analysis.agreement: SGLD against the posterior mean, Adam against the minimiser, of the same-dataset theory
     if given, else the exact dataset average, else the closed form); right: test loss and R̂ vs P."""
-    from ..results import RHAT_MAX, figure_statistics
-    from ..results.inputs import CURVES, KEYS
     plt = pyplot()
     ag = read_dataset(inputs[f"aggregate_{attention}"])
     th = read_dataset(inputs[f"theory_{attention}"])
