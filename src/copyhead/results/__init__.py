@@ -20,17 +20,14 @@ import json
 from pathlib import Path
 
 from ..analysis.convergence import RHAT_MAX
-from ..analysis.experiments import recipes
-from ..analysis.tables import build_tables, figure_statistics, jsonable
+from ..analysis.tables import build_tables, jsonable
 from ..config import canonical_json, config_hash
 from ..provenance import (code_version, code_version_string, json_text, product_record, read_dataset, sha256_file,
                           write_product)
 from .appendix import render_appendix
 from .page import render_page
 
-# build_tables, figure_statistics, jsonable, recipes and RHAT_MAX are re-exported for the modules that
-# import them from here (copyhead.figures, copyhead.studies)
-__all__ = ["RHAT_MAX", "build_tables", "figure_statistics", "jsonable", "recipes", "write_pages", "write_results"]
+__all__ = ["write_pages", "write_results"]
 
 
 def write_results(inputs: dict, out: Path, out_json: Path | None = None, config: dict | None = None, *,

@@ -22,14 +22,14 @@ import xarray as xr
 from copyhead.analysis.agreement import z_scores
 from copyhead.analysis.finite_size import CURVES, PRIORS, finite_size
 from copyhead.analysis.fits import row_error
+from copyhead.analysis.experiments import KEYS
 from copyhead.analysis.scaling import scaling_rows
+from copyhead.analysis.tables import jsonable
 from copyhead.analysis.twins import compare_twins, transitions_collapse
 from copyhead.config import ActionParams
 from copyhead.order_params import paper_order_parameters
 from copyhead.provenance import DataFileError, product_record, write_product
 from copyhead.resources import sweep_seconds
-from copyhead.results import jsonable
-from copyhead.results.inputs import KEYS
 from copyhead.studies.spec import REFERENCE, load_spec
 from copyhead.theory.scaling import closed_form_transitions
 
