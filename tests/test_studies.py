@@ -26,7 +26,7 @@ from copyhead.results.page import _studies
 from copyhead.studies import report as R
 from copyhead.studies import tables as T
 from copyhead.studies.conclude import collapse_verdict, conclude_finite_size
-from copyhead.studies.publish import MANIFEST, PublishError, check_published, publish, record_tables_made_elsewhere
+from copyhead.publish import MANIFEST, PublishError, check_published, publish, record_tables_made_elsewhere
 from copyhead.studies.spec import load_spec, reference_transitions, action_params, study_config, write_study_config
 from copyhead.studies.tables import _theory_curve
 from copyhead.theory.output import write_theory

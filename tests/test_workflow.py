@@ -548,3 +548,40 @@ def test_captions_render_without_docutils_errors():
         html = docutils.core.publish_parts(rst.read_text(), writer_name="html",
                                            settings_overrides={"warning_stream": False})["html_body"]
         assert "System Message" not in html, rst.name
+
+
+def test_published_aggregates_remake_the_results_page_and_pass_the_audit(pipeline, tmp_path):
+    """A study's aggregates published into docs/data/ (copyhead publish-aggregates) are the committed inputs
+    from which `snakemake -s workflow/docs.smk docs_results` makes the results JSON, page and figures, each
+    with its record; `copyhead audit --docs docs` passes and names the runs as living outside the checkout;
+    editing a committed input fails the audit naming the files made from it. A config other than the
+    study's is refused before anything is written."""
+    repo = _copy_workflow(tmp_path / "repo")
+    shutil.copytree(ROOT / "src", repo / "src")      # the code paths a checkout has
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    (repo / ".gitignore").write_text("/studies/\nresults/\n.snakemake/\ndocs/logs/\n")
+    run = lambda *a: subprocess.run([sys.executable, "-m", "copyhead", *a], cwd=repo, capture_output=True,
+                                    text=True, timeout=600)
+    other = yaml.safe_load((pipeline / "config.yaml").read_text())
+    other["model"]["sigma2"] = 0.2
+    (repo / "other.yaml").write_text(yaml.safe_dump(other))
+    r = run("publish-aggregates", str(pipeline), "--config", "other.yaml")
+    assert r.returncode == 2 and "not what other.yaml gives them" in r.stderr and not (repo / "docs/data").exists()
+    r = run("publish-aggregates", str(pipeline), "--config", "config.yaml")
+    assert r.returncode == 0, r.stderr
+    manifest = json.loads((repo / "docs/data/converged/.published.json").read_text())
+    assert manifest["source"] == str(pipeline) and set(manifest["files"]) == {"aggregate_linear.nc",
+                                                                               "aggregate_softmax.nc"}
+    smk(repo, "-s", "workflow/docs.smk", "docs_results", "--config", "converged_config=config.yaml")
+    for name in ("results.md", "results_appendix.md", "results.json", "results_figures/fig3_linear_order_params.png"):
+        assert (repo / "docs" / name).is_file(), name
+    r = run("audit", "--docs", "docs")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "inputs outside the checkout (not checked): " + str(pipeline / "results/runs") in r.stdout
+    agg = repo / "docs/data/converged/aggregate_linear.nc"
+    os.chmod(agg, 0o644)
+    agg.write_bytes(agg.read_bytes() + b"\0")          # a committed input edited by hand
+    r = run("audit", "--docs", "docs")
+    assert r.returncode == 1
+    assert "docs/results.json: older than its committed input docs/data/converged/aggregate_linear.nc" in r.stdout
+    assert "docs/data/converged/aggregate_linear.nc: was changed after it was published" in r.stdout

@@ -8,6 +8,7 @@
 #   docs/data/converged/aggregate_{linear,softmax}.nc  the converged study's aggregates
 #        (snakemake --configfile config/converged.yaml --directory studies/converged, then
 #         copyhead publish-aggregates studies/converged --config config/converged.yaml)
+#   config/converged.yaml                              its config (the theory files are made from it)
 #   docs/studies*/studies.json                         the studies' tables (workflow/studies.smk)
 # Everything else here is made by a rule below from those and the configs.
 import json
@@ -18,14 +19,16 @@ from copyhead import config as chcfg
 from copyhead.figures import FIGURES
 from copyhead.provenance import code_fingerprint
 
-CONVERGED = "config/converged.yaml"
+# the converged study's config (`--config converged_config=<file>`: a test publishes a tiny study's)
+CONVERGED = config.get("converged_config", "config/converged.yaml")
 CONV = chcfg.load(CONVERGED)
 ATTS = [a for a in chcfg.ATTENTIONS if a in CONV["sweep"]]
-DATA = "docs/data/converged"
+DATA = "docs/data/converged"     # published (copyhead publish-aggregates)
+THEORY = "docs/data/theory"       # made here from the config
 FIG = "docs/results_figures"
 STUDY_REPORTS = sorted(str(p) for p in Path("docs").glob("studies*/studies.json"))
-ROLE_PATHS = {"aggregate": DATA + "/aggregate_{}.nc", "theory": DATA + "/theory_{}.nc",
-              "datasets": DATA + "/datasets_{}.nc"}
+ROLE_PATHS = {"aggregate": DATA + "/aggregate_{}.nc", "theory": THEORY + "/theory_{}.nc",
+              "datasets": THEORY + "/datasets_{}.nc"}
 
 
 def roles(pairs):
@@ -35,19 +38,26 @@ def roles(pairs):
 DOC_FIGURES = [f for f in FIGURES.values() if f.available(ATTS)]
 
 
+# the results page, its JSON and figures (from the published aggregates and the config)
+RESULTS_TARGETS = ["docs/results.md", "docs/results_appendix.md", *[f"{FIG}/{f.name}.png" for f in DOC_FIGURES]]
+
+
 rule docs:
     default_target: True
     input:
-        "docs/results.md",
-        "docs/results_appendix.md",
-        [f"{FIG}/{f.name}.png" for f in DOC_FIGURES],
+        RESULTS_TARGETS,
+
+
+rule docs_results:
+    input:
+        RESULTS_TARGETS,
 
 
 rule docs_theory:
     input:
         CONVERGED,
     output:
-        DATA + "/theory_{attention}.nc",
+        THEORY + "/theory_{attention}.nc",
     params:
         code=code_fingerprint("theory"),
     log:
@@ -60,7 +70,7 @@ rule docs_theory_datasets:
     input:
         CONVERGED,
     output:
-        DATA + "/datasets_{attention}.nc",
+        THEORY + "/datasets_{attention}.nc",
     params:
         code=code_fingerprint("theory"),
     log:

@@ -61,12 +61,12 @@ CODE_MODULES = {
     "one_loop": ("copyhead.theory", "copyhead.analysis", "copyhead.task", "copyhead.order_params", "copyhead.config"),
     "aggregate": ("copyhead.aggregate", "copyhead.order_params", "copyhead.analysis", "copyhead.config"),
     "figures": ("copyhead.figures", "copyhead.analysis", "copyhead.results", "copyhead.order_params",
-                "copyhead.config", "copyhead.theory", "copyhead.studies", "copyhead.task", "copyhead.resources",
-                "copyhead.schedules"),     # figures.phase_map and figures.studies read theory and studies
+                "copyhead.config", "copyhead.theory", "copyhead.task", "copyhead.resources",
+                "copyhead.schedules"),     # figures.phase_map reads theory
     "results": ("copyhead.results", "copyhead.analysis", "copyhead.order_params", "copyhead.config"),
     "studies": ("copyhead.studies", "copyhead.results", "copyhead.figures", "copyhead.analysis", "copyhead.theory",
                 "copyhead.order_params", "copyhead.task", "copyhead.resources", "copyhead.schedules",
-                "copyhead.config"),
+                "copyhead.config", "copyhead.publish"),
 }
 # product kind (the ``copyhead_kind`` attribute) -> the concern of CODE_MODULES that makes it
 KIND_CONCERN = {"run": "train", "theory": "theory", "theory_datasets": "theory", "aggregate": "aggregate",

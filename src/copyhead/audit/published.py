@@ -76,6 +76,20 @@ def product_files(folder: Path) -> list[Path]:
     return out
 
 
+def _manifest(folder: Path) -> dict:
+    """The publish manifest of a published folder (``copyhead.publish``), or {}."""
+    try:
+        rec = json.loads((folder / MANIFESTS[0]).read_text())
+        return rec if isinstance(rec, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _published_source(folder: Path) -> str:
+    """The folder a published folder's files were made in (its manifest's ``source``), or ''."""
+    return str(_manifest(folder).get("source", ""))
+
+
 def _looks_generated(path: Path) -> bool:
     if path.suffix in GENERATED_SUFFIXES:
         return True
@@ -145,6 +159,10 @@ class PublishedAuditor:
             except ValueError:
                 return "netCDF attributes", None, "inputs_json attribute is not valid JSON"
             kind = str(attrs["copyhead_kind"])
+            # a published file's inputs were recorded relative to the folder it was made in (the manifest's source)
+            base = _published_source(path.parent)
+            inputs = {p: s for p, s in inputs.items()} if not base else \
+                {(p if Path(p).is_absolute() else str(Path(base) / p)): s for p, s in inputs.items()}
             rec = {"kind": kind, "concern": KIND_CONCERN.get(kind, ""),
                    "code_fingerprint": str(attrs.get("code_fingerprint", "")),
                    "code_version": str(attrs.get("code_version", "")), "data": True,
@@ -155,6 +173,10 @@ class PublishedAuditor:
     def audit(self, path: Path) -> ProductReport:
         path = Path(path)
         rep = ProductReport(path=str(path))
+        published = _manifest(path.parent).get("files", {}).get(path.name)
+        if published and self._sha256(path) != published:
+            rep.problems.append(f"{path}: was changed after it was published (sha256 {self._sha256(path)[:12]} != "
+                                f"its folder's manifest {published[:12]})")
         where, rec, why = self._record(path)
         rep.record = where
         if rec is None:

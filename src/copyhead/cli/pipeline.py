@@ -132,6 +132,12 @@ def _cmd_results(a) -> int:
     return 0
 
 
+def _cmd_publish_aggregates(a) -> int:
+    from ..publish import publish_aggregates
+    print(f"published to {publish_aggregates(a.study, a.config, a.docs, a.name)}")
+    return 0
+
+
 def _cmd_check_config(a) -> int:
     """Every file is checked and reported (ok, or each of its problems); exit 2 if any is bad."""
     bad = 0
@@ -242,6 +248,14 @@ def register(sub) -> None:
                     help="remove products whose checksum or netCDF format is broken (and stale temporary "
                          "files), so that the next `snakemake` makes them again")
     au.set_defaults(func=_cmd_audit)
+
+    pa = sub.add_parser("publish-aggregates", help="copy a study's aggregates to DOCS/data/<name>/ (the committed "
+                                                   "inputs of the results page: snakemake -s workflow/docs.smk)")
+    pa.add_argument("study", help="the study's folder (e.g. studies/converged)")
+    pa.add_argument("--config", required=True, help="the config the study ran (e.g. config/converged.yaml)")
+    pa.add_argument("--docs", default="docs", help="the docs folder (docs)")
+    pa.add_argument("--name", default="converged", help="one plain folder name under DOCS/data (converged)")
+    pa.set_defaults(func=_cmd_publish_aggregates)
 
     cc = sub.add_parser("check-config", help="validate config files (YAML errors with file and line)")
     cc.add_argument("configs", nargs="+", help="config .yaml files")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..studies.publish import publish
+from ..publish import publish
 from ..studies.spec import write_study_config
 
 

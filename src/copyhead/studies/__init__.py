@@ -13,6 +13,6 @@ own closed-form transitions (they move with d_k, L, V and σ²). The comparisons
   (:mod:`copyhead.figures.studies`) from studies.json alone, plus the converged study's current results JSON
   for the paper-scale table; the conclusions are rules in :mod:`copyhead.studies.conclude`.
 
-:mod:`copyhead.studies.publish` copies a report into docs/ (``copyhead publish-studies``) and keeps each
+:mod:`copyhead.publish` copies a report into docs/ (``copyhead publish-studies``) and keeps each
 published folder's manifest.
 """

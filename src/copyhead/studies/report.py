@@ -8,7 +8,7 @@ or the converged study's transitions; the paper's own numbers come from
 (:mod:`copyhead.studies.conclude`, each rule stated next to its verdict), not text typed after looking at
 them. The page and every figure are written with a provenance record (``<page>.provenance.json``,
 ``<figure>.provenance.json``: the sha256 of each input); rendered into a published folder (one with a
-publish manifest, :mod:`copyhead.studies.publish`), the manifest is kept up to date.
+publish manifest, :mod:`copyhead.publish`), the manifest is kept up to date.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from copyhead.results.findings import headline
 from copyhead.results.format import ci, g, pm, table, yn
 from copyhead.studies.conclude import (collapse_verdict, conclude_dk_over_L, conclude_finite_size,
                                        conclude_scaling, conclude_scaling_theory, paper_scale)
-from copyhead.studies.publish import check_published, record_written
+from copyhead.publish import check_published, record_written
 from copyhead.studies.tables import COLLAPSE_LINE, COLLAPSE_RULE, CURVE_LABEL, load_transitions, path_label
 
 FIGURES = {"finite_size": "fig9_finite_size.png", "finite_L": "fig9b_gap_vs_L.png", "scaling": "fig8_scaling_experiment.png",

@@ -1,4 +1,14 @@
-"""Publishing a studies report into docs/: ``copyhead publish-studies <report> [--docs docs] [--name N]``.
+"""Publishing into docs/: what was computed elsewhere (a study's folder, outside the checkout) becomes a
+committed input of the published pages.
+
+- ``copyhead publish-studies <report> [--docs docs] [--name N]``: a studies report (below);
+- ``copyhead publish-aggregates <study folder> --config <its config>``: a study's aggregates (one netCDF
+  file per attention type, with the sha256 of every run behind it) to ``docs/data/<name>/``, from which
+  ``snakemake -s workflow/docs.smk`` makes the results page, its JSON and its figures. The manifest names
+  the study folder (``source``), so the audit resolves the aggregates' runs there: outside the checkout,
+  named and not checked (checked where that folder is present).
+
+A studies report:
 
 The report folder (studies.json from ``copyhead studies-report``, the page and figures ``copyhead
 studies-page`` rendered from it, with their provenance records) is copied to ``docs/<name>/``, replacing
@@ -28,7 +38,9 @@ import re
 import shutil
 from pathlib import Path
 
-from copyhead.provenance import DataFileError, atomic_write, json_text, now_iso, sha256_file, sidecar_path
+from copyhead.config import canonical_json, load, run_config
+from copyhead.provenance import (DataFileError, atomic_write, json_text, now_iso, read_dataset, require_kind,
+                                 sha256_file, sidecar_path)
 
 MANIFEST = ".published.json"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -127,31 +139,19 @@ def record_tables_made_elsewhere(folder: str | Path, note: str) -> dict:
     return rec
 
 
-def publish(report_dir: str | Path, docs: str | Path, name: str = "studies") -> Path:
-    """Copy the report folder to ``docs/<name>/`` (``studies`` for the whole report, ``studies_<group>``
-    for a group's), replacing only an earlier publish's folder; return the folder."""
-    report_dir, docs, name = Path(report_dir), Path(docs), check_name(name)
-    if not any((report_dir / f).is_file() for f in ("studies.json", "studies.md")):
-        raise PublishError(f"{report_dir}: is not a studies report (no studies.json or studies.md; make it with "
-                           "`snakemake -s workflow/studies.smk`); nothing was changed")
-    if docs.exists() and not docs.is_dir():
-        raise PublishError(f"{docs}: is not a folder; nothing was changed")
-    dest = docs / name
-    src, target = report_dir.resolve(), dest.resolve()
-    if src == target or target in src.parents or src in target.parents:
-        raise PublishError(f"{report_dir} and {dest} overlap; publish a report into another folder")
-    files = _files(report_dir)
-    if MANIFEST in files:
-        raise PublishError(f"{report_dir / MANIFEST}: a report folder must not hold a publish manifest")
+def _swap_in(dest: Path, fill, manifest: dict) -> Path:
+    """Write a published folder: ``fill(tmp)`` copies the files into a temporary folder beside ``dest``,
+    the manifest (``manifest`` plus every file's sha256) is added, and the folder replaces ``dest`` by two
+    renames (an earlier publish's folder only, checked first), so a failed or killed publish leaves the
+    old folder (or nothing) in place, never a mix."""
     if dest.exists() or dest.is_symlink():
         _check_replaceable(dest)
-    docs.mkdir(parents=True, exist_ok=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
     tag = f"{os.getpid()}"
-    tmp, old = docs / f".{name}.publishing-{tag}", docs / f".{name}.replaced-{tag}"
+    tmp, old = dest.parent / f".{dest.name}.publishing-{tag}", dest.parent / f".{dest.name}.replaced-{tag}"
     try:
-        shutil.copytree(report_dir, tmp)
-        (tmp / MANIFEST).write_text(json.dumps({"report": str(report_dir), "files": files}, indent=1,
-                                               sort_keys=True) + "\n")
+        fill(tmp)
+        (tmp / MANIFEST).write_text(json.dumps(dict(manifest, files=_files(tmp)), indent=1, sort_keys=True) + "\n")
         if dest.exists():
             os.replace(dest, old)
         os.replace(tmp, dest)
@@ -162,3 +162,55 @@ def publish(report_dir: str | Path, docs: str | Path, name: str = "studies") -> 
         raise
     shutil.rmtree(old, ignore_errors=True)            # the earlier publish, checked above
     return dest
+
+
+def _check_docs(docs: Path) -> None:
+    if docs.exists() and not docs.is_dir():
+        raise PublishError(f"{docs}: is not a folder; nothing was changed")
+
+
+def publish(report_dir: str | Path, docs: str | Path, name: str = "studies") -> Path:
+    """Copy the report folder to ``docs/<name>/`` (``studies`` for the whole report, ``studies_<group>``
+    for a group's), replacing only an earlier publish's folder; return the folder."""
+    report_dir, docs, name = Path(report_dir), Path(docs), check_name(name)
+    if not any((report_dir / f).is_file() for f in ("studies.json", "studies.md")):
+        raise PublishError(f"{report_dir}: is not a studies report (no studies.json or studies.md; make it with "
+                           "`snakemake -s workflow/studies.smk`); nothing was changed")
+    _check_docs(docs)
+    dest = docs / name
+    src, target = report_dir.resolve(), dest.resolve()
+    if src == target or target in src.parents or src in target.parents:
+        raise PublishError(f"{report_dir} and {dest} overlap; publish a report into another folder")
+    if MANIFEST in _files(report_dir):
+        raise PublishError(f"{report_dir / MANIFEST}: a report folder must not hold a publish manifest")
+    return _swap_in(dest, lambda tmp: shutil.copytree(report_dir, tmp), {"report": str(report_dir)})
+
+
+def publish_aggregates(study: str | Path, config: str | Path, docs: str | Path = "docs", name: str = "converged") -> Path:
+    """Copy the aggregates of the study folder ``study`` (``results/aggregate/<attention>.nc``, made with
+    ``config``) to ``docs/data/<name>/aggregate_<attention>.nc``; refuse before writing anything when one is
+    missing, is not an aggregate, or holds runs made with another config than ``config`` gives them."""
+    study, docs, name = Path(study), Path(docs), check_name(name)
+    cfg = load(config)
+    _check_docs(docs)
+    files = {}
+    for att in sorted(cfg["sweep"]):
+        src = study / "results" / "aggregate" / f"{att}.nc"
+        if not src.is_file():
+            raise PublishError(f"{src}: missing (run `snakemake --configfile {config} --directory {study}` "
+                               "first); nothing was changed")
+        require_kind(src, "aggregate", att)
+        attrs = read_dataset(src).attrs
+        want = {opt: run_config(cfg, att, opt) for opt in cfg["sweep"][att]}
+        got = json.loads(attrs.get("run_configs_json") or "null")
+        if got is None or canonical_json(got) != canonical_json(json.loads(canonical_json(want))):
+            raise PublishError(f"{src}: its runs' configs are not what {config} gives them (made with another "
+                               "config, or before it changed); nothing was changed")
+        files[f"aggregate_{att}.nc"] = src
+
+    def fill(tmp: Path) -> None:
+        tmp.mkdir()
+        for dest_name, src in files.items():
+            shutil.copy2(src, tmp / dest_name)
+
+    return _swap_in(docs / "data" / name, fill, {"source": str(study), "config": str(config)})
