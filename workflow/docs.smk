@@ -1,5 +1,6 @@
 # Every published page, figure and table under docs/, regenerated from the committed inputs:
-#     snakemake -s workflow/docs.smk --cores 2
+#     snakemake -s workflow/docs.smk --cores 2           # everything (the phase map alone takes ~10 min)
+#     snakemake -s workflow/docs.smk --cores 2 docs_results   # the results page, its JSON and figures
 # then `copyhead audit --docs docs` checks each against its provenance record, its committed inputs and
 # the current code (CI runs the audit; a code change that touches a published product fails it until this
 # target is run and its outputs committed).
@@ -10,7 +11,10 @@
 #         copyhead publish-aggregates studies/converged --config config/converged.yaml)
 #   config/converged.yaml                              its config (the theory files are made from it)
 #   docs/studies*/studies.json                         the studies' tables (workflow/studies.smk)
-# Everything else here is made by a rule below from those and the configs.
+#   docs/studies/studies.json (+ config/studies.yaml, the studies' base config) for the one-loop page
+# Everything else here is made by a rule below from those and the configs: the results page (rules
+# docs_*), the phase map (workflow/phase_map.smk), the one-loop comparison (workflow/one_loop.smk) and
+# the studies pages (workflow/studies.smk, docs_studies), the last three used as modules.
 import json
 import shlex
 from pathlib import Path
@@ -42,10 +46,38 @@ DOC_FIGURES = [f for f in FIGURES.values() if f.available(ATTS)]
 RESULTS_TARGETS = ["docs/results.md", "docs/results_appendix.md", *[f"{FIG}/{f.name}.png" for f in DOC_FIGURES]]
 
 
+# the side workflows' published products, their rules used as they are (prefixed with the module's name)
+module phase_map:
+    snakefile:
+        "phase_map.smk"
+
+
+use rule * from phase_map as phase_map_*
+
+
+module one_loop:
+    snakefile:
+        "one_loop.smk"
+
+
+use rule * from one_loop as one_loop_*
+
+
+module studies:
+    snakefile:
+        "studies.smk"
+
+
+use rule docs_studies, docs_studies_page from studies as studies_*
+
+
 rule docs:
     default_target: True
     input:
         RESULTS_TARGETS,
+        rules.phase_map_all.input,
+        rules.one_loop_all.input,
+        rules.studies_docs_studies.input,
 
 
 rule docs_results:
