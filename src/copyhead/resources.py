@@ -35,6 +35,7 @@ from functools import lru_cache
 from types import SimpleNamespace
 from typing import Any, Mapping
 
+from .config import RunConfig, run_config
 from .schedules import sample_steps
 
 STARTUP_S = {"cpu": 30.0, "gpu": 90.0}  # interpreter + imports + data + write (+ CUDA context on GPU)
@@ -47,7 +48,6 @@ BYTES = {"float32": 4, "float64": 8}
 
 
 def _sizes(run_cfg: Mapping[str, Any], P: int, n_chains: int = 1) -> dict:
-    from .config import RunConfig
 
     rc = RunConfig.from_dict(run_cfg)
     r = rc.recipe
@@ -106,7 +106,6 @@ def estimate(sizes: Mapping[str, Any], attempt: int = 1) -> dict:
 
 def sweep_seconds(cfg: Mapping[str, Any], kind: str) -> float:
     """Predicted summed job seconds of a validated config's training sweep on ``kind`` (:func:`job_seconds`)."""
-    from .config import run_config
 
     return sum(job_seconds(_sizes(run_config(cfg, att, opt), P, len(v["seeds"])), kind)
                for att, recipes in cfg["sweep"].items() for opt, v in recipes.items() for P in v["P"])
@@ -120,7 +119,6 @@ def train_resources(cfg: Mapping[str, Any], attention: str, optimizer: str, P: i
 
     ``attempt`` is Snakemake's attempt number (1 on first submission): the time limit grows with it,
     so a job killed at its limit is resubmitted with more time and resumes from its checkpoint."""
-    from .config import run_config
 
     if n_chains is None:
         n_chains = len(cfg["sweep"][attention][optimizer]["seeds"])
@@ -213,7 +211,6 @@ def memory_problem(run_cfg: Mapping[str, Any], P: int, n_chains: int, where: str
 
 def sweep_memory_problems(cfg: Mapping[str, Any]) -> list[str]:
     """:func:`memory_problem` for every (attention, recipe, P) of a validated config's sweep."""
-    from .config import run_config
 
     out = []
     for att, recipes in cfg["sweep"].items():

@@ -3,7 +3,8 @@
 Thin: parse arguments, validate the config before any compute, call the package, map known failures
 (bad config, unreadable file) to a one-line message and exit status 2 instead of a traceback. Each
 command group is one module of this package with a ``register(subparsers)`` function, listed in
-``GROUPS``: the main pipeline (:mod:`.pipeline`), the studies (:mod:`.studies`).
+``GROUPS``: the main pipeline (:mod:`.pipeline`), the studies (:mod:`.studies`), the theory's side
+workflows (:mod:`.theory_maps`). The package behind a command is loaded when it runs (:mod:`.lazy`).
 """
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ import sys
 from pathlib import Path
 
 from .. import config as cfgmod
+from ..datafiles import check_writable
 from ..provenance import DataFileError
 from . import pipeline, studies, theory_maps
+from .lazy import call
 
 GROUPS = (pipeline, studies, theory_maps)
 
@@ -44,8 +47,7 @@ def _terminate(signum, frame):
 def _stopped(args) -> str:
     """What a command stopped by a signal leaves: for `train`, the checkpoint the rerun resumes from."""
     if args.cmd == "train" and args.out:
-        from ..run import checkpoint_path
-        ckpt = checkpoint_path([Path(o) for o in args.out])
+        ckpt = call("run:checkpoint_path", [Path(o) for o in args.out])
         if ckpt.exists():
             return (f"checkpoint {ckpt} is kept: rerun the same command (or snakemake) to resume from it; "
                     "no output file was written")
@@ -56,7 +58,6 @@ def _stopped(args) -> str:
 def _check_outputs(args) -> None:
     """Every ``--out`` file of a command can be written: refuse now (one line) rather than after the
     compute (a training job would run to its end, then fail on a read-only or missing folder)."""
-    from ..datafiles import check_writable
     outs = getattr(args, "out", None)
     for out in [outs] if isinstance(outs, str) else outs or []:
         check_writable(out)

@@ -7,6 +7,11 @@ import sys
 from pathlib import Path
 
 from .. import config as cfgmod
+from ..audit import main as audit_main
+from ..engine import points
+from ..provenance import read_dataset, require_kind
+from ..publish import publish_aggregates
+from .lazy import call
 
 
 def _load_config(path: str) -> dict:
@@ -31,46 +36,42 @@ def _cmd_train(a) -> int:
         run_cfg = cfgmod.run_config(_load_config(a.config), a.attention, a.optimizer)
     if Ps is None or seeds is None:
         raise cfgmod.ConfigError("copyhead train needs --P and --seed (one run) or --seeds (a batch)")
-    from ..engine import points
     try:
         pts = points(Ps, seeds, a.out)
     except ValueError as e:
         raise cfgmod.ConfigError(str(e)) from None
-    from ..run import train_job, train_points  # import torch: only after the config is known to be valid
-    if len(pts) == 1:
-        train_job(run_cfg, *pts[0], device=a.device)
+    if len(pts) == 1:     # torch is imported only now, after the config is known to be valid
+        call("run:train_job", run_cfg, *pts[0], device=a.device)
     else:
-        train_points(run_cfg, pts, device=a.device)     # a packed group: every P in one batched program
+        call("run:train_points", run_cfg, pts, device=a.device)     # a packed group: every P in one program
     return 0
 
 
 def _cmd_theory(a) -> int:
-    from ..theory.output import write_theory
     if a.theory_config:
         th_cfg = json.loads(a.theory_config)
     else:
         th_cfg = cfgmod.theory_config(_load_config(a.config))
-    write_theory(th_cfg, a.attention, Path(a.out))
+    call("theory.output:write_theory", th_cfg, a.attention, Path(a.out))
     return 0
 
 
 def _cmd_theory_datasets(a) -> int:
-    from ..theory.same_dataset import sweep_pairs, write_same_dataset_theory
     if a.theory_config:
         th_cfg = json.loads(a.theory_config)
         pairs = json.loads(a.pairs) if a.pairs else None
     else:
         cfg = _load_config(a.config)
         th_cfg = cfgmod.theory_config(cfg)
-        pairs = json.loads(a.pairs) if a.pairs else sweep_pairs(cfg, a.attention)
+        pairs = json.loads(a.pairs) if a.pairs else call("theory.same_dataset:sweep_pairs", cfg, a.attention)
     if not pairs:
         raise cfgmod.ConfigError("no (P, seed) pairs: give --pairs '[[P, seed], ...]' or a config with a sweep")
-    write_same_dataset_theory(th_cfg, a.attention, [(int(P), int(s)) for P, s in pairs], Path(a.out))
+    call("theory.same_dataset:write_same_dataset_theory", th_cfg, a.attention, [(int(P), int(s)) for P, s in pairs],
+         Path(a.out))
     return 0
 
 
 def _cmd_aggregate(a) -> int:
-    from ..aggregate import aggregate_runs
     if a.run_configs:
         run_configs = json.loads(a.run_configs)
     elif a.config:
@@ -78,18 +79,16 @@ def _cmd_aggregate(a) -> int:
         run_configs = {opt: cfgmod.run_config(cfg, a.attention, opt) for opt in cfg["sweep"].get(a.attention, {})}
     else:
         run_configs = None
-    aggregate_runs([Path(p) for p in a.runs], Path(a.out), attention=a.attention, strict=a.strict,
-                   run_configs=run_configs)
+    call("aggregate:aggregate_runs", [Path(p) for p in a.runs], Path(a.out), attention=a.attention,
+         strict=a.strict, run_configs=run_configs)
     return 0
 
 
 def _cmd_summary(a) -> int:
-    from ..aggregate import summary_table
-    from ..provenance import read_dataset, require_kind
     for path in a.aggregates:
         require_kind(path, "aggregate")
     for path in a.aggregates:
-        print(summary_table(read_dataset(path)))
+        print(call("aggregate:summary_table", read_dataset(path)))
         print()
     return 0
 
@@ -101,7 +100,6 @@ _ROLE_KINDS = {"datasets": "theory_datasets"}
 def _checked_inputs(text: str) -> dict:
     """Input role -> path from JSON, each file checked to be the copyhead kind its role names (roles are
     <kind>_<attention>, e.g. aggregate_linear, datasets_softmax) before any work is done."""
-    from ..provenance import require_kind
     inputs = json.loads(text)
     for role, path in sorted(inputs.items()):
         kind, _, attention = role.partition("_")
@@ -111,29 +109,25 @@ def _checked_inputs(text: str) -> dict:
 
 def _cmd_figure(a) -> int:
     inputs = _checked_inputs(a.inputs)
-    from ..figures import make_figure
-    make_figure(a.name, inputs, Path(a.out), json.loads(a.options or "{}"), results=a.results)
+    call("figures:make_figure", a.name, inputs, Path(a.out), json.loads(a.options or "{}"), results=a.results)
     return 0
 
 
 def _cmd_results(a) -> int:
     if a.tables:
-        from ..results import write_pages
-        write_pages(Path(a.tables), Path(a.out), figure_dir=a.figure_dir, studies=a.studies or ())
+        call("results:write_pages", Path(a.tables), Path(a.out), figure_dir=a.figure_dir, studies=a.studies or ())
         return 0
     if not a.inputs:
         raise SystemExit("copyhead results: give --inputs (to compute the results) or --tables (to render them)")
     inputs = _checked_inputs(a.inputs)
     cfg = cfgmod.validate(json.loads(a.config_json)) if a.config_json else (
         _load_config(a.config) if a.config else None)
-    from ..results import write_results
-    write_results({k: Path(v) for k, v in inputs.items()}, Path(a.out), config=cfg,
+    call("results:write_results", {k: Path(v) for k, v in inputs.items()}, Path(a.out), config=cfg,
                   config_name=a.config_name or a.config or "", figure_dir=a.figure_dir)
     return 0
 
 
 def _cmd_publish_aggregates(a) -> int:
-    from ..publish import publish_aggregates
     print(f"published to {publish_aggregates(a.study, a.config, a.docs, a.name)}")
     return 0
 
@@ -154,7 +148,6 @@ def _cmd_check_config(a) -> int:
 
 
 def _cmd_audit(a) -> int:
-    from ..audit import main as audit_main
     return audit_main(a)
 
 

@@ -1,23 +1,15 @@
 """The theory's side workflows: the phase map and the prior check (workflow/phase_map.smk), the one-loop
 correction at the studies' points (workflow/one_loop.smk), and the design's reference table.
 
-Each command parses its arguments and calls one package function, named in ``_call`` as
-"module:function" and imported when the command runs, so that `copyhead --help` and the pipeline's own
-commands do not load scipy, xarray or matplotlib for nothing.
+Each command parses its arguments and calls one package function, named as "module:function" and
+imported when the command runs (:mod:`.lazy`).
 """
 from __future__ import annotations
 
-import importlib
-
 from ..config import ConfigError
+from .lazy import call as _call
 
 ONE_LOOP_STUDIES = ("finite_size", "finite_L", "converged")
-
-
-def _call(target: str, *args, **kwargs):
-    """Call ``copyhead.<module>:<function>`` (imported now) with the given arguments."""
-    module, name = target.split(":")
-    return getattr(importlib.import_module(f"copyhead.{module}"), name)(*args, **kwargs)
 
 
 def _cmd_phase_map(a) -> int:

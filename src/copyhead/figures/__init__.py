@@ -17,6 +17,8 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
+from ..provenance import figure_record, sha256_file, write_product
+
 
 @dataclass(frozen=True)
 class Figure:
@@ -82,7 +84,6 @@ def make_figure(name: str, inputs: dict, out_pdf: Path, options: dict | None = N
     results JSON ``results``; write .pdf, .png, .provenance.json (which records the results file's sha256)."""
     if name not in FIGURES:
         raise ValueError(f"unknown figure {name!r}; allowed values: {sorted(FIGURES)}")
-    from ..provenance import figure_record, sha256_file
     options = options or {}
     out_pdf = Path(out_pdf)
     rec = figure_record(name, inputs, options)
@@ -104,7 +105,6 @@ def write_figure(fig, out: str | Path, record: dict, formats: tuple[str, ...] = 
 
     import matplotlib.pyplot as plt
 
-    from ..provenance import write_product
     out = Path(out)
     name = record.get("figure") or record.get("product", out.stem)
     short = json.dumps({"figure": name, "code_version": record["code_version"],
