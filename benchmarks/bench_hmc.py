@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import sys
 import time
 from pathlib import Path
@@ -32,6 +33,7 @@ from copyhead.analysis import convergence as cv  # noqa: E402
 from copyhead.config import RunConfig  # noqa: E402
 from copyhead.hmc import run_hmc  # noqa: E402
 from copyhead.model import CopyAttention  # noqa: E402
+from copyhead.provenance import code_version, product_record, write_product  # noqa: E402
 from copyhead.schedules import step_size  # noqa: E402
 from copyhead.task import make_data  # noqa: E402
 from copyhead.train import NoiseStreams, new_state, run_chains  # noqa: E402
@@ -121,12 +123,9 @@ def main(argv=None) -> int:
                          f"{s['ms_per_gradient_per_chain']:.3f} |")
     print("\n".join(lines))
     if a.md:
-        import platform
-        import subprocess
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                                text=True).stdout.strip() or "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src"], cwd=ROOT, capture_output=True,
-                               text=True).stdout.strip()
+        ver = code_version()
+        commit = ver["git_commit"][:7] or "unknown"
+        dirty = ver["git_dirty"]
         cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                     if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
         head = ["# HMC on the collapsed posterior against SGLD: ESS per CPU-second",
@@ -147,7 +146,12 @@ def main(argv=None) -> int:
                 "- ms/grad: CPU milliseconds per gradient evaluation per chain (HMC: n_leapfrog per iteration).",
                 ""]
         Path(a.md).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.md).write_text("\n".join(head + lines) + "\n")
+        # a measurement of this machine, recorded like every published page (the audit names the training
+        # code it measured and warns when that code has changed since)
+        rec = product_record("bench_hmc", "train", {}, kind="benchmark",
+                             options={"points": a.points, "chains": a.chains, "seed": a.seed, "cpu": cpu,
+                                      "hmc_recipe": HMC, "sgld_recipe": SGLD})
+        write_product({Path(a.md): "\n".join(head + lines) + "\n"}, rec)
     return 0
 
 

@@ -14,8 +14,9 @@ attributes (``copyhead_kind``, ``code_fingerprint``, ``inputs_json``). For each 
 - the code: the record's fingerprint of the code that makes it (``code_fingerprint`` of its concern,
   :data:`copyhead.provenance.CODE_MODULES`) must equal the current code's. A page or figure made by other
   code is a problem (``snakemake -s workflow/docs.smk`` remakes it from the committed inputs); a data file
-  whose inputs all live outside the checkout (a study's published aggregate) cannot be remade here, so
-  other code there is a warning that says where to remake it.
+  whose inputs all live outside the checkout (a study's published aggregate) cannot be remade here, and a
+  benchmark page is a measurement of one machine, so other code there is a warning that says where to
+  remake or how to measure it again.
 
 Files without a record: a generated file (netCDF, JSON, image, or a page that says it was generated or
 written by a command) is a problem; a hand-written page (docs/theory.md) is listed as hand-written.
@@ -243,7 +244,9 @@ class PublishedAuditor:
             return
         why = (f"made by other {concern} code (fingerprint {recorded or 'none'}, current {now}; "
                f"made by {rep.code_version or 'unknown'})")
-        if data_only and all_outside:
+        if rec.get("kind") == "benchmark":       # a measurement of one machine: not remade by the DAG
+            rep.warnings.append(f"{path}: measured {why}; measure again: {rec.get('command') or 'its command'}")
+        elif data_only and all_outside:
             rep.warnings.append(f"{path}: {why}; its inputs live outside the checkout: remake it where they "
                                 "are (the study's folder) and publish it again")
         else:
