@@ -153,10 +153,7 @@ class CollapsedPosterior:
         dS = dSf.view(K, L, L) + torch.diag_embed((torch.diagonal(Gtt, 0, 1, 2)[:, None] * n).sum(-1))
         dA = dAf.view(K, L, L) + torch.diag_embed((torch.diagonal(GBt, 0, 1, 2)[:, None] * n).sum(-1))
         dA = dA + torch.bmm(A, dS + dS.transpose(1, 2))              # S = AᵀA
-        if m.attention == "linear":
-            dM = dA / (L * m.d_k)
-        else:
-            dM = (dA - (dA * A).sum(2, keepdim=True)) * A / m.d_k
+        dM = m.variant.score_grad(dA, A, L, m.d_k)                  # dA is a fresh tensor: overwritten
         g = torch.cat([torch.bmm(Kq, dM.transpose(1, 2)).reshape(K, -1), torch.bmm(Q, dM).reshape(K, -1)], 1)
         return U, g + q * self.prec_qk
 

@@ -20,8 +20,12 @@ in float64), so a chain's numbers do not depend on its batch or device; :meth:`H
 from __future__ import annotations
 
 import math
+import time
 
 import torch
+
+from .collapsed import CollapsedPosterior
+from .train import Interrupted, Recorder, _progress
 
 DIVERGENCE = 1000.0          # energy error of a trajectory beyond which it is called divergent
 DA_GAMMA, DA_T0, DA_KAPPA = 0.05, 10.0, 0.75
@@ -144,11 +148,6 @@ def run_hmc(model, recipe, state, gens, wgens, *, checkpoint=None, checkpoint_ev
     iteration's (Q, K) (``wgens``: one generator per chain, used at record steps only, so the HMC stream
     does not depend on what is recorded). Returns the state; ``state.extra`` holds the sampler's summary
     (acceptance, divergences, step size) and, at checkpoints, its complete state."""
-    import time
-
-    from .collapsed import CollapsedPosterior
-    from .train import Interrupted, Recorder, _progress
-
     post = CollapsedPosterior(model)
     steps, warm = recipe.steps, recipe.burn_in
     h = HMC(post.energy_grad, state.theta[:, :post.n_qk], gens, n_leapfrog=recipe.n_leapfrog,
@@ -171,7 +170,8 @@ def run_hmc(model, recipe, state, gens, wgens, *, checkpoint=None, checkpoint_ev
             U, sse, A, _ = model.energy_grad(theta)
             recorder.record(state, s, theta, U, sse, A, live, False)
         if log is not None and s > s_start and (s % progress_every == 0 or s == steps):
-            _progress(log, s, steps, s_start, t_start, h.U, post.attention(h.q), live, model.attention == "linear")
+            _progress(log, s, steps, s_start, t_start, h.U, post.attention(h.q), live,
+                      model.variant.sign_gauge)
             log(f"  hmc: step size {_fmt(h.eps)}, acceptance {_fmt(h.accept_rate() if s > warm else h.last_accept)}, "
                 f"divergent {h.n_divergent.tolist()} (warm-up {h.n_divergent_warmup.tolist()})")
         if s == steps:

@@ -32,7 +32,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from .config import ATTENTIONS, ModelParams
+from .attention import variant
+from .config import ModelParams
 from .schedules import cheapest_energy
 from .suffstats import Cooccurrence
 from .task import CopyData, one_hot
@@ -85,8 +86,7 @@ class CopyAttention:
 
     def __init__(self, data: CopyData | Sequence[CopyData], attention: str, model_cfg: ModelParams | dict,
                  dtype=torch.float64, device="cpu", prior_weight: float = 1.0, energy: str = "auto"):
-        if attention not in ATTENTIONS:
-            raise ValueError(f"attention must be one of {ATTENTIONS}, got {attention!r}")
+        self.variant = variant(attention)      # the attention's map M -> A and its pullback (copyhead.attention)
         if isinstance(model_cfg, dict):
             model_cfg = ModelParams(**{k: model_cfg.get(k, "position") if k == "scores" else model_cfg[k]
                                        for k in ModelParams.__dataclass_fields__})
@@ -159,7 +159,7 @@ class CopyAttention:
         return Q.transpose(-1, -2) @ K / self.d_k
 
     def _attend(self, S: torch.Tensor) -> torch.Tensor:
-        return S / self.L if self.attention == "linear" else torch.softmax(S, dim=-1)
+        return self.variant.attend(S, self.L)
 
     def _X(self, T: torch.Tensor) -> torch.Tensor:
         eye = torch.eye(self.L, dtype=self.dtype, device=self.device).expand(*T.shape[:-1], self.L)
@@ -263,10 +263,7 @@ class CopyAttention:
             gW[:, :, :V] = torch.bmm(dH.view(Kc, -1, V).transpose(1, 2), self._T_rows)  # Σ_α dH_αᵀ T_α
             gW[:, :, V:] = dH.view(Kc, L, -1, V).sum(2).transpose(1, 2)                  # dU/dW_p
         U = sse / (2 * self.sigma2) + self.prior_energy(theta) if with_energy else None
-        if self.attention == "linear":
-            dM = dA.div_(self.L * self.d_k)
-        else:
-            dM = dA.sub_((dA * A).sum(2, keepdim=True)).mul_(A).div_(self.d_k)
+        dM = self.variant.score_grad(dA, A, self.L, self.d_k)
         gQ.copy_(torch.bmm(K, dM.transpose(1, 2)))                    # (bmm's out= into a strided view
         gK.copy_(torch.bmm(Q, dM))                                     #  is slower than this copy)
         g.addcmul_(theta, self._prec)                                  # prior: w θ / g

@@ -21,6 +21,8 @@ import math
 
 import numpy as np
 
+from .attention import ATTENTIONS, variant
+
 try:  # torch is a dependency, but keep the numpy path importable without it
     import torch
 except ImportError:  # pragma: no cover
@@ -113,13 +115,11 @@ def order_parameter_vector(A):
     return torch.stack([d[k] for k in NAMES], dim=-1)
 
 
-PAPER_NAMES = {"linear": ("ĉ1", "ĉG"), "softmax": ("â1", "âG")}
+PAPER_NAMES = {a: v.names for a, v in ATTENTIONS.items()}   # the plotted pair's names per attention
 
 
 def paper_order_parameters(values, attention: str, L: int, suffix: str = ""):
     """The two order parameters the paper plots, read from stored ``c1``/``cG``/``m1``/``mP`` variables
     (with ``suffix``, e.g. ``_mean`` or ``_saddle``) of a run, aggregate or theory dataset: linear
     (ĉ1, ĉG) = (c1, cG); softmax (â1, âG) = (m1, mP/L), so â1 + âG = 1 for a pattern inside the span."""
-    if attention == "linear":
-        return values[f"c1{suffix}"], values[f"cG{suffix}"]
-    return values[f"m1{suffix}"], values[f"mP{suffix}"] / L
+    return variant(attention).plotted(values, L, suffix)

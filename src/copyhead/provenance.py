@@ -54,19 +54,22 @@ _CODE_PATHS = ("src", "workflow", "Snakefile", "pyproject.toml")
 # this module (file writing and provenance records).
 CODE_MODULES = {
     "train": ("copyhead.task", "copyhead.model", "copyhead.train", "copyhead.run", "copyhead.order_params",
-              "copyhead.schedules", "copyhead.engine", "copyhead.suffstats", "copyhead.config", "copyhead.hmc",
-              "copyhead.collapsed"),
-    "theory": ("copyhead.theory", "copyhead.task", "copyhead.config"),
+              "copyhead.schedules", "copyhead.engine", "copyhead.suffstats", "copyhead.config", "copyhead.attention",
+              "copyhead.hmc", "copyhead.collapsed"),
+    "theory": ("copyhead.theory", "copyhead.task", "copyhead.config", "copyhead.attention"),
     # the one-loop predictions at the studies' measured points (copyhead.analysis.one_loop_points reads them)
-    "one_loop": ("copyhead.theory", "copyhead.analysis", "copyhead.task", "copyhead.order_params", "copyhead.config"),
-    "aggregate": ("copyhead.aggregate", "copyhead.order_params", "copyhead.analysis", "copyhead.config"),
+    "one_loop": ("copyhead.theory", "copyhead.analysis", "copyhead.task", "copyhead.order_params", "copyhead.config",
+                 "copyhead.attention"),
+    "aggregate": ("copyhead.aggregate", "copyhead.order_params", "copyhead.analysis", "copyhead.config",
+                  "copyhead.attention"),
     "figures": ("copyhead.figures", "copyhead.analysis", "copyhead.results", "copyhead.order_params",
-                "copyhead.config", "copyhead.theory", "copyhead.task", "copyhead.resources",
+                "copyhead.config", "copyhead.attention", "copyhead.theory", "copyhead.task", "copyhead.resources",
                 "copyhead.schedules"),     # figures.phase_map reads theory
-    "results": ("copyhead.results", "copyhead.analysis", "copyhead.order_params", "copyhead.config"),
+    "results": ("copyhead.results", "copyhead.analysis", "copyhead.order_params", "copyhead.config",
+                "copyhead.attention"),
     "studies": ("copyhead.studies", "copyhead.results", "copyhead.figures", "copyhead.analysis", "copyhead.theory",
                 "copyhead.order_params", "copyhead.task", "copyhead.resources", "copyhead.schedules",
-                "copyhead.config", "copyhead.publish"),
+                "copyhead.config", "copyhead.attention", "copyhead.publish"),
 }
 # product kind (the ``copyhead_kind`` attribute) -> the concern of CODE_MODULES that makes it
 KIND_CONCERN = {"run": "train", "theory": "theory", "theory_datasets": "theory", "aggregate": "aggregate",

@@ -21,7 +21,9 @@ import torch
 import xarray as xr
 
 from . import order_params as op
+from .attention import variant
 from .config import ConfigError, RunConfig, config_hash
+from .hmc import run_hmc
 from .model import CopyAttention, energy_kind
 from .resources import memory_problem
 from .provenance import atomic_write, code_fingerprint, now_iso, provenance_attrs, write_dataset
@@ -53,13 +55,7 @@ def checkpoint_path(outs) -> Path:
 
 
 def _long_names(attention: str) -> dict:
-    lin = attention == "linear"
-    c1 = ("ĉ1: pooling order parameter 1ᵀĀ1/L" if lin
-          else "pooling projection 1ᵀĀ1/L (identically 1 for softmax; the paper's â1 is m1)")
-    cG = ("ĉG: " if lin else "") + "copy order parameter Tr(Ā(I−J/L))/√(L−1)"
-    m1 = ("â1: " if not lin else "") + "uniform weight m1 of Ā ≈ (m1 J + mP I)/L"
-    mP = "copy weight mP of Ā ≈ (m1 J + mP I)/L" + ("" if lin else " (the paper's âG is mP/L)")
-    return {"c1": c1, "cG": cG, "m1": m1, "mP": mP,
+    return {**variant(attention).run_names,
             "coverage_ratio": "coverage: projected-norm ratio ||ΠĀ||_F/||Ā||_F onto span{J, I−J/L}",
             "coverage_cosine": "coverage: cosine similarity <Ā, ΠĀ>_F/(||Ā||_F ||ΠĀ||_F)",
             "test_loss": "test loss: mean over sequences and positions of ||f_a − y_a||²",
@@ -77,6 +73,7 @@ def _dataset(rc: RunConfig, model: CopyAttention, state: BatchState, k: int, sta
     """The Dataset of chain ``k`` of the batch."""
     recipe, att = rc.recipe, rc.attention
     names = _long_names(att)
+    sign_gauge = variant(att).sign_gauge
     steps = record_steps(recipe.steps, recipe.log_points)
     sstep = sample_steps(recipe)
     np64 = lambda t: t.detach().cpu().numpy().astype(np.float64)
@@ -110,7 +107,7 @@ def _dataset(rc: RunConfig, model: CopyAttention, state: BatchState, k: int, sta
     for name in ("train_loss", "test_loss"):
         v[f"{name}_final"] = var((), samples[name].mean() if ok else np.nan,
                                  names[name] + (" (mean over samples)" if n > 1 else " (final state)"))
-    sign_note = " (Z2 sign fixed so that c1 >= 0)" if att == "linear" else ""
+    sign_note = " (Z2 sign fixed so that c1 >= 0)" if sign_gauge else ""
     tp = model.scores_kind != "position"
     v["attention"] = var(("query", "key"), A,
                          "attention matrix Ā" + (" (test-set average)" if tp else "")
@@ -130,7 +127,7 @@ def _dataset(rc: RunConfig, model: CopyAttention, state: BatchState, k: int, sta
     if tp:  # token-aware scores: the pattern differs per sequence, so coverage per test sequence too
         with torch.no_grad():
             A_seq = model.attention_of(state.theta[k], model.T_test[k])
-            if att == "linear":  # the run's Z2 gauge (sign of the test-averaged pooling), for all sequences
+            if sign_gauge:  # the run's Z2 gauge (sign of the test-averaged pooling), for all sequences
                 A_seq = A_seq * (1.0 if float(op.pooling(A_seq.mean(0))) >= 0 else -1.0)
             ratio_seq = op.coverage(A_seq)[0].detach().cpu().numpy().astype(np.float64)
         if not ok:
@@ -273,7 +270,6 @@ def _run_batch(rc: RunConfig, model: CopyAttention, Ps, seeds, outs, dev, stop_a
 
     every = dict(checkpoint=save, checkpoint_every=recipe.checkpoint_every, stop_after=stop_after, log=log)
     if recipe.method == "hmc":  # per chain: one generator for the sampler, one for the readout draws
-        from .hmc import run_hmc
         gens, wgens = ([torch.Generator().manual_seed(hmc_seed(s, recipe.init, use)) for s in seeds]
                        for use in ("sampler", "readout"))
         return run_hmc(model, recipe, state, gens, wgens, **every)

@@ -187,7 +187,7 @@ class Recorder:
         self.model = model
         self.rec, self.samp = record_steps(recipe.steps, recipe.log_points), sample_steps(recipe)
         self.ri, self.si = int(np.searchsorted(self.rec, state.step)), int(np.searchsorted(self.samp, state.step))
-        self.linear = model.attention == "linear"
+        self.sign_gauge = model.variant.sign_gauge
         self.pos_scores = model.scores_kind == "position"
         self.inv_tokens = 1.0 / model.n_tokens
         self.nan = torch.tensor(float("nan"), dtype=model.dtype, device=model.device)
@@ -209,7 +209,7 @@ class Recorder:
         if not self.pos_scores:
             M = M[:, model.V:, model.V:]
         test_loss = model.mean_loss(theta, model.T_test, A if self.pos_scores else None)
-        if self.linear:  # the gauge acts on the reported pattern only (f is invariant under it)
+        if self.sign_gauge:  # the gauge acts on the reported pattern only (f is invariant under it)
             A, M = op.sign_fix(A, M)
         vals = {**op.order_parameters(A), "energy": U, "train_loss": sse * self.inv_tokens, "test_loss": test_loss}
         if any_frozen:
@@ -242,7 +242,7 @@ def run_chains(model: CopyAttention, recipe, state: BatchState, noise: NoiseStre
     energy, order parameters, steps/s, ETA) and one line per divergence.
     """
     steps = recipe.steps
-    sgld, linear = recipe.sgld, model.attention == "linear"
+    sgld, sign_gauge = recipe.sgld, model.variant.sign_gauge
     if sgld:
         if noise is None:
             raise ValueError("SGLD needs the chains' noise streams")
@@ -282,7 +282,7 @@ def run_chains(model: CopyAttention, recipe, state: BatchState, noise: NoiseStre
                     break
         recorder.record(state, s, theta, U, sse, A, live, any_frozen, on_sample)
         if is_log:
-            _progress(log, s, steps, s_start, t_start, U, A, live, linear)
+            _progress(log, s, steps, s_start, t_start, U, A, live, sign_gauge)
         if s == steps:
             break
         if s < prior_warmup:  # ramp the prior (weight-decay) part of ∇U from 0 to its full weight
@@ -314,7 +314,7 @@ def run_chains(model: CopyAttention, recipe, state: BatchState, noise: NoiseStre
     return state
 
 
-def _progress(log, s, steps, s_start, t_start, U, A, live, linear):
+def _progress(log, s, steps, s_start, t_start, U, A, live, sign_gauge):
     """One progress line: step, energy and order parameters over the live chains, speed, ETA."""
     dt = time.perf_counter() - t_start
     rate = (s - s_start) / dt if dt > 0 else float("inf")
@@ -322,7 +322,7 @@ def _progress(log, s, steps, s_start, t_start, U, A, live, linear):
     n_live = int(live.sum())
     if n_live:
         Al = A[live]
-        if linear:
+        if sign_gauge:
             Al = op.sign_fix(Al)
         c1, cG = op.pooling(Al), op.copy_overlap(Al)
         Ul = U[live]

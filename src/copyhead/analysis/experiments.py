@@ -18,12 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..attention import ATTENTIONS
 from ..config.schema import SAMPLERS
 from ..order_params import paper_order_parameters
 
-KEYS = {"linear": ("c1", "cG"), "softmax": ("a1", "aG")}
-NAMES = {"c1": "ĉ1", "cG": "ĉG", "a1": "â1", "aG": "âG"}
-COPY_KEY = {"linear": "cG", "softmax": "aG"}          # the copy order parameter of each attention type
+KEYS = {a: v.keys for a, v in ATTENTIONS.items()}                      # (registry copyhead.attention)
+NAMES = {k: n for v in ATTENTIONS.values() for k, n in zip(v.keys, v.names)}
+COPY_KEY = {a: v.copy_key for a, v in ATTENTIONS.items()}   # the copy order parameter of each attention type
 
 
 @dataclass(frozen=True)

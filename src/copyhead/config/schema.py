@@ -11,7 +11,9 @@ from typing import Any
 
 import yaml
 
-ATTENTIONS = ("linear", "softmax")
+from ..attention import ATTENTIONS as _VARIANTS
+
+ATTENTIONS = tuple(_VARIANTS)   # the attention types: the keys of the registry copyhead.attention.ATTENTIONS
 METHODS = ("adam", "sgld", "hmc")
 SAMPLERS = ("sgld", "hmc")   # the methods that sample the posterior (their runs estimate its mean)
 

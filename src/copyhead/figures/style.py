@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..attention import variant
+
 COL = 3.4   # paper single-column width, inches
 WIDE = 7.0  # two-column width
 
@@ -68,7 +70,7 @@ def opt_marker(optimizer: str) -> str:
 
 def op_names(attention: str) -> tuple[str, str]:
     """TeX names of the two plotted order parameters."""
-    return ("$\\hat c_1$", "$\\hat c_G$") if attention == "linear" else ("$\\hat a_1$", "$\\hat a_G$")
+    return variant(attention).tex
 
 
 def status_note(ag) -> str:
