@@ -14,14 +14,14 @@ import time
 import numpy as np
 import xarray as xr
 
-from copyhead.config import ATTENTIONS, TheoryParams, theory_params
+from copyhead.config import TheoryParams, theory_params
 from copyhead.provenance import provenance_attrs, write_dataset
 
 from .action import ExactAverage
 from .one_loop.curve import one_loop_curve
 from .one_loop.posterior import PARAMS, SETTINGS, SOFTMAX_LABEL, SOFTMAX_PARAMS, VARIANT_LABEL
 from .prior import PRIORS
-from .ranges import auto_landscape_P, exact_P_grid, make_model, theory_grid
+from .ranges import auto_landscape_P, exact_P_grid, family, make_model, theory_grid
 from .scaling import scaling
 from .scan import analyse, landscape
 from .transitions import TRANSITION_KEYS
@@ -49,15 +49,13 @@ def _jsonable(o):
 
 def _curve_vars(ds, attention, dim, op, sc, suffix, label, sd=None):
     """Saddle / mean / action_min variables of one prediction curve."""
-    defs_soft = (" (softmax: A = softmax(beta I) = (m1 J + mP I)/L; the figures plot â1 = m1 and âG = mP/L, "
-                 "docs/theory.md Sec. 4.1)")
+    fam = family(attention)
     names = {"c1": "pooling order parameter c1 = m1 + mP/L",
              "cG": "copy order parameter cG = mP sqrt(L-1)/L",
-             "m1": "coefficient m1 of A = (m1 J + mP I)/L" + (defs_soft if attention == "softmax" else ""),
-             "mP": "coefficient mP of A = (m1 J + mP I)/L" + (defs_soft if attention == "softmax" else ""),
+             "m1": "coefficient m1 of A = (m1 J + mP I)/L" + fam.coefficient_note,
+             "mP": "coefficient mP of A = (m1 J + mP I)/L" + fam.coefficient_note,
              "beta": "softmax copy logit beta (scores beta delta_ab; uniform score is a gauge)"}
-    keys = ["c1", "cG", "m1", "mP"] + (["beta"] if attention == "softmax" else [])
-    for k in keys:
+    for k in fam.variables:
         ds[f"{k}_saddle{suffix}"] = (dim, np.asarray(op[k], float),
                                      {"long_name": f"{names[k]}, global minimiser of S ({label})", "units": "1"})
         ds[f"{k}_mean{suffix}"] = (dim, np.asarray(sc["mean"][k], float),
@@ -84,8 +82,7 @@ def _transition_vars(ds, tr, suffix, label):
 
 def compute_theory(th: TheoryParams, attention: str, log=print) -> xr.Dataset:
     """All theory predictions for one attention type as an xarray Dataset (no provenance attrs)."""
-    if attention not in ATTENTIONS:
-        raise ValueError(f"attention {attention!r} is not allowed; allowed values: {list(ATTENTIONS)}")
+    fam = family(attention)          # ValueError for a name that is not an attention variant
     t0 = time.perf_counter()
     p = th.action
     prior = p.prior
@@ -118,21 +115,15 @@ def compute_theory(th: TheoryParams, attention: str, log=print) -> xr.Dataset:
     _curve_vars(ds, attention, "P", op_o, sc_o, f"_{other}", f"closed form (equivalent kernel), {other} prior")
     _transition_vars(ds, tr, "", lab)
     _transition_vars(ds, tr_o, f"_{other}", f"closed form, {other} prior")
-    if attention == "linear":
-        ds = ds.assign_coords(c1_grid=("c1_grid", model.axes[0], {"long_name": "c1 grid", "units": "1"}),
-                              cG_grid=("cG_grid", model.axes[1], {"long_name": "cG grid", "units": "1"}))
-        ldims = ("landscape_P", "c1_grid", "cG_grid")
-    else:
-        ds = ds.assign_coords(beta_grid=("beta_grid", model.axes[0],
-                                         {"long_name": "softmax copy logit beta grid", "units": "1"}))
-        ldims = ("landscape_P", "beta_grid")
+    ds = ds.assign_coords({name: (name, axis, {"long_name": long_name, "units": "1"})
+                           for (name, long_name), axis in zip(fam.grid_coords, model.axes)})
+    ldims = ("landscape_P",) + tuple(name for name, _ in fam.grid_coords)
     ds["action_landscape"] = (ldims, land, {"long_name": f"S - min S at each landscape P ({lab})",
                                             "units": "1"})
     attrs = {"attention": attention, "prior": prior, "other_prior": other,
              "transitions_json": json.dumps(_jsonable(tr["transitions"])),
              f"transitions_{other}_json": json.dumps(_jsonable(tr_o["transitions"])),
-             "posterior_mean_measure": ("uniform on the (c1, cG) grid restricted to the gauge half-plane "
-                                        "c1 >= 0" if attention == "linear" else "uniform in beta"),
+             "posterior_mean_measure": fam.mean_measure,
              "grid_range": json.dumps(_jsonable(list(np.atleast_1d(ranges)))),
              "grid_n": grid_n, "grid_boundary_hits": int(sc["boundary_hits"] + sc_o["boundary_hits"]),
              "docs": "docs/theory.md"}

@@ -23,12 +23,12 @@ from typing import Callable, Iterable
 import numpy as np
 import xarray as xr
 
-from copyhead.config import ATTENTIONS, ActionParams, TheoryParams, runs, theory_params
+from copyhead.config import ActionParams, TheoryParams, runs, theory_params
 from copyhead.provenance import provenance_attrs, write_dataset
 from copyhead.task import make_data
 
 from .action import ExactAverage
-from .ranges import make_model, theory_grid
+from .ranges import family, make_model, theory_grid
 from .scan import _local_minima, argmin_refined, drop_origin, scan
 
 SUFFIX = "_same"                        # the global minimiser is <k>_saddle_same, the mean <k>_mean_same
@@ -127,8 +127,7 @@ def same_dataset_theory(th: TheoryParams, attention: str, pairs: Iterable[tuple[
     (``ranges.theory_grid``), so the same-dataset and dataset-averaged predictions share one grid (sized
     at a larger P where a pair's P exceeds the theory's P_max and exact P).
     """
-    if attention not in ATTENTIONS:
-        raise ValueError(f"attention {attention!r} is not allowed; allowed values: {list(ATTENTIONS)}")
+    family(attention)                # ValueError for a name that is not an attention variant
     t0 = time.perf_counter()
     pairs = sorted({(int(P), int(s)) for P, s in pairs})
     if not pairs:
@@ -173,7 +172,7 @@ def _dataset(attention, p, Ps, seeds, recs) -> xr.Dataset:
     names = {"c1": "pooling order parameter c1 = m1 + mP/L", "cG": "copy order parameter cG = mP sqrt(L-1)/L",
              "m1": "coefficient m1 of A = (m1 J + mP I)/L", "mP": "coefficient mP of A = (m1 J + mP I)/L",
              "beta": "softmax copy logit beta"}
-    keys = ["c1", "cG", "m1", "mP"] + (["beta"] if attention == "softmax" else [])
+    keys = family(attention).variables
     what = f"exact action of the run's own training set, {p.prior} prior"
     kinds = {"saddle": "global minimiser of S", "mean": "posterior mean over exp(-S)",
              "saddle_prior_side": SIDES["prior_side"], "saddle_copy_side": SIDES["copy_side"]}
