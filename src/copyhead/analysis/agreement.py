@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..attention import variant
 from ..config.schema import SAMPLERS
 from .convergence import chain_mcse
 from .curves import CURVES, curve_values, theory_transitions
@@ -112,10 +113,7 @@ def away_from(P, transitions, factor: float = 1.5, windows=()) -> np.ndarray:
 def away_mask(P, attention: str, trans: dict, factor: float = 1.5) -> np.ndarray:
     """P away from the transitions ``trans`` (copyhead.analysis.curves.theory_transitions): linear onset,
     crossover and the weak first-order point; softmax P* and the spinodal window (module docstring)."""
-    if attention == "linear":
-        pts = [trans["P_onset"], trans["P_crossover"], trans["P_star"]]
-    else:
-        pts = [trans["P_star"], trans["P_spinodal_low"], trans["P_spinodal_high"]]
+    pts = [trans[k] for k in variant(attention).near]
     return away_from(P, pts, factor, windows=[(trans["P_spinodal_low"], trans["P_spinodal_high"])])
 
 

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from ..attention import ATTENTIONS
 from .agreement import agreement_summary
 from .fits import fit_inverse_dk, row_error
 
@@ -88,7 +89,7 @@ def finite_size(studies: list[dict], ratios: dict, by: str = "d_k") -> dict:
         gap_rows.append({"attention": att, "recipe": recipe, "ratio": nominal, "param": param, "name": gp["name"],
                          "points": pts, "fit": fit, "closes": compatible(fit, 0.0)})
     trans = []
-    for att in ("linear", "softmax"):
+    for att in ATTENTIONS:
         name = next((s["attentions"][att]["transition"]["name"] for s in studies if att in s["attentions"]), None)
         if name is None:
             continue

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..analysis import ok_runs, seed_mean_sem, sequence_length, theory_pattern_cosine
 from ..analysis.adam import local_minima_1d
-from ..config import ATTENTIONS
+from ..attention import ATTENTIONS, variant
 from ..provenance import read_dataset
 from .orders import _recipes, experiment_transition, results_summary
 from .style import (COL, OPT_COLORS, WIDE, LOSS_LINESTYLES, annotate_status, errorbar_points, fixed_ticks,
@@ -37,10 +37,10 @@ def fig_stages(inputs, options):
         mats = [(stage, P, ok_runs(ag, "attention").sel(optimizer=opt, P=P).mean("seed").values)
                 for stage, P in stages[att]]
         vmax = max(float(np.nanmax(np.abs(m))) if np.isfinite(m).any() else 0.0 for _, _, m in mats) or 1.0
-        if att == "linear":
-            kw = dict(cmap="RdBu_r", norm=SymLogNorm(linthresh=vmax / 30, vmin=-vmax, vmax=vmax, base=10))
-        else:
+        if variant(att).nonnegative:
             kw = dict(cmap="viridis", norm=Normalize(0, vmax))
+        else:
+            kw = dict(cmap="RdBu_r", norm=SymLogNorm(linthresh=vmax / 30, vmin=-vmax, vmax=vmax, base=10))
         pad = (ncol - len(mats)) / 2
         inner = sub.subfigures(1, 3, width_ratios=[pad + 1e-3, len(mats) + 0.35, pad + 1e-3], wspace=0)[1]
         axes = np.atleast_1d(inner.subplots(1, len(mats)))
@@ -262,15 +262,15 @@ def fig_scaling(inputs, options):
                     label=rf"paper: $P^*\propto L\ln^2L$ (through $P^*$ at $L={Ls[k]:g}$)")
     summary = results_summary(inputs)
     drawn = 0
-    for att, kind, color, name in (("linear", "crossover", "tab:green", "crossover"),
-                                   ("softmax", "jump", "tab:red", "jump")):
+    for i, (att, v) in enumerate(ATTENTIONS.items()):
+        kind, color, name = v.transition, v.transition_color, v.transition
         method = "hmc" if experiment_transition(summary, att, kind, "hmc") else "sgld"   # the reference first
         c = experiment_transition(summary, att, kind, method)
         if c is None:
             continue
         lo, hi = c["ci_lo"], c["ci_hi"]
         yerr = ([[c["estimate"] - lo], [hi - c["estimate"]]] if lo is not None and hi is not None else None)
-        ax.errorbar([L0 * (0.86 if att == "linear" else 1.16)], [c["estimate"]], yerr=yerr, fmt="*", color=color,
+        ax.errorbar([L0 * (0.86, 1.16, 1.0)[i % 3]], [c["estimate"]], yerr=yerr, fmt="*", color=color,
                     ms=6, mec="k", mew=0.4, capsize=3, elinewidth=1.2, ecolor="k", zorder=5,
                     label=f"{method.upper()} {name} at $L={L0}$, 95% CI")
         drawn += 1

@@ -12,6 +12,7 @@ from ..analysis.convergence import RHAT_MAX
 from ..analysis.curves import CURVES
 from ..analysis.experiments import KEYS, recipes
 from ..analysis.tables import figure_statistics
+from ..attention import ATTENTIONS, variant
 from ..order_params import paper_order_parameters
 from ..provenance import read_dataset
 from .style import (C1_COLOR, CG_COLOR, EXACT_MEAN_LS, OPT_COLORS, WIDE, annotate_status, errorbar_points,
@@ -45,7 +46,7 @@ def _optional(inputs, role):
     return read_dataset(inputs[role]) if inputs.get(role) else None
 
 
-MARKED = {"linear": ("crossover", "onset"), "softmax": ("jump",)}
+MARKED = {a: v.marked for a, v in ATTENTIONS.items()}   # the results' kinds marked per attention
 
 
 def _mark_experimental_transitions(ax, summary, attention):
@@ -151,9 +152,7 @@ def fig_order_params(inputs, options, attention):
                         color=OPT_COLORS.get(opt, "k"), ms=3, capsize=2, lw=0.8, label=opt_label(opt))
         ax.plot([], [], opt_marker(opt), color="0.35", ms=4, ls="none", label=opt_label(opt))
         mark_nonfinite(ax, ag, opt)
-    kinds = ("P_onset", "P_crossover") if attention == "linear" else ("P_star", "P_spinodal_low",
-                                                                      "P_spinodal_high", "P_star_exact")
-    mark_transitions(ax, th, kinds)
+    mark_transitions(ax, th, variant(attention).theory_marks)
     summary = results_summary(inputs)
     _mark_experimental_transitions(ax, summary, attention)
     if summary is None:

@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from copyhead.analysis.finite_size import PRIOR_LABEL, Z95
+from copyhead.attention import ATTENTIONS, variant
 from copyhead.results.format import g
 
 from .style import fixed_ticks, log_P_axis
@@ -42,8 +43,8 @@ def draw_finite_size(fs: dict, title: str):
     experiment/theory against 1/size, with their weighted fits (a ``finite_size`` table of studies.json)."""
     plt = _pyplot()
     B = fs["by"]
-    fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.9), dpi=150)
-    for ax, att in zip(axes[:2], ("linear", "softmax")):
+    fig, axes = plt.subplots(1, len(ATTENTIONS) + 1, figsize=(12.5, 3.9), dpi=150)
+    for i, (ax, att) in enumerate(zip(axes, ATTENTIONS)):
         rows = [r for r in fs["gaps"] if r["attention"] == att and r["recipe"] == "sgld"]
         ratios = sorted({r["ratio"] for r in rows})
         cmap = plt.get_cmap("viridis")
@@ -60,9 +61,9 @@ def draw_finite_size(fs: dict, title: str):
         ax.set_xlim(left=0)
         ax.set_xlabel(f"1/{B}")
         ax.set_ylabel("SGLD − same-dataset theory")
-        ax.set_title(f"({'ab'[att == 'softmax']}) {att}: order parameters, prior starts (95% bars)", fontsize=9)
+        ax.set_title(f"({'abcdefgh'[i]}) {att}: order parameters, prior starts (95% bars)", fontsize=9)
         ax.legend(fontsize=5.5, ncol=2)
-    ax = axes[2]
+    ax = axes[len(ATTENTIONS)]
     for t in fs["transitions"]:
         x = np.array([1.0 / p["x"] for p in t["points"]])
         y = np.array([p["ratio"] for p in t["points"]])
@@ -70,10 +71,10 @@ def draw_finite_size(fs: dict, title: str):
         if not np.isfinite(y).any():
             continue
         filled = t["prior"] == "large_deviation"
-        line = ax.errorbar(x * (1.0 if filled else 1.02), y, yerr=Z(e), fmt="o" if t["attention"] == "linear" else "D",
-                           ms=4, capsize=2, mfc=None if filled else "none",
-                           color="C0" if t["attention"] == "linear" else "C3",
-                           label=f"{t['attention']} {'crossover' if t['attention'] == 'linear' else 'jump'}, "
+        v = variant(t["attention"])
+        line = ax.errorbar(x * (1.0 if filled else 1.02), y, yerr=Z(e), fmt=v.marker,
+                           ms=4, capsize=2, mfc=None if filled else "none", color=v.color,
+                           label=f"{t['attention']} {v.transition}, "
                                  f"{PRIOR_LABEL[t['prior']]} prior")
         _fit_line(ax, t["fit"], x.max(), line[0].get_color(), "--" if filled else ":")
     ax.axhline(1, color="k", lw=0.6)
@@ -118,11 +119,11 @@ def draw_scaling(rows: list[dict], theory_lines: dict):
     plt = _pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.8), dpi=150)
     ax = axes[0]
-    for att, key, mk in (("linear", "P_crossover", "o"), ("softmax", "P_star", "D")):
+    for att, v in ATTENTIONS.items():
         for prior, ls in (("large_deviation", "-"), ("gaussian", ":")):
             tl = theory_lines.get((att, prior))
             if tl:
-                ax.plot(tl["L"], tl[key], ls, lw=1, color="C0" if att == "linear" else "C3",
+                ax.plot(tl["L"], tl[v.theory_transition], ls, lw=1, color=v.color,
                         label=f"theory {att}, {PRIOR_LABEL[prior]}")
         pts = [r for r in rows if att in r and r["V"] == theory_lines.get("V")]
         if pts:
@@ -130,8 +131,8 @@ def draw_scaling(rows: list[dict], theory_lines: dict):
             y = np.array([r[att]["estimate"] for r in pts])
             lo = np.array([r[att]["ci_lo"] for r in pts])
             hi = np.array([r[att]["ci_hi"] for r in pts])
-            ax.errorbar(L, y, yerr=[y - lo, hi - y], fmt=mk, color="C0" if att == "linear" else "C3", capsize=2,
-                        label=f"SGLD {att} {'crossover' if att == 'linear' else 'jump'}")
+            ax.errorbar(L, y, yerr=[y - lo, hi - y], fmt=v.marker, color=v.color, capsize=2,
+                        label=f"SGLD {att} {v.transition}")
     _log_L_axis(ax, theory_lines)
     ax.set_yscale("log")
     _plain_log_ticks(ax.yaxis, ax.get_ylim())
@@ -191,9 +192,9 @@ def draw_scaling(rows: list[dict], theory_lines: dict):
 def draw_twins(twins: list[dict]):
     """One row per twin pair, one column per attention type: both twins' order parameters at equal P/σ²."""
     plt = _pyplot()
-    fig, axes = plt.subplots(len(twins), 2, figsize=(9.5, 3.3 * len(twins)), squeeze=False, dpi=150)
+    fig, axes = plt.subplots(len(twins), len(ATTENTIONS), figsize=(9.5, 3.3 * len(twins)), squeeze=False, dpi=150)
     for row, c in zip(axes, twins):
-        for ax, att in zip(row, ("linear", "softmax")):
+        for ax, att in zip(row, ATTENTIONS):
             rows = [r for r in c["rows"] if r["attention"] == att and r["recipe"] == "sgld"]
             for param, col in (("1", "C0"), ("G", "C3")):
                 rs = sorted((r for r in rows if r["param"].endswith(param)), key=lambda r: r["P_over_sigma2"])

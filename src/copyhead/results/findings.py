@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from ..analysis.finite_size import compatible
+from ..attention import ATTENTIONS
 from .format import g, pm
 
 LD = "large_deviation"
@@ -20,7 +21,7 @@ def _finite(fs: dict) -> list[str]:
     by = fs.get("by", "d_k")
     out = []
     parts, falls, above = [], [], []
-    for att in ("linear", "softmax"):
+    for att in ATTENTIONS:
         xs, zs = _rms(fs.get("agreement", []), att, by)
         if len(xs) >= 2:
             parts.append(f"{att} {g(zs[0])} → {g(zs[-1])}")

@@ -8,6 +8,7 @@ import math
 from copyhead.analysis.finite_size import PRIOR_LABEL, correction_size, decay, prior_distances
 from copyhead.analysis.scaling import FORMS, advantage_trend, closed_form_path, jump_forms, per_sigma2
 from copyhead.analysis.summary import PAPER
+from copyhead.attention import ATTENTIONS
 from copyhead.results.format import ci, g, pm, table
 
 
@@ -18,7 +19,7 @@ def _top(d: dict) -> str:
 def conclude_finite_size(fs: dict) -> list[str]:
     out = []
     B, vals = fs["by"], fs["values"]
-    for att in ("linear", "softmax"):
+    for att in ATTENTIONS:
         rms = {a["x"]: a["same_mean"]["rms_z"] for a in fs["agreement"] if a["attention"] == att}
         if rms:
             out.append(f"- {att}: RMS z against the same-dataset posterior mean at {B} = "
@@ -27,21 +28,21 @@ def conclude_finite_size(fs: dict) -> list[str]:
     n_fit = sum(1 for r in fs["gaps"] if r["closes"] is not None)
     out.append(f"- Order parameters: the extrapolated gap gap_∞ ({B} → ∞) is within 2σ of 0 at {n_close} of {n_fit} "
                "(attention, recipe, P/P_ref, parameter) rows.")
-    for att in ("linear", "softmax"):
+    for att in ATTENTIONS:
         d = decay(fs, att)
         if d:
             out.append(f"- {att}: median |gap| over the {d['n']} rows with a gap > 5σ at {B} = {vals[0]}: {g(d['first'])} "
                        f"there and {g(d['last'])} at {B} = {vals[-1]}: |gap| ∝ {B}^(−{g(d['rate'], 2)}) on average; the "
                        f"largest {d['n_top']} ({_top(d)}): {g(d['top_first'])} → {g(d['top_last'])}, "
                        f"∝ {B}^(−{g(d['rate_top'], 2)}).")
-    for att in ("linear", "softmax"):
+    for att in ATTENTIONS:
         c = correction_size(fs, att) if B == "d_k" else None
         if c:
             out.append(f"- {att}: the largest fitted correction is b/d_k with b = {g(c['b'])} ({c['row']['name']} "
                        f"at {g(c['row']['ratio'])}·P_ref); it falls below twice these chains' median error "
                        f"({g(c['median_error'], 2)}) only at d_k ≈ {g(c['need'], 2)} (d_k/L ≈ {g(c['need'] / fs['L'], 2)}), "
                        "the size where the theory would agree within these errors at every point, if the gap is b/d_k alone.")
-    for att in ("linear", "softmax"):
+    for att in ATTENTIONS:
         last = [a for a in fs["agreement"] if a["attention"] == att and a["x"] == vals[-1]]
         if last:
             a = last[0]
@@ -58,7 +59,7 @@ def conclude_finite_size(fs: dict) -> list[str]:
                        "does not tend to the theory (r_∞ more than 2σ from 1)")
             out.append(f"- {t['attention']} {t['transition']}, {PRIOR_LABEL[t['prior']]} prior: "
                        f"experiment/theory → {pm(f['a'], f['a_err'])} at {B} → ∞: {verdict}.")
-    for att in ("linear", "softmax"):
+    for att in ATTENTIONS:
         dist = prior_distances(fs, att)
         if len(dist) == 2:
             best = min(dist, key=dist.get)
@@ -76,7 +77,7 @@ def conclude_dk_over_L(fs: dict, fl: dict) -> list[str]:
     """Is the gap a function of d_k alone, or of d_k/L? At fixed L it falls as d_k^(−a); at fixed d_k/L a
     gap in 1/d_k alone would fall as L^(−a) too, a gap in L/d_k not at all."""
     out = []
-    for att in ("linear", "softmax"):
+    for att in ATTENTIONS:
         da, db = decay(fs, att), decay(fl, att)
         if not (da and db):
             continue

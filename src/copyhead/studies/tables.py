@@ -26,6 +26,7 @@ from copyhead.analysis.experiments import KEYS
 from copyhead.analysis.scaling import scaling_rows
 from copyhead.analysis.tables import jsonable
 from copyhead.analysis.twins import compare_twins, transitions_collapse
+from copyhead.attention import ATTENTIONS
 from copyhead.config import ActionParams
 from copyhead.order_params import paper_order_parameters
 from copyhead.provenance import DataFileError, product_record, write_product
@@ -34,8 +35,7 @@ from copyhead.studies.spec import REFERENCE, load_spec
 from copyhead.theory.scaling import closed_form_transitions
 
 # the experimental transition compared per attention type: (name in results.json, theory key)
-TRANSITION = {"linear": ("crossover ĉG = ĉ1", "P_crossover"),
-              "softmax": ("jump of âG (logistic midpoint)", "P_star")}
+TRANSITION = {a: (v.transition_name, v.theory_transition) for a, v in ATTENTIONS.items()}
 SAME_CURVE = {"linear": "same dataset, posterior mean (seed mean, swept P)",
               "softmax": "same dataset, posterior mean (seed mean, swept P, logistic midpoint)"}
 CURVE_LABEL = {"same_mean": "same dataset, posterior mean (large-deviation prior)",
@@ -196,7 +196,7 @@ def theory_lines(rows: list[dict], grid_n: int = 161) -> dict:
     L_line = sorted(set(np.unique(np.round(np.geomspace(min(Ls) * 0.75, max(128, max(Ls)), 11))).astype(int)) | set(Ls))
     out = dict(path)
     for prior in PRIORS:
-        for att in ("linear", "softmax"):
+        for att in ATTENTIONS:
             line = {"L": [], "P_crossover": [], "P_star": []}
             for L in L_line:
                 d_k = path["d_k"] or int(round(path["dk_per_L"] * L))

@@ -16,11 +16,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 
+from copyhead.attention import variant
 from copyhead.config import ActionParams
 
 from ..evidence import LOG2PI
-
-ATTENTIONS = ("linear", "softmax")
 
 
 def _softmax(M):
@@ -28,9 +27,56 @@ def _softmax(M):
     return e / e.sum(-1, keepdims=True)
 
 
-def _check_attention(attention):
-    if attention not in ATTENTIONS:
-        raise ValueError(f"attention {attention!r} is not allowed; allowed values: {list(ATTENTIONS)}")
+class LinearMap:
+    """A = M/L and its derivatives."""
+
+    @staticmethod
+    def attend(M):
+        return M / M.shape[-1]
+
+    @staticmethod
+    def dA(M, A, D):
+        return D / M.shape[-1]
+
+    @staticmethod
+    def grad_M(A, GA):
+        return GA / A.shape[-1]
+
+    @staticmethod
+    def hvp_M(M, A, GA, dA, dGA):
+        return dGA / M.shape[-1]
+
+
+class SoftmaxMap:
+    """A = softmax_b M and its derivatives."""
+
+    @staticmethod
+    def attend(M):
+        return _softmax(M)
+
+    @staticmethod
+    def dA(M, A, D):
+        return A * (D - (A * D).sum(-1, keepdims=True))
+
+    @staticmethod
+    def grad_M(A, GA):
+        return A * (GA - (A * GA).sum(-1, keepdims=True))
+
+    @staticmethod
+    def hvp_M(M, A, GA, dA, dGA):
+        s = (A * GA).sum(-1, keepdims=True)
+        ds = (dA * GA + A * dGA).sum(-1, keepdims=True)
+        return dA * (GA - s) + A * (dGA - ds)
+
+
+# the map M -> A of each theory family (copyhead.attention: a variant's ``theory``), with its first and
+# second derivatives: attend(M), dA(M, A, D) along directions D, grad_M(A, ∂f/∂A), and the directional
+# derivative of grad_M, hvp_M(M, A, ∂f/∂A, dA, d(∂f/∂A))
+MAPS = {"linear": LinearMap, "softmax": SoftmaxMap}
+
+
+def _map(attention):
+    return MAPS[variant(attention).theory]
 
 
 class _ScoreFunction:
@@ -41,22 +87,17 @@ class _ScoreFunction:
     attention = "linear"
 
     def _attend(self, M):
-        M = np.asarray(M, float)
-        return M / M.shape[-1] if self.attention == "linear" else _softmax(M)
+        return _map(self.attention).attend(np.asarray(M, float))
 
     def _dA(self, M, A, D):
         """dA along the directions D (k, L, L)."""
-        if self.attention == "linear":
-            return D / M.shape[-1]
-        return A * (D - (A * D).sum(-1, keepdims=True))
+        return _map(self.attention).dA(M, A, D)
 
     def __call__(self, M) -> float:
         return float(self._value_grad_A(self._attend(M), need_grad=False)[0])
 
     def _grad_M(self, A, GA):
-        if self.attention == "linear":
-            return GA / A.shape[-1]
-        return A * (GA - (A * GA).sum(-1, keepdims=True))
+        return _map(self.attention).grad_M(A, GA)
 
     def grad(self, M) -> np.ndarray:
         """∇f at the L×L matrix M (L²,)."""
@@ -72,13 +113,7 @@ class _ScoreFunction:
         _, GA, state = self._value_grad_A(A)
         dA = self._dA(M, A, D)
         dGA = self._dgrad_A(A, dA, state)
-        if self.attention == "linear":
-            H = dGA / M.shape[-1]
-        else:
-            s = (A * GA).sum(-1, keepdims=True)
-            ds = (dA * GA + A * dGA).sum(-1, keepdims=True)
-            H = dA * (GA - s) + A * (dGA - ds)
-        return H.reshape(len(D), -1)
+        return _map(self.attention).hvp_M(M, A, GA, dA, dGA).reshape(len(D), -1)
 
 
 class _Evidence(_ScoreFunction):
@@ -88,7 +123,7 @@ class _Evidence(_ScoreFunction):
     only with ``const``; the map is linear in A and in (Gam, Bet) jointly otherwise)."""
 
     def __init__(self, V, g_O, sigma2, yy, N, attention):
-        _check_attention(attention)
+        _map(attention)              # ValueError for a name that is not an attention variant
         self.V, self.g, self.sigma2, self.yy, self.N, self.attention = V, g_O / sigma2, sigma2, yy, N, attention
 
     def _value_grad_A(self, A, need_grad=True):
