@@ -85,6 +85,12 @@ class AttentionVariant:
         """The key of its copy order parameter."""
         return self.keys[1]
 
+    @property
+    def complementary(self) -> bool:
+        """The plotted pair sums to 1 inside the span (the weights m1, mP/L), so the pooling one's gap is minus
+        the copy one's."""
+        return self.plotted is weights
+
 
 ATTENTIONS: dict[str, AttentionVariant] = {
     "linear": AttentionVariant(

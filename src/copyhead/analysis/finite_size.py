@@ -25,9 +25,10 @@ PRIOR_LABEL = {"large_deviation": "large-deviation", "gaussian": "Gaussian"}
 # the theory curves the SGLD chains are compared with, per study (the results JSON's curve names; the
 # Gaussian-prior closed form is read from the study's theory file)
 CURVES = ("same_mean", "closed_mean", "closed_mean_gaussian")
-# softmax (â1, âG) = (m1, mP/L) with â1 + âG = 1 inside the span (copyhead.order_params): â1's gap is
-# minus âG's, so the gap tables count âG only (the agreement numbers keep both, as docs/results.md does)
-REPEATS = {("softmax", "a1")}
+# a complementary pair (softmax: (â1, âG) = (m1, mP/L), â1 + âG = 1 inside the span; copyhead.attention): the
+# pooling one's gap is minus the copy one's, so the gap tables count the copy one only (the agreement numbers
+# keep both, as docs/results.md does)
+REPEATS = {(a, v.keys[0]) for a, v in ATTENTIONS.items() if v.complementary}
 
 
 def z_summary(z) -> dict:

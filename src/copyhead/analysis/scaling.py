@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ..attention import ATTENTIONS
 from .finite_size import PRIORS, Z95
 from .fits import loglog_slope
 
@@ -31,9 +32,9 @@ def scaling_rows(studies: list[dict]) -> list[dict]:
         lin, sm = s["attentions"].get("linear"), s["attentions"].get("softmax")
         row = {"name": s["name"], "L": s["L"], "V": s["V"], "d_k": s["d_k"], "sigma2": s["sigma2"],
                "sqrt_LV": math.sqrt(s["L"] * s["V"]), "ln2L": math.log(s["L"]) ** 2}
-        for att, a in (("linear", lin), ("softmax", sm)):
-            if a is not None:
-                row[att] = a["transition"]
+        for att in ATTENTIONS:
+            if s["attentions"].get(att) is not None:
+                row[att] = s["attentions"][att]["transition"]
         if lin and sm:
             tl, ts = lin["transition"], sm["transition"]
             q = tl["estimate"] / ts["estimate"]
