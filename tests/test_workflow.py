@@ -557,7 +557,8 @@ def test_published_aggregates_remake_the_results_page_and_pass_the_audit(pipelin
     editing a committed input fails the audit naming the files made from it. A config other than the
     study's is refused before anything is written."""
     repo = _copy_workflow(tmp_path / "repo")
-    shutil.copytree(ROOT / "src", repo / "src")      # the code paths a checkout has
+    for folder in ("src", "config"):                  # what a checkout has (the side workflows read config/)
+        shutil.copytree(ROOT / folder, repo / folder)
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     (repo / ".gitignore").write_text("/studies/\nresults/\n.snakemake/\ndocs/logs/\n")
     run = lambda *a: subprocess.run([sys.executable, "-m", "copyhead", *a], cwd=repo, capture_output=True,
