@@ -559,6 +559,8 @@ def test_published_aggregates_remake_the_results_page_and_pass_the_audit(pipelin
     repo = _copy_workflow(tmp_path / "repo")
     for folder in ("src", "config"):                  # what a checkout has (the side workflows read config/)
         shutil.copytree(ROOT / folder, repo / folder)
+    for record in ROOT.glob("docs/studies*/studies.json.provenance.json"):   # the studies tables' records
+        shutil.copy(record, repo / record.relative_to(ROOT))
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     (repo / ".gitignore").write_text("/studies/\nresults/\n.snakemake/\ndocs/logs/\n")
     run = lambda *a: subprocess.run([sys.executable, "-m", "copyhead", *a], cwd=repo, capture_output=True,
