@@ -203,7 +203,7 @@ def publish_aggregates(study: str | Path, config: str | Path, docs: str | Path =
         attrs = read_dataset(src).attrs
         want = {opt: run_config(cfg, att, opt) for opt in cfg["sweep"][att]}
         got = json.loads(attrs.get("run_configs_json") or "null")
-        if got is None or canonical_json(got) != canonical_json(json.loads(canonical_json(want))):
+        if got is None or canonical_json(got) != canonical_json(want):
             raise PublishError(f"{src}: its runs' configs are not what {config} gives them (made with another "
                                "config, or before it changed); nothing was changed")
         files[f"aggregate_{att}.nc"] = src

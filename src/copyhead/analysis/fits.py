@@ -1,5 +1,6 @@
-"""Fits of the cross-study comparisons (copyhead.studies): a weighted straight line in 1/size, and the error
-of one agreement row's experiment − theory. Pure numpy, numbers in / dicts out."""
+"""Fits of the cross-study comparisons (copyhead.studies) and the theory's maps: a weighted straight line in
+1/size, log-log slopes and power laws, and the error of one agreement row's experiment − theory. Pure
+numpy, numbers in / dicts out."""
 from __future__ import annotations
 
 import math
@@ -40,3 +41,14 @@ def loglog_slope(x, y) -> float:
     x, y = np.asarray(x, float), np.asarray(y, float)
     ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
     return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0]) if ok.sum() >= 2 else math.nan
+
+
+def power_law_fit(L, V, ratio) -> tuple[float, float, float]:
+    """ratio ∝ L^b V^c by least squares of ln ratio = a + b ln L + c ln V over an (L, V) grid (``ratio`` of
+    shape (len(L), len(V)); non-finite cells left out): (b, c, the rms residual in ln)."""
+    lnL, lnV = np.meshgrid(np.log(np.asarray(L, float)), np.log(np.asarray(V, float)), indexing="ij")
+    r = np.asarray(ratio, float)
+    ok = np.isfinite(r)
+    X = np.stack([np.ones(ok.sum()), lnL[ok], lnV[ok]], 1)
+    coef, *_ = np.linalg.lstsq(X, np.log(r[ok]), rcond=None)
+    return float(coef[1]), float(coef[2]), float(np.sqrt(np.mean((X @ coef - np.log(r[ok])) ** 2)))

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import ConfigError, config_differences, load, run_config, run_identity, theory_config
+from ..figures import FIGURES
 from ..provenance import CODE_MODULES, KIND_CONCERN, DataFileError, code_fingerprint, read_dataset, sha256_file
 from ..repair import FOREIGN
 
@@ -209,8 +210,8 @@ class _Auditor:
         if why:
             rep.stale.append(str(sidecar))
             rep.warnings.append(f"stale figure {figure}: {why}")
-        if self.config is not None and rec.get("figure") in _figures():
-            fig = _figures()[rec["figure"]]
+        if self.config is not None and rec.get("figure") in FIGURES:
+            fig = FIGURES[rec["figure"]]
             self._config_stale(rep, "figure", str(sidecar), rec.get("options", {}), fig.options(self.config))
         fig_job = _snakemake_record(self.root, rec.get("outputs", {}).get("pdf", {}).get("path", ""))
         if fig_job:
@@ -309,11 +310,6 @@ def _current_config(path: Path):
         return load(path), ""
     except ConfigError as e:
         return None, f"invalid ({str(e).splitlines()[0]})"
-
-
-def _figures():
-    from ..figures import FIGURES
-    return FIGURES
 
 
 def audit_figures(figures, root: Path = Path("."), config: Path | None = None) -> list[Report]:

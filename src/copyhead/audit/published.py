@@ -119,7 +119,8 @@ class PublishedAuditor:
     def _outside(self, recorded: str) -> bool:
         """An input that is not part of the checkout: outside the repository, or in a git-ignored place
         (results/, studies/: working folders whose files are never committed)."""
-        path = self._resolve(recorded).resolve() if self._resolve(recorded).exists() else self._resolve(recorded)
+        path = self._resolve(recorded)
+        path = path.resolve() if path.exists() else path
         try:
             rel = path.relative_to(self.root)
         except ValueError:
@@ -142,12 +143,12 @@ class PublishedAuditor:
     # -- records --------------------------------------------------------------------------------------
     def _record(self, path: Path) -> tuple[str, dict | None, str]:
         """(where the record is, the record, why it could not be read)."""
-        for side in (sidecar_path(path), path.with_name(path.name + ".provenance.json")):
-            if side.is_file():
-                try:
-                    return str(side), json.loads(side.read_text()), ""
-                except (OSError, ValueError) as e:
-                    return str(side), None, f"unreadable provenance record ({e})"
+        side = sidecar_path(path)
+        if side.is_file():
+            try:
+                return str(side), json.loads(side.read_text()), ""
+            except (OSError, ValueError) as e:
+                return str(side), None, f"unreadable provenance record ({e})"
         if path.suffix == ".nc":
             try:
                 attrs = read_dataset(path).attrs
@@ -162,8 +163,8 @@ class PublishedAuditor:
             kind = str(attrs["copyhead_kind"])
             # a published file's inputs were recorded relative to the folder it was made in (the manifest's source)
             base = _published_source(path.parent)
-            inputs = {p: s for p, s in inputs.items()} if not base else \
-                {(p if Path(p).is_absolute() else str(Path(base) / p)): s for p, s in inputs.items()}
+            if base:
+                inputs = {(p if Path(p).is_absolute() else str(Path(base) / p)): s for p, s in inputs.items()}
             rec = {"kind": kind, "concern": KIND_CONCERN.get(kind, ""),
                    "code_fingerprint": str(attrs.get("code_fingerprint", "")),
                    "code_version": str(attrs.get("code_version", "")), "data": True,

@@ -12,7 +12,7 @@ import json
 import numpy as np
 
 from copyhead.analysis.finite_size import PRIOR_LABEL as PL
-from copyhead.analysis.fits import loglog_slope
+from copyhead.analysis.fits import loglog_slope, power_law_fit
 from copyhead.provenance import product_record, read_dataset, write_product
 
 from .format import g
@@ -103,16 +103,11 @@ def scaling_forms(ds):
                 "O(√(LV)) means b = c = 0.5; the design's fixed-d_k form √(LV/d_k)/ln²L means c = 0.5 and "
                 f"b = 0.5 − {g(s_ln2)} = {g(0.5 - s_ln2)} over this L range at fixed d_k (−{g(s_ln2)} along d_k ∝ L).",
             "", "| path | prior | b (L) | c (V) | rms residual (ln) | ratio at L = 16 → 256, V = 16 |", "|---|---|---|---|---|---|"]
-    lnL, lnV = np.meshgrid(np.log(L), np.log(ds["V"].values.astype(float)), indexing="ij")
     for path in ds["path"].values:
         for prior in ds["prior"].values:
-            r = ds["ratio"].sel(path=path, prior=prior).values
-            ok = np.isfinite(r)
-            X = np.stack([np.ones(ok.sum()), lnL[ok], lnV[ok]], 1)
-            coef, *_ = np.linalg.lstsq(X, np.log(r[ok]), rcond=None)
-            rms = float(np.sqrt(np.mean((X @ coef - np.log(r[ok])) ** 2)))
+            b, c, rms = power_law_fit(L, ds["V"].values, ds["ratio"].sel(path=path, prior=prior).values)
             r16 = ds["ratio"].sel(path=path, prior=prior, V=16).values
-            out.append(f"| {path} | {PL[prior]} | {g(coef[1], 2)} | {g(coef[2], 2)} | {g(rms, 2)} | "
+            out.append(f"| {path} | {PL[prior]} | {g(b, 2)} | {g(c, 2)} | {g(rms, 2)} | "
                        f"{' → '.join(g(x) for x in r16)} |")
     return out
 
