@@ -3,7 +3,8 @@
 The P grid of a study is ``round(r · P_ref)`` for each ratio r of the spec, where P_ref is the study's own
 closed-form transition (linear: the crossover ĉG = ĉ1; softmax: the first-order point P*, or its fastest
 growth where the closed form has no first-order point), so every study samples the same stretch of its
-transition. A study with ``P_like: other`` uses the other study's grid scaled by σ²/σ²_other instead (the
+transition; a study may list its P grid instead (``P: {linear: [...], softmax: [...]}``, e.g. a dense grid
+across a jump). A study with ``P_like: other`` uses the other study's grid scaled by σ²/σ²_other instead (the
 σ² collapse compares the two at equal P/σ²). Everything else comes from the base config; a study may
 override recipes (``optimizers``) and list the recipes it runs (``recipes``).
 """
@@ -19,7 +20,7 @@ from copyhead import config as cfgmod
 from copyhead.config import ATTENTIONS, ActionParams, ConfigError
 
 SPEC_KEYS = {"base", "ratios", "seeds", "recipes", "studies", "groups"}
-STUDY_KEYS = {"L", "V", "d_k", "sigma2", "P_like", "recipes", "optimizers", "ratios", "note"}
+STUDY_KEYS = {"L", "V", "d_k", "sigma2", "P_like", "recipes", "optimizers", "ratios", "P", "note"}
 # the rule names of workflow/studies.smk (a group is a target of the same name, so it must not be one)
 RULES = ("all_studies", "study", "study_config", "studies_tables", "studies_report", "group_tables", "group_report",
          "docs_studies", "docs_studies_page")
@@ -47,6 +48,13 @@ def load_spec(path: str | Path) -> dict:
                      if k not in STUDY_KEYS]
         if s.get("P_like") is not None and s["P_like"] not in studies:
             problems.append(f"studies.{name}.P_like = {s['P_like']!r} is not a study")
+        if "P" in s:
+            grids = s["P"] if isinstance(s["P"], dict) else {}
+            if sorted(grids) != sorted(ATTENTIONS) or s.get("P_like") is not None:
+                problems.append(f"studies.{name}.P must map every attention type {sorted(ATTENTIONS)} to a list of "
+                                "training-set sizes (and cannot be combined with P_like)")
+            problems += [f"studies.{name}.P.{att} must be a non-empty list of integers >= 2" for att, g in grids.items()
+                         if not g or any(not isinstance(x, int) or isinstance(x, bool) or x < 2 for x in g)]
     for att in ATTENTIONS:
         r = (spec.get("ratios") or {}).get(att)
         if not r or any(not isinstance(x, (int, float)) or x <= 0 for x in r):
@@ -107,6 +115,8 @@ def study_config(spec: dict, name: str, _seen=()) -> tuple[dict, dict]:
         scale = cfg["model"]["sigma2"] / other["model"]["sigma2"]
         grids = {att: sorted({int(round(P * scale)) for P in other["sweep"][att][other["figures"]["stage_optimizer"]]["P"]})
                  for att in ATTENTIONS}
+    elif s.get("P"):
+        grids = {att: sorted(set(s["P"][att])) for att in ATTENTIONS}
     else:
         grids = {att: _grid(ratios[att], ref[att][1]) for att in ATTENTIONS}
     recipes = s.get("recipes", spec["recipes"])
@@ -122,7 +132,7 @@ def study_config(spec: dict, name: str, _seen=()) -> tuple[dict, dict]:
     cfg["figures"] = {"stage_optimizer": recipes[0],
                       "stages": {att: {"below": grids[att][0], "above": grids[att][-1]} for att in ATTENTIONS}}
     notes = {"study": name, "reference": {att: {"name": k, "P": P} for att, (k, P) in ref.items()},
-             "ratios": ratios, "P_like": s.get("P_like"), "note": s.get("note", "")}
+             "ratios": ratios, "P_like": s.get("P_like"), "P_listed": bool(s.get("P")), "note": s.get("note", "")}
     return cfgmod.validate(cfg), notes
 
 
@@ -135,6 +145,7 @@ def write_study_config(spec_path: str | Path, name: str, out: str | Path) -> dic
             "# do not edit (edit the spec and rerun the studies workflow).",
             f"# Closed-form transitions of this (L, V, d_k, sigma2): {ref}.",
             (f"# P grid: study {notes['P_like']!r}'s, scaled by sigma2." if notes["P_like"] else
+             "# P grid: listed in the spec." if notes["P_listed"] else
              "# P grid: round(r * P_ref) for r in " + "; ".join(f"{a}: {notes['ratios'][a]}" for a in ATTENTIONS) + ".")]
     if notes["note"]:
         head.append(f"# {notes['note']}")
