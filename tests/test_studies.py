@@ -49,7 +49,9 @@ def test_every_study_config_is_valid_and_its_grid_sits_on_its_own_transitions(sp
             grid = cfg["sweep"][att][cfg["figures"]["stage_optimizer"]]["P"]
             assert set(grid) <= set(cfg["theory"]["exact"]["P"])
             assert cfg["theory"]["P_max"] >= max(grid)
-            if not s.get("P_like"):
+            if s.get("P"):   # a listed grid (the dense fixed-d_k studies) is taken as listed
+                assert grid == sorted(set(s["P"][att]))
+            elif not s.get("P_like"):
                 P_ref = notes["reference"][att]["P"]
                 assert grid == sorted({max(2, round(r * P_ref)) for r in spec["ratios"][att]})
                 assert grid[0] < P_ref < grid[-1]          # the grid brackets the transition
@@ -84,6 +86,9 @@ def test_recipe_override_reaches_the_study_config(spec):
     (lambda s: s["groups"].update(extra=["L16_dk999"]), "groups.extra: 'L16_dk999' is not a study"),
     (lambda s: s["studies"].update({"bad/name": {"L": 16}}), "studies.bad/name: a study name is a folder name"),
     (lambda s: s["groups"].update({"study": []}), "groups.study: a group name is a Snakemake target"),
+    (lambda s: s["studies"]["L16_dk16"].update(P={"linear": [4, 8]}), "studies.L16_dk16.P must map every attention"),
+    (lambda s: s["studies"]["L16_dk16"].update(P={"linear": [4, 8], "softmax": [1.5]}),
+     "studies.L16_dk16.P.softmax must be a non-empty list of integers >= 2"),
 ])
 def test_bad_spec_is_refused_naming_the_key(tmp_path, edit, message):
     s = yaml.safe_load(SPEC.read_text())

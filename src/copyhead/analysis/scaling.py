@@ -14,8 +14,9 @@ import math
 import numpy as np
 
 from ..attention import ATTENTIONS
-from .finite_size import PRIORS, Z95
+from .finite_size import PRIORS
 from .fits import loglog_slope
+from .transitions import bracket_ratio
 
 # the scaling forms of the softmax jump P* compared across L (P counts sequences; N = P·L tokens)
 FORMS = {"P* ∝ ln²L (N* ∝ L ln²L in tokens)": lambda L: math.log(L) ** 2,
@@ -23,23 +24,51 @@ FORMS = {"P* ∝ ln²L (N* ∝ L ln²L in tokens)": lambda L: math.log(L) ** 2,
          "P* independent of L": lambda L: 1.0}
 
 
+def ratio_interval(ratio: dict) -> tuple[float, float, str]:
+    """(lo, hi, basis) of a study's linear-crossover / softmax-jump ratio: the interval of the ratio of the
+    two intervals (``basis`` "interval"); tables written before the intervals (a point ± a Gaussian error)
+    give point ± 2 errors (``basis`` "±2σ, older tables")."""
+    if ratio.get("lo") is not None and ratio.get("hi") is not None:
+        return float(ratio["lo"]), float(ratio["hi"]), "interval"
+    q, e = float(ratio.get("experiment") or math.nan), float(ratio.get("error") or math.nan)
+    return q - 2 * e, q + 2 * e, "±2σ, older tables"
+
+
+def who_copies_first(lo: float, hi: float) -> str:
+    """The verdict of a ratio interval [lo, hi] of linear crossover / softmax jump (> 1: softmax first)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "no interval"
+    return "softmax copies first" if lo > 1 else "linear attention copies first" if hi < 1 else \
+        "neither shown to copy first (the interval contains 1)"
+
+
 def scaling_rows(studies: list[dict]) -> list[dict]:
-    """One row per study (sorted by V, then L): L, V, d_k, σ², the two transitions (experiment with CI,
-    theory under both priors), √(LV), ln²L and, where both exist, the linear-crossover / softmax-P* ratio
-    with its error (the two CIs' half widths / Z95, relative, in quadrature) and its closed-form value."""
+    """One row per study (sorted by V, then L): L, V, d_k, σ², the sampler, the two transitions (experiment
+    with CI, theory under both priors), √(LV), ln²L and, where both exist, the linear-crossover /
+    softmax-jump ratio as an interval: [lo, hi] = the crossover's 95 % CI over the jump's interval (a grid
+    bracket widened by the bootstrap), :func:`copyhead.analysis.transitions.bracket_ratio`; ``experiment``
+    the ratio of the point values (the jump's bracket midpoint). Theory read the same way: ``same_dataset``
+    (the same-dataset posterior mean's crossover over its jump bracket on the study's own P) and
+    ``closed_mean`` (the closed-form posterior mean's crossover over its bracket on the same P), both
+    intervals; ``large_deviation``/``gaussian``: the closed form's crossover over its first-order point P*
+    (the thermodynamic ratio the paper's claim is about: a different quantity from the data's)."""
     out = []
     for s in sorted(studies, key=lambda s: (s["V"], s["L"])):
         lin, sm = s["attentions"].get("linear"), s["attentions"].get("softmax")
         row = {"name": s["name"], "L": s["L"], "V": s["V"], "d_k": s["d_k"], "sigma2": s["sigma2"],
-               "sqrt_LV": math.sqrt(s["L"] * s["V"]), "ln2L": math.log(s["L"]) ** 2}
+               "method": s.get("method", "SGLD"), "sqrt_LV": math.sqrt(s["L"] * s["V"]),
+               "ln2L": math.log(s["L"]) ** 2}
         for att in ATTENTIONS:
             if s["attentions"].get(att) is not None:
                 row[att] = s["attentions"][att]["transition"]
         if lin and sm:
             tl, ts = lin["transition"], sm["transition"]
-            q = tl["estimate"] / ts["estimate"]
-            rel = math.hypot(*(((t["ci_hi"] - t["ci_lo"]) / (2 * Z95)) / t["estimate"] for t in (tl, ts)))
-            row["ratio"] = {"experiment": q, "error": q * rel,
+            lo, hi = bracket_ratio((tl["ci_lo"], tl["ci_hi"]), (ts["ci_lo"], ts["ci_hi"]))
+            br = ts.get("theory_brackets", {})
+            row["ratio"] = {"experiment": tl["estimate"] / ts["estimate"], "lo": lo, "hi": hi,
+                            **{k: list(bracket_ratio((tl["theory"].get(k, math.nan),) * 2,
+                                                     br.get(k, (math.nan, math.nan))))
+                               for k in ("same_dataset", "closed_mean")},
                             **{p: tl["theory"][p] / ts["theory"][p] for p in PRIORS}}
         out.append(row)
     return out

@@ -47,7 +47,7 @@ PAPER_SIGMA2 = 1.0   # the σ² the paper's numbers are quoted at (as the studie
 KINDS = {
     "crossover": ("linear", "crossover", "linear_crossover", "closed form, minimiser"),
     "onset": ("linear", "onset", "linear_onset", "closed form, Hessian instability"),
-    "jump": ("softmax", "jump", "softmax_jump", "closed form, P*"),
+    "jump": ("softmax", "jump", "softmax_jump", "closed form, posterior mean (seed mean, swept P, steepest rise)"),
     "hysteresis_lower": (None, "hysteresis window, lower", None, "closed form, lower spinodal"),
     "hysteresis_upper": (None, "hysteresis window, upper", None, "closed form, upper spinodal"),
 }
@@ -58,8 +58,10 @@ ESTIMATORS = {
     "crossover": "first P where the seed mean of ĉG overtakes that of ĉ1, interpolated in log P",
     "onset": "where the seed mean of ĉ1 leaves its smallest-P level by 2 standard errors for good (a "
              "detection point: interval widened to its grid step)",
-    "jump": "midpoint of a logistic fit of the seed mean of âG against log P (interval widened to the grid "
-            "step when the jump is sharper than the grid)",
+    "jump": "the step between neighbouring swept P where the seed mean of âG rises fastest per unit log P "
+            "(a grid bracket: the data locate a jump only to the grid; interval: the bootstrap's union of such "
+            "steps; theory curves read the same way on the same P, and a theory bracket agrees when it "
+            "overlaps the interval)",
     "hysteresis_lower": "lower edge of the P range where prior- and copy-started chains of the same seeds "
                         "differ by more than 2 errors and 0.01 (a detection point)",
     "hysteresis_upper": "upper edge of that P range (a detection point)",
@@ -93,14 +95,19 @@ def natural_theory(theory: list[dict], method: str, kind_of_transition: str) -> 
     want = "mean" if method in SAMPLERS and kind_of_transition in ("crossover", "jump") else "saddle"
     have = {}
     for t in theory:
+        if t.get("compared") is False:   # the thermodynamic P*: a different quantity, never a comparison value
+            continue
         source, kind = curve_of(t["curve"])
         if kind == want and _ok(t["value"]) and source not in have:
             have[source] = t
     for source, _ in SOURCES:
         if source in have:
             t = have[source]
-            return {"label": t["curve"], "value": float(t["value"]), "source": source, "kind": want,
-                    "why": f"{WHY[want]}; {WHY[source]}"}
+            out = {"label": t["curve"], "value": float(t["value"]), "source": source, "kind": want,
+                   "why": f"{WHY[want]}; {WHY[source]}"}
+            if _ok(t.get("lo")) and _ok(t.get("hi")):
+                out.update(lo=float(t["lo"]), hi=float(t["hi"]))
+            return out
     return None
 
 
@@ -115,9 +122,12 @@ def _method_cell(row: dict | None, kind: str, method: str) -> dict | None:
         outcome = "no theory"
     elif not (math.isfinite(lo) and math.isfinite(hi)):
         outcome = "no interval"
+    elif "lo" in th:   # a theory bracket against the data's interval: they agree when they overlap
+        outcome = "overlaps" if th["lo"] <= hi and lo <= th["hi"] else "disjoint"
     else:
         outcome = "inside" if lo <= th["value"] <= hi else "outside"
     return {"recipe": row["recipe"], "estimate": est, "ci_lo": lo, "ci_hi": hi, "resolved": row.get("resolved"),
+            "bracket": row.get("bracket"),
             "n_valid": row.get("n_valid"), "n_boot": row.get("n_boot"), "note": row.get("note", ""),
             "theory": th, "verdict": {"rule": CI_RULE, "value": th["value"] if th else math.nan,
                                       "outcome": outcome}}
@@ -154,11 +164,15 @@ def transition_rows(att: dict, attention: str) -> list[dict]:
         any_row = next((r for r in first.values() if r is not None), None)
         if any_row is None:
             continue
-        closed = next((t["value"] for t in any_row.get("theory", []) if t["curve"] == closed_label), None)
+        closed = next((t for t in any_row.get("theory", []) if t["curve"] == closed_label), {})
+        # the theory's own transition points of another kind (the thermodynamic P*), shown, never compared
+        own = [{"label": t["curve"], "value": _num(t["value"])} for t in any_row.get("theory", [])
+               if t.get("compared") is False and _ok(t["value"])]
         out.append({"kind": kind, "label": LABELS[kind], "estimator": ESTIMATORS[kind],
                     **{m: _method_cell(r, kind, m) for m, r in first.items()},
-                    "closed_form": {"label": closed_label, "value": _num(closed)},
-                    "paper": _paper(paper_key, sigma2)})
+                    "closed_form": {"label": closed_label, "value": _num(closed.get("value")),
+                                    **({"lo": closed["lo"], "hi": closed["hi"]} if "lo" in closed else {})},
+                    "theory_points": own, "paper": _paper(paper_key, sigma2)})
     return out
 
 

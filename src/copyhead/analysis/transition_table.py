@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 
 from .curves import CURVES, seed_mean_curve
-from .experiments import COPY_KEY, NAMES, Recipe, run_values, sequence_length, swept_P
+from .experiments import COPY_KEY, NAMES, Recipe, run_values, swept_P
 from .stats import NAN, as_float
 from .transitions import (BootstrapCI, bootstrap, chain_mean_sem, crossover_of_chains, crossover_point,
-                          fit_logistic_jump, hysteresis_of_chains, jump_of_chains, onset_point)
+                          hysteresis_of_chains, jump_bracket_of_chains, onset_point, steepest_rise)
 
 
 def _grid(P, arr):
@@ -88,21 +88,37 @@ def _linear_crossover_theory(th, same, P, seeds) -> list[tuple[str, float]]:
     return vals
 
 
-def _softmax_jump_theory(th, same, P, seeds) -> list[tuple[str, float]]:
-    L = sequence_length(th)
-    vals = [("closed form, P*", as_float(th.get("P_star"))), ("exact avg., P*", as_float(th.get("P_star_exact")))]
-    if "mP_mean" in th:
-        vals.append(("closed form, posterior mean (logistic midpoint)",
-                     fit_logistic_jump(th["P"].values, th["mP_mean"].values / L).P_jump))
-    if "mP_mean_exact" in th:
-        vals.append(("exact avg., posterior mean (logistic midpoint)",
-                     fit_logistic_jump(th["P_exact"].values, th["mP_mean_exact"].values / L).P_jump))
-    for curve in ("same_saddle", "same_mean"):
+def _softmax_jump_theory(th, same, P, seeds, min_rise: float) -> list[dict]:
+    """The jump of every theory curve read exactly as the data are: :func:`steepest_rise` of its seed mean
+    of âG on the swept P (the closed form interpolated in log P, the exact average and the same-dataset
+    theory at the swept P themselves): each a grid bracket ``lo``–``hi`` with ``value`` its geometric
+    midpoint. The theory's thermodynamic first-order points P* come after, under their own names, marked
+    ``compared: False`` (a different quantity: where the global minimum switches branch)."""
+    out = []
+    for curve, (label, _, _) in CURVES.items():
         y = seed_mean_curve(curve, "softmax", th, same, P, seeds, "aG")
-        if y is not None:
-            vals.append((CURVES[curve][0] + " (seed mean, swept P, logistic midpoint)",
-                         fit_logistic_jump(P, y).P_jump))
-    return vals
+        if y is None:
+            continue
+        br = steepest_rise(P, y, min_rise)
+        out.append({"curve": f"{label} (seed mean, swept P, steepest rise)", "value": br.mid, "lo": br.lo,
+                    "hi": br.hi, "rise_share": br.share})
+    for label, key in (("closed form, P* (first-order point; not an estimate of the data's jump)", "P_star"),
+                       ("exact avg., P* (first-order point; not an estimate of the data's jump)", "P_star_exact")):
+        out.append({"curve": label, "value": as_float(th.get(key)), "compared": False})
+    return out
+
+
+def _bracket_list(ci_lo, ci_hi, values: list[dict]) -> list[dict]:
+    """Theory brackets against the data's interval: ``contains`` is True when they overlap (both are
+    intervals on the same grid); P* entries (``compared`` False) get None."""
+    out = []
+    for t in values:
+        t = dict(t)
+        ends = [as_float(t.get("lo", t["value"])), as_float(t.get("hi", t["value"])), as_float(ci_lo), as_float(ci_hi)]
+        t["contains"] = (bool(ends[0] <= ends[3] and ends[2] <= ends[1])
+                         if t.get("compared", True) and np.isfinite(ends).all() else None)
+        out.append(t)
+    return out
 
 
 def spinodal_windows(th, same=None, seeds=None) -> list[tuple[str, float, float]]:
@@ -142,8 +158,10 @@ def transition_table(ag, th, same, attention: str, recs: dict[str, Recipe], n_bo
     """Transition points from data with percentile-bootstrap intervals over chains/seeds
     (copyhead.analysis.bootstrap), each with the theory's values and whether the interval contains them:
     linear crossover (ĉG = ĉ1) and onset (ĉ1 leaves its level at the smallest swept P by 2 standard errors
-    for good) per prior-started recipe; softmax jump (logistic midpoint of âG; ``resolved`` False: the jump
-    lies between two grid points and the interval is widened to them) per prior-started recipe; the
+    for good) per prior-started recipe; softmax jump (the grid step where the seed mean of âG rises fastest
+    per unit log P, :func:`copyhead.analysis.transitions.steepest_rise`: an interval, the bootstrap's union
+    of such steps; each theory curve read the same way on the same P, overlap = ``contains``) per
+    prior-started recipe; the
     hysteresis window (prior- and copy-started chains of the same seeds disagree by more than 2 errors in
     the copy order parameter) per copy-started recipe, each edge against the spinodals. A softmax curve whose
     seed means rise by less than ``min_rise`` in âG (1 % of its range [0, 1] by default) has no jump, and
@@ -182,27 +200,19 @@ def transition_table(ag, th, same, attention: str, recs: dict[str, Recipe], n_bo
             rows.append(row)
         else:
             P, (aG,) = _grid(P0, [vals["aG"]])
-            if len(P) < 4:
+            if len(P) < 3:
                 continue
-            def jump(P_, aG_):
-                m_ = chain_mean_sem(aG_)[0]
-                ok = np.isfinite(m_)
-                if not ok.any() or np.ptp(m_[ok]) < min_rise:
-                    return NAN
-                return jump_of_chains(P_, aG_)
-
-            ci = _no_interval(bootstrap(jump, P, aG, **kw), aG)
-            m, s = chain_mean_sem(aG)
-            fit = fit_logistic_jump(P, m, s if np.isfinite(s).all() else None)
+            br, ci = jump_bracket_of_chains(P, aG, min_rise=min_rise, **kw)
+            ci = _no_interval(ci, aG)
             note = _note(aG)
-            if not np.isfinite(ci.estimate):
+            if not np.isfinite(br.lo):
                 note = _join(note, f"the seed means of âG rise by less than {min_rise:g}: no jump on the swept grid")
-            row = _ci_row(attention, "jump of âG (logistic midpoint)", r.name, ci, method=r.method,
-                          resolved=bool(fit.resolved), note=note)
-            if np.isfinite(ci.estimate) and not fit.resolved:
-                row = _widened(row, P, "a jump sharper than the grid")
-            lo, hi = row["ci_lo"], row["ci_hi"]
-            row["theory"] = _theory_list(lo, hi, _softmax_jump_theory(th, same, P, seeds))
+            # the interval: the bootstrap's union of grid steps, never narrower than the step itself
+            lo, hi = (float(np.nanmin([ci.lo, br.lo])), float(np.nanmax([ci.hi, br.hi]))) if np.isfinite(br.lo) \
+                else (NAN, NAN)
+            row = _ci_row(attention, "jump of âG (steepest rise)", r.name, ci, method=r.method, resolved=False,
+                          note=note, bracket=[br.lo, br.hi], rise_share=br.share, ci_lo=lo, ci_hi=hi)
+            row["theory"] = _bracket_list(lo, hi, _softmax_jump_theory(th, same, P, seeds, min_rise))
             row["windows"] = [{"curve": w, "lo": a, "hi": b,
                                "overlaps": bool(lo <= b and a <= hi)
                                if np.isfinite([lo, hi, a, b]).all() else None}

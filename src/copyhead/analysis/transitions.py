@@ -7,7 +7,11 @@ NaN when the grid does not bracket it (no extrapolation):
 
 - :func:`crossover_point` — linear attention: the first P where ĉG overtakes ĉ1.
 - :func:`onset_point` — linear attention: where ĉ1 leaves its baseline beyond k standard errors for good.
-- :func:`fit_logistic_jump` — softmax attention: logistic fit of âG against log P; the jump is its midpoint.
+- :func:`steepest_rise` — softmax attention: the grid bracket [P_i, P_i+1] where âG rises fastest per
+  unit log P (the jump, located to the grid; the same reading of the data and of every theory curve read on
+  the same P grid, :func:`jump_bracket_of_chains`, :func:`bracket_ratio`).
+- :func:`fit_logistic_jump` — a logistic fit of âG against log P (its midpoint is NOT the jump of a curve
+  that keeps rising after it; kept as a descriptive fit, not compared with theory).
 - :func:`hysteresis_window` — the P range where prior- and copy-started chains disagree beyond k errors.
 - :func:`largest_jump_midpoint` — the grid reading of a jump (the logistic fit's starting point).
 
@@ -182,6 +186,49 @@ def largest_jump_midpoint(P, y) -> float:
     return float(np.sqrt(P[i] * P[i + 1]))
 
 
+@dataclass(frozen=True)
+class RiseBracket:
+    """The grid step [lo, hi] of neighbouring swept P where y rises fastest per unit log P; ``rise`` is
+    y(hi) − y(lo), ``share`` that rise as a fraction of the whole rise of y over the grid (max − min): near
+    1 for a jump the grid does not resolve, small for a smooth rise. ``mid`` = √(lo·hi)."""
+    lo: float
+    hi: float
+    rise: float
+    share: float
+
+    @property
+    def mid(self) -> float:
+        return float(np.sqrt(self.lo * self.hi))
+
+
+_NO_RISE = RiseBracket(float("nan"), float("nan"), float("nan"), float("nan"))
+
+
+def steepest_rise(P, y, min_rise: float = 0.0) -> RiseBracket:
+    """Softmax attention's jump read off a curve on a grid: the neighbouring grid points P_i < P_i+1 where
+    (y_i+1 − y_i)/(ln P_i+1 − ln P_i) is largest. The data locate a jump only to such a grid step, so the
+    answer is the step itself (an interval), never a point inside it. Apply it to the data and to a
+    theory curve read on the same P grid, and the two are the same estimator. All NaN with fewer than two
+    finite points or when y rises by less than ``min_rise`` over the grid (no jump)."""
+    P, y = _finite(P, y)
+    if len(P) < 2 or not np.ptp(y) >= max(min_rise, 1e-300):
+        return _NO_RISE
+    slope = np.diff(y) / np.diff(np.log(P))
+    i = int(np.argmax(slope))
+    rise = float(y[i + 1] - y[i])
+    return RiseBracket(float(P[i]), float(P[i + 1]), rise, rise / float(np.ptp(y)))
+
+
+def bracket_ratio(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
+    """The interval of x/y for x in [a0, a1] and y in [b0, b1] (positive intervals): [a0/b1, a1/b0]. A
+    ratio of two grid brackets (or of a CI and a bracket) is an interval, not a point with a Gaussian error."""
+    a0, a1 = (float(v) for v in a)
+    b0, b1 = (float(v) for v in b)
+    if not (np.isfinite([a0, a1, b0, b1]).all() and min(a0, b0) > 0):
+        return float("nan"), float("nan")
+    return a0 / b1, a1 / b0
+
+
 # ----------------------------------------------------------------------- estimators on per-chain arrays
 def chain_mean_sem(x) -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard error over chains (last axis) of an (n_P, n_chains) array (NaN = no chain)."""
@@ -204,6 +251,19 @@ def jump_of_chains(P, aG) -> float:
     bootstrap interval of it: an unresolved jump is only known to lie between two grid points."""
     mean, sem = chain_mean_sem(aG)
     return fit_logistic_jump(P, mean, sem if np.isfinite(sem).all() else None).P_jump
+
+
+def jump_bracket_of_chains(P, aG, n_boot: int = 1000, level: float = 0.95, seed: int = 0,
+                           min_rise: float = 0.0) -> tuple[RiseBracket, BootstrapCI]:
+    """:func:`steepest_rise` of the chain means, and its interval over chains: a percentile bootstrap of the
+    bracket's lower edge (its low quantile) and upper edge (its high quantile) from the same resamples, so
+    the interval is a union of grid steps. With 4 chains per P a resample at one P is one of 35 multisets;
+    the resamples are drawn independently at each P."""
+    br = steepest_rise(P, chain_mean_sem(aG)[0], min_rise)
+    kw = dict(n_boot=n_boot, level=level, seed=seed)
+    lo = bootstrap(lambda P_, a: steepest_rise(P_, chain_mean_sem(a)[0], min_rise).lo, P, aG, **kw)
+    hi = bootstrap(lambda P_, a: steepest_rise(P_, chain_mean_sem(a)[0], min_rise).hi, P, aG, **kw)
+    return br, BootstrapCI(br.mid, lo.lo, hi.hi, level, n_boot, min(lo.n_valid, hi.n_valid))
 
 
 def hysteresis_of_chains(P, prior, copy, k: float = 2.0, min_diff: float = 0.0) -> HysteresisWindow:

@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from copyhead.analysis.finite_size import PRIOR_LABEL, Z95
+from copyhead.analysis.scaling import ratio_interval
 from copyhead.attention import ATTENTIONS, variant
 from copyhead.results.format import g
 
@@ -171,8 +172,10 @@ def draw_scaling(rows: list[dict], theory_lines: dict):
     if rat:
         x = np.array([r["sqrt_LV"] for r in rat])
         y = np.array([r["ratio"]["experiment"] for r in rat])
-        e = np.array([r["ratio"]["error"] for r in rat])
-        ax.errorbar(x, y, yerr=Z(e), fmt="o", color="k", capsize=2, label="SGLD (95%)")
+        lohi = np.array([ratio_interval(r["ratio"])[:2] for r in rat])
+        method = "/".join(dict.fromkeys(r.get("method", "SGLD") for r in rat))
+        ax.errorbar(x, y, yerr=[y - lohi[:, 0], lohi[:, 1] - y], fmt="o", color="k", capsize=2,
+                    label=f"{method} (95% interval)")
         for prior, mk in (("large_deviation", "x"), ("gaussian", "+")):
             ax.plot(x, [r["ratio"][prior] for r in rat], mk, color="C1", ms=7, label=f"theory, {PRIOR_LABEL[prior]}")
         for r in rat:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 
 from ..analysis.finite_size import compatible
+from ..analysis.scaling import ratio_interval
 from ..attention import ATTENTIONS
-from .format import g, pm
+from .format import g
 
 LD = "large_deviation"
 
@@ -55,16 +56,18 @@ def _ordering(part: dict) -> str | None:
     tl = part.get("theory_lines", {})
     label = tl.get("label") or (f"d_k = {g(tl['dk_per_L'])}·L" if tl.get("dk_per_L") else "the studied path")
     rows = [r for r in rows if r["V"] == tl.get("V", r["V"])]
-    items = []
+    items, first = [], []
     for r in sorted(rows, key=lambda r: r["L"]):
-        q, e = r["ratio"]["experiment"], r["ratio"]["error"]
-        items.append(f"L = {r['L']}{' (d_k < L)' if r['d_k'] < r['L'] else ''}: {pm(q, e)} "
-                     f"(closed form {g(r['ratio'][LD])})")
-    first = [r for r in rows if r["ratio"]["experiment"] - 2 * r["ratio"]["error"] > 1]
+        lo, hi, basis = ratio_interval(r["ratio"])
+        items.append(f"L = {r['L']}{' (d_k < L)' if r['d_k'] < r['L'] else ''}: [{g(lo)}, {g(hi)}]"
+                     f"{' (' + basis + ')' if basis != 'interval' else ''} (closed-form crossover / P* {g(r['ratio'][LD])})")
+        if lo > 1:
+            first.append(r)
+    method = "/".join(dict.fromkeys(r.get("method", "SGLD") for r in rows))
     verdict = (f"softmax copies first at L = {', '.join(str(r['L']) for r in first)}" if first else
-               "softmax never copies first within 2σ")
+               "no size where softmax is shown to copy first (no interval above 1)")
     return (f"Linear crossover / softmax jump along {label} (V = {tl.get('V', '–')}), "
-            f"SGLD: {'; '.join(items)} — {verdict} on this path (ratio > 1: softmax copies first).")
+            f"{method}: {'; '.join(items)} — {verdict} on this path (ratio > 1: softmax copies first).")
 
 
 def headline(rep: dict) -> list[str]:

@@ -22,23 +22,31 @@ def _curve(t: dict) -> str:
     return f"{SOURCE[t['source']]} {'posterior mean' if t['kind'] == 'mean' else 'minimiser'}"
 
 
+def value(t: dict) -> str:
+    """A theory value: a grid bracket lo–hi (the jump read on the swept P) or a number."""
+    return f"{g(t['lo'])}–{g(t['hi'])}" if ok(t.get("lo")) and ok(t.get("hi")) else g(t["value"])
+
+
 def _cell(c: dict | None) -> str:
     if not c or not ok(c["estimate"]):
         return "not found on the grid" if c else "–"
-    text = g(c["estimate"])
+    br = c.get("bracket")
+    text = f"{g(br[0])}–{g(br[1])}" if br and ok(br[0]) else g(c["estimate"])
     text += f" {ci(c['ci_lo'], c['ci_hi'])}" if ok(c["ci_lo"]) and ok(c["ci_hi"]) else " (no CI)"
     out = c["verdict"]["outcome"]
-    return text + (f", theory {out}" if out in ("inside", "outside") else "")
+    words = {"inside": "theory inside", "outside": "theory outside", "overlaps": "theory's bracket overlaps",
+             "disjoint": "theory's bracket disjoint"}
+    return text + (f", {words[out]}" if out in words else "")
 
 
 def _theory(r: dict) -> str:
     cells = [(m, r[m]["theory"]) for m in METHOD if r.get(m) and r[m]["theory"]]
     if len(cells) > 1 and len({t["label"] for _, t in cells}) == 1:
         cells = [("both" if len(cells) == 2 else "all", cells[0][1])]
-    parts = [f"{g(t['value'])} ({METHOD.get(m, m)}: {_curve(t)})" for m, t in cells]
-    closed = r["closed_form"]["value"]
-    if ok(closed):
-        parts.append(f"closed form {g(closed)}")
+    parts = [f"{value(t)} ({METHOD.get(m, m)}: {_curve(t)})" for m, t in cells]
+    if ok(r["closed_form"]["value"]):
+        parts.append(f"closed form {value(r['closed_form'])}")
+    parts += [f"{t['label'].split(' (')[0]} {g(t['value'])} (not compared)" for t in r.get("theory_points", [])]
     return "; ".join(dict.fromkeys(parts)) or "–"
 
 
@@ -87,7 +95,7 @@ def _headline(summ: dict) -> list[str]:
             c = main[m]
             t = c["theory"]
             bits.append(f"{METHOD[m]} {main['label']} at P = {_cell(c)}" + (
-                f" ({_curve(t)} {g(t['value'])}; closed form {g(main['closed_form']['value'])})" if t else ""))
+                f" ({_curve(t)} {value(t)}; closed form {value(main['closed_form'])})" if t else ""))
         if agr and agr["n_away"]:
             bits.append(f"{METHOD[m]} order parameters against the {agr['curve_label']}: {agr['verdict']['outcome']} "
                         f"(RMS z = {g(agr['rms_z'])}, {agr['n_within_2']} of {agr['n_away']} points within 2σ)")
@@ -196,7 +204,10 @@ def render_page(tables: dict, figure_dir: str = "results_figures", appendix_name
             f"method's natural curve — the posterior mean for {samplers} (what a chain's average estimates), the "
             "minimiser for Adam (a MAP estimate) — from the most specific theory: *same* (each run's own training "
             "set), else *exact* (the dataset-averaged exact action), else the *closed form*. 'theory inside / "
-            "outside': whether that value lies in the 95% bootstrap CI over seeds. Every transition P scales "
+            "outside': whether that value lies in the 95% bootstrap CI over seeds; for the jump, a bracket "
+            "against a bracket: whether the theory's grid step overlaps the data's interval. The theory's "
+            "first-order point P* (where its global minimum switches branch) is a different quantity: shown, "
+            "never compared. Every transition P scales "
             "with σ², so the paper's numbers are multiplied by our σ² over theirs.", "",
             "## Convergence: what it means for these numbers", ""]
     out += [_convergence(a, sa["convergence"]) for a, sa in summ["attentions"].items()]

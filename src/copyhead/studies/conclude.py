@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 
 from copyhead.analysis.finite_size import PRIOR_LABEL, correction_size, decay, prior_distances
-from copyhead.analysis.scaling import FORMS, advantage_trend, closed_form_path, jump_forms, per_sigma2
+from copyhead.analysis.scaling import (FORMS, advantage_trend, closed_form_path, jump_forms, per_sigma2,
+                                      ratio_interval, who_copies_first)
 from copyhead.analysis.summary import PAPER
 from copyhead.attention import ATTENTIONS
 from copyhead.results.format import ci, g, pm, table
@@ -118,12 +119,17 @@ def conclude_scaling(rows: list[dict]) -> list[str]:
                    f"(max/min) of P*/ln²L {g(f['spread'][names[0]])}, of P*/(L ln²L) {g(f['spread'][names[1]])}, "
                    f"of P* {g(f['spread'][names[2]])}: closest form '{f['closest']}'.")
     for r in [r for r in rows if "ratio" in r and math.isfinite(r["ratio"]["experiment"])]:
-        q, e = r["ratio"]["experiment"], r["ratio"]["error"]
-        first = ("softmax copies first" if q - 2 * e > 1 else "linear attention copies first" if q + 2 * e < 1
-                 else "neither copies first within 2σ")
+        lo, hi, basis = ratio_interval(r["ratio"])
+        same = r["ratio"].get("same_dataset") or [math.nan, math.nan]
+        closed = r["ratio"].get("closed_mean") or [math.nan, math.nan]
+        theory = "; ".join(f"{what} [{g(a)}, {g(b)}]" for what, (a, b) in
+                           (("same-dataset posterior mean, same estimator", same),
+                            ("closed-form posterior mean, same estimator", closed)) if math.isfinite(a))
         out.append(f"- {r['name']} (L = {r['L']}, d_k = {r['d_k']}{', rank-deficient: d_k < L' if r['d_k'] < r['L'] else ''}): "
-                   f"SGLD linear crossover / softmax jump = {pm(q, e)} (closed form, large-deviation prior: "
-                   f"{g(r['ratio']['large_deviation'])}): {first}.")
+                   f"{r.get('method', 'SGLD')} linear crossover / softmax jump in [{g(lo)}, {g(hi)}] ({basis}; "
+                   + (f"{theory}; " if theory else "")
+                   + f"closed-form crossover / P*, a different quantity: {g(r['ratio']['large_deviation'])}): "
+                   f"{who_copies_first(lo, hi)}.")
     t = advantage_trend(rows)
     if t:
         y = t["experiment"]

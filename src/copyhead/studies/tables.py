@@ -37,11 +37,13 @@ from copyhead.theory.scaling import closed_form_transitions
 # the experimental transition compared per attention type: (name in results.json, theory key)
 TRANSITION = {a: (v.transition_name, v.theory_transition) for a, v in ATTENTIONS.items()}
 SAME_CURVE = {"linear": "same dataset, posterior mean (seed mean, swept P)",
-              "softmax": "same dataset, posterior mean (seed mean, swept P, logistic midpoint)"}
+              "softmax": "same dataset, posterior mean (seed mean, swept P, steepest rise)"}
 CURVE_LABEL = {"same_mean": "same dataset, posterior mean (large-deviation prior)",
                "closed_mean": "closed form, posterior mean, large-deviation prior",
                "closed_mean_gaussian": "closed form, posterior mean, Gaussian prior"}
-SGLD = ("sgld", "sgld_copy")
+CLOSED_CURVE = {"linear": "closed form, posterior mean",
+                "softmax": "closed form, posterior mean (seed mean, swept P, steepest rise)"}
+METHOD_NAME = {"sgld": "SGLD", "hmc": "HMC", "adam": "Adam"}
 # the sentence the results page's findings look for (copyhead.results.findings.headline)
 COLLAPSE_LINE = ("The transition points collapse at equal P/σ² within their 95% CIs (studies report, section 3), "
                  "so a study's transitions divided by its σ² are its transitions on the paper's σ² = 1 scale.")
@@ -95,15 +97,26 @@ def _read(path: Path) -> dict:
     return d
 
 
-def _transition(att: str, a: dict) -> dict:
-    """The SGLD transition of one attention type of a results JSON, with the theory's values of it."""
+def _transition(att: str, a: dict, recipe: str = "sgld") -> dict:
+    """The transition of one attention type of a results JSON read from ``recipe``'s chains, with the
+    theory's values of it: the closed form's own transition point (crossover; softmax: P*) under both
+    priors and the dataset average, and the same estimator on the same-dataset and closed-form posterior
+    means (softmax: their jump brackets on the swept P, ``theory_brackets``)."""
     name, key = TRANSITION[att]
-    tr = next((x for x in a["transitions"] if x["recipe"] == "sgld" and x["transition"] == name), None) or {}
-    same = next((x["value"] for x in tr.get("theory", []) if x["curve"] == SAME_CURVE[att]), None)
-    return {"name": name, "estimate": _num(tr.get("estimate")), "ci_lo": _num(tr.get("ci_lo")),
-            "ci_hi": _num(tr.get("ci_hi")), "resolved": bool(tr.get("resolved")), "note": tr.get("note", ""),
-            "theory": {"large_deviation": _num(a["theory"].get(key)), "gaussian": _num(a["theory"].get(key + "_gaussian")),
-                       "exact": _num(a["theory"].get(key + "_exact")), "same_dataset": _num(same)}}
+    tr = next((x for x in a["transitions"] if x["recipe"] == recipe and x["transition"] == name), None) or {}
+    th = {x["curve"]: x for x in tr.get("theory", [])}
+    closed = CLOSED_CURVE[att]
+    out = {"name": name, "recipe": recipe, "estimate": _num(tr.get("estimate")), "ci_lo": _num(tr.get("ci_lo")),
+           "ci_hi": _num(tr.get("ci_hi")), "resolved": bool(tr.get("resolved")), "note": tr.get("note", ""),
+           "theory": {"large_deviation": _num(a["theory"].get(key)), "gaussian": _num(a["theory"].get(key + "_gaussian")),
+                      "exact": _num(a["theory"].get(key + "_exact")),
+                      "same_dataset": _num(th.get(SAME_CURVE[att], {}).get("value")),
+                      "closed_mean": _num(th.get(closed, {}).get("value"))}}
+    if tr.get("bracket"):
+        out["bracket"] = [_num(v) for v in tr["bracket"]]
+        out["theory_brackets"] = {k: [_num(th.get(c, {}).get("lo")), _num(th.get(c, {}).get("hi"))]
+                                  for k, c in (("same_dataset", SAME_CURVE[att]), ("closed_mean", closed))}
+    return out
 
 
 def _sizes(path: Path, d: dict, name: str) -> dict:
@@ -120,7 +133,7 @@ def load_transitions(path: str | Path) -> dict:
     path = Path(path)
     d = _read(path)
     study = _sizes(path, d, Path(d.get("config_name", "") or path.stem).stem)
-    study["attentions"] = {att: {"transition": _transition(att, a)} for att, a in d["attentions"].items()}
+    study["attentions"] = {att: {"transition": _transition(att, a, "sgld")} for att, a in d["attentions"].items()}
     return study
 
 
@@ -132,12 +145,19 @@ def load_study(path: str | Path) -> dict:
     root = path.parents[2] if in_study else path.parent   # studies/<name>/ or a published copy (docs/)
     study = _sizes(path, d, root.name if in_study else Path(d.get("config_name", "") or path.stem).stem)
     cfg = study["config"]
-    study.update(seconds=_job_seconds(root), cost=_cost(cfg), attentions={})
+    # the study's sampler: its first recipe (the figures' stage recipe) and every recipe of that method
+    swept = list(dict.fromkeys(r for att in cfg["sweep"].values() for r in att))
+    stage = cfg.get("figures", {}).get("stage_optimizer") or next(
+        (r for r in swept if cfg["optimizers"][r]["method"] != "adam"), swept[0])
+    method = cfg["optimizers"][stage]["method"]
+    own = [r for r in swept if cfg["optimizers"][r]["method"] == method]
+    study.update(seconds=_job_seconds(root), cost=_cost(cfg), attentions={}, method=METHOD_NAME[method],
+                 recipe=stage)
     for att, a in d["attentions"].items():
-        grid = sorted({float(P) for r in SGLD if r in cfg["sweep"].get(att, {})
+        grid = sorted({float(P) for r in own if r in cfg["sweep"].get(att, {})
                        for P in cfg["sweep"][att][r]["P"]})
-        rows = [dict(r) for r in a["agreement"] if r["method"] == "sgld" and r["curve"] in CURVES
-                and r["recipe"] in SGLD and r.get("experiment") is not None]
+        rows = [dict(r) for r in a["agreement"] if r["method"] == method and r["curve"] in CURVES
+                and r["recipe"] in own and r.get("experiment") is not None]
         has_theory = (root / d["inputs"].get(f"theory_{att}", {}).get("path", "-")).is_file()
         curves = {}   # param -> (P, values) of the Gaussian-prior posterior mean, read once
         for r in [r for r in rows if r["curve"] == "closed_mean" and has_theory]:   # the same points, Gaussian prior
@@ -147,9 +167,9 @@ def load_study(path: str | Path) -> dict:
             z = float(z_scores(r["experiment"], th, row_error(r)))
             rows.append(dict(r, curve="closed_mean_gaussian", curve_label=CURVE_LABEL["closed_mean_gaussian"],
                              theory=th, z=z if math.isfinite(z) else None))
-        conv = [c for c in a["convergence"] if c["recipe"] in SGLD]
+        conv = [c for c in a["convergence"] if c["recipe"] in own]
         study["attentions"][att] = {
-            "grid": grid, "rows": rows, "transition": _transition(att, a),
+            "grid": grid, "rows": rows, "transition": _transition(att, a, stage),
             # the transition the study's P grid was placed around (copyhead.studies.spec.REFERENCE)
             "P_ref": next((v for v in (_num(a["theory"].get(k)) for k in REFERENCE[att]) if math.isfinite(v)),
                           math.nan),
