@@ -666,3 +666,32 @@ def test_the_page_reports_the_hmc_reference_and_sgld_against_it(tmp_path):
             blocks.append(cur)
             cur = []
     assert blocks and all(len(set(b)) == 1 for b in blocks), blocks
+
+
+def test_a_point_whose_chains_have_not_mixed_makes_the_verdict_not_mixed():
+    """Per training set, never across seeds: a chain's halves (or one dataset's prior- and copy-started
+    chains, which override) with bulk ESS < 100 or R̂ > 1.01 is 'not mixed'; the agreement verdict then says
+    'not mixed' with the count, and the verdict of the mixed points alone beside it."""
+    from copyhead.analysis.agreement import agreement_summaries
+    from copyhead.analysis.convergence import mixing_status
+    from copyhead.analysis.summary import agreement_verdict
+    from copyhead.results.format import verdict_text
+    conv = [{"recipe": "hmc", "P": 8.0, "param": "c1", "rhat_within_max": 1.002, "ess_chain_min": 300.0},
+            {"recipe": "hmc", "P": 16.0, "param": "c1", "rhat_within_max": 1.002, "ess_chain_min": 50.0},
+            {"recipe": "hmc", "P": 24.0, "param": "c1", "rhat_within_max": 1.001, "ess_chain_min": 900.0},
+            {"recipe": "hmc_copy", "P": 24.0, "param": "c1", "rhat_within_max": 1.001, "ess_chain_min": 900.0},
+            {"recipe": "hmc+hmc_copy", "P": 24.0, "param": "c1", "rhat_paired_max": 1.3, "ess_paired_min": 400.0}]
+    m = mixing_status(conv)
+    assert m[("hmc", 8.0, "c1")]["mixed"] and not m[("hmc", 16.0, "c1")]["mixed"]
+    assert not m[("hmc", 24.0, "c1")]["mixed"] and m[("hmc", 24.0, "c1")]["rhat"] == 1.3   # the pair decides
+    assert m[("hmc_copy", 24.0, "c1")]["basis"].startswith("prior- and copy-started")
+    rows = [{"attention": "linear", "recipe": "hmc", "method": "hmc", "curve": "same_mean", "P": P, "name": "ĉ1",
+             "param": "c1", "z": z, "away": True, "mixed": m[("hmc", P, "c1")]["mixed"]}
+            for P, z in ((8.0, 0.5), (16.0, 5.0), (24.0, -4.0))]
+    (s,) = agreement_summaries(rows)
+    assert (s["n_not_mixed"], s["n_mixed"], s["n_within_2_mixed"]) == (2, 1, 1) and s["rms_z_mixed"] == 0.5
+    v = agreement_verdict(s)
+    assert v["outcome"] == "not mixed" and v["on_mixed"]["outcome"] == "agrees" and v["on_mixed"]["n"] == 1
+    assert verdict_text(v).startswith("not mixed (2 of 3 points") and "mixed points alone: agrees" in verdict_text(v)
+    rows_ok = [dict(r, mixed=True) for r in rows]
+    assert agreement_verdict(agreement_summaries(rows_ok)[0])["outcome"] == "does not agree"

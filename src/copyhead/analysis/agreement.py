@@ -189,7 +189,10 @@ def agreement_summaries(rows) -> list[dict]:
     """Per (attention, recipe, curve) and per (attention, method, curve) (recipes of one method pooled,
     ``recipe`` = "all <method>"): over the points away from the transitions, n_away (with a z), rms_z,
     chi2, dof, chi2_per_dof, p_value, n_within_2 (|z| ≤ 2), the worst point (recipe, P, param, z), and over
-    all points n_all, rms_z_all; n_no_error counts points without an error (one seed)."""
+    all points n_all, rms_z_all; n_no_error counts points without an error (one seed). Rows carrying
+    ``mixed`` (sampled points, :func:`copyhead.analysis.convergence.mixing_status`) add n_not_mixed (away
+    points whose chains have not mixed) and the same statistics over the mixed away points alone
+    (n_mixed, rms_z_mixed, n_within_2_mixed)."""
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
         groups.setdefault((row["attention"], "recipe", row["recipe"], row["method"], row["curve"]), []).append(row)
@@ -214,6 +217,11 @@ def agreement_summaries(rows) -> list[dict]:
                     "worst_param": worst["name"] if worst else "", "worst_z": s.worst_z,
                     "n_all": s_all.n, "rms_z_all": s_all.rms_z,
                     "n_no_error": int((~np.isfinite(z) & away).sum())})
+        if any("mixed" in r for r in rs):
+            mixed = np.array([r.get("mixed") is True for r in rs], bool)
+            s_m = agreement_summary(z, away & mixed)
+            out[-1].update(n_not_mixed=int((away & ~mixed & np.isfinite(z)).sum()), n_mixed=s_m.n,
+                           rms_z_mixed=s_m.rms_z, n_within_2_mixed=s_m.n_within_2)
     return out
 
 

@@ -33,6 +33,11 @@ from .experiments import KEYS, NAMES, Recipe, chain_series, swept_P
 from .stats import NAN, as_float, point_estimate
 
 RHAT_MAX = 1.05          # the R̂ above which a point is flagged (not shown converged)
+# a point is "mixed" (its agreement verdict means something) when every chain on its training set has
+# bulk ESS >= MIXED_ESS and R̂ <= MIXED_RHAT per training set (a chain's halves; with a copy-started twin
+# the prior- and copy-started chains of one training set): the referee's standard (Vehtari et al. 2021)
+MIXED_ESS = 100.0
+MIXED_RHAT = 1.01
 RHAT_METHODS = {"rank": "rank", "classic": "split"}
 MIN_DRAWS = 4
 
@@ -118,6 +123,8 @@ def _conv_row(attention, recipe, starts, P, key, x, rhat_max) -> dict:
     rhat = split_rhat(x)
     within = [split_rhat(row) for row in x]
     row["rhat_within_max"] = float(np.nanmax(within)) if np.isfinite(within).any() else NAN
+    ess_each = [ess_bulk(row) for row in x]
+    row["ess_chain_min"] = float(np.nanmin(ess_each)) if np.isfinite(ess_each).any() else NAN
     row.update(mean=est["mean"], rhat=rhat, ess_bulk=ess_bulk(x), ess_sum=float(np.nansum(chain_ess(x))),
                err_mcse=est["err_mcse"], err_spread=est["err_spread"], error=est["error"],
                error_basis=est["error_basis"], rhat_flag=bool(rhat > rhat_max))
@@ -172,6 +179,31 @@ def convergence_table(ag, attention: str, recs: dict[str, Recipe], rhat_max: flo
                                rhat_flag=bool(paired and max(paired) > rhat_max))
                 rows.append(row)
     return rows
+
+
+def mixing_status(conv_rows, ess_min: float = MIXED_ESS, rhat_max: float = MIXED_RHAT) -> dict:
+    """(recipe, P, param) -> {"mixed", "rhat", "ess", "basis"}: the per-training-set diagnostics of a
+    sampled point, never across seeds. With a prior/copy pair row: the largest R̂ of one training set's two
+    chains and the smallest bulk ESS of such a pair (both recipes of the pair get it); else the largest R̂
+    of a chain's two halves and the smallest bulk ESS of one chain. ``mixed``: ESS >= ``ess_min`` and
+    R̂ <= ``rhat_max`` (False where either is NaN: not shown)."""
+    out = {}
+    for row in conv_rows:   # single recipes first, then pairs (which override: the better test)
+        if "+" in row["recipe"]:
+            continue
+        rh, es = as_float(row.get("rhat_within_max")), as_float(row.get("ess_chain_min"))
+        out[(row["recipe"], float(row["P"]), row["param"])] = {"rhat": rh, "ess": es, "basis": "one chain's halves"}
+    for row in conv_rows:
+        if "+" not in row["recipe"]:
+            continue
+        rh, es = as_float(row.get("rhat_paired_max")), as_float(row.get("ess_paired_min"))
+        for recipe in row["recipe"].split("+"):
+            out[(recipe, float(row["P"]), row["param"])] = {"rhat": rh, "ess": es,
+                                                            "basis": "prior- and copy-started chains of one training set"}
+    for v in out.values():
+        v["mixed"] = bool(np.isfinite(v["rhat"]) and np.isfinite(v["ess"]) and v["ess"] >= ess_min
+                          and v["rhat"] <= rhat_max)
+    return out
 
 
 def flagged_points(conv_rows) -> dict[tuple[str, float, str], bool]:

@@ -72,7 +72,9 @@ WHY = {"mean": "posterior mean: what an SGLD chain's average estimates",
        "exact": "the dataset-averaged exact action", "closed": "closed form (N ≫ (V+L)²)"}
 CI_RULE = "the natural theory value lies inside the method's 95% bootstrap CI"
 AGREE_RULE = ("agrees: every point within 2σ and RMS z ≤ 1.5; mostly agrees: ≥ 90 % within 2σ and RMS z ≤ 2; "
-              "else does not agree (points away from the transitions)")
+              "else does not agree (points away from the transitions); not mixed: a sampler's point whose chains "
+              "have bulk ESS < 100 or R̂ > 1.01 on its training set makes the verdict 'not mixed' (the verdict "
+              "of the mixed points alone is given beside it)")
 
 
 def _num(x) -> float:
@@ -176,19 +178,29 @@ def transition_rows(att: dict, attention: str) -> list[dict]:
     return out
 
 
+def _agree_word(k: int, n: int, rms: float) -> str:
+    if k == n and rms <= 1.5:
+        return "agrees"
+    if k >= 0.9 * n and rms <= 2:
+        return "mostly agrees"
+    return "does not agree"
+
+
 def agreement_verdict(s: dict | None) -> dict:
     """{"rule", "value", "outcome"} of one agreement summary row (value: RMS z; outcome: agrees | mostly
-    agrees | does not agree | no error bars)."""
+    agrees | does not agree | no error bars | not mixed). "not mixed" wherever one of its away points'
+    chains has not mixed (``n_not_mixed`` > 0); then ``on_mixed`` is the verdict of the mixed points
+    alone (with their count), or None when there are none."""
     if not s or not s["n_away"]:
         return {"rule": AGREE_RULE, "value": math.nan, "outcome": "no error bars"}
     k, n, rms = s["n_within_2"], s["n_away"], _num(s["rms_z"])
-    if k == n and rms <= 1.5:
-        word = "agrees"
-    elif k >= 0.9 * n and rms <= 2:
-        word = "mostly agrees"
-    else:
-        word = "does not agree"
-    return {"rule": AGREE_RULE, "value": rms, "outcome": word}
+    out = {"rule": AGREE_RULE, "value": rms, "outcome": _agree_word(k, n, rms)}
+    if s.get("n_not_mixed"):
+        nm = s.get("n_mixed") or 0
+        out.update(outcome="not mixed", n_not_mixed=s["n_not_mixed"], n_away=n, on_mixed=(
+            {"outcome": _agree_word(s["n_within_2_mixed"], nm, _num(s["rms_z_mixed"])), "n": nm,
+             "n_within_2": s["n_within_2_mixed"], "rms_z": _num(s["rms_z_mixed"])} if nm else None))
+    return out
 
 
 def prior_recipes(att: dict, method: str) -> list[str]:

@@ -17,7 +17,7 @@ from ..config import ATTENTIONS
 from ..config.schema import METHODS
 from .adam import adam_table
 from .agreement import agreement_summaries, agreement_table, natural_curve
-from .convergence import RHAT_MAX, convergence_table, flagged_points
+from .convergence import RHAT_MAX, convergence_table, flagged_points, mixing_status
 from .experiments import config_of, nonfinite_runs, recipes, sweep_table
 from .samplers import sampler_summaries, sampler_table
 from .summary import build_summary
@@ -58,6 +58,11 @@ def build_tables(datasets: dict, config: dict | None = None, *, n_boot: int = 10
         recs = recipes(ag, config)
         conv = convergence_table(ag, att, recs, rhat_max)
         agr = agreement_table(ag, th, same, att, recs, away_factor)
+        mixing = mixing_status(conv)
+        for r in agr:   # sampled points: whether their chains mixed (per training set)
+            m = mixing.get((r["recipe"], float(r["P"]), r["param"]))
+            if m is not None:
+                r.update(mixed=m["mixed"], mix_rhat=m["rhat"], mix_ess=m["ess"])
         trans = transition_table(ag, th, same, att, recs, n_boot=n_boot, seed=seed)
         samplers = sampler_table(ag, att, recs) if "c1_sample" in ag else []
         theory = {k: float(th[k]) for k in th.data_vars if th[k].ndim == 0}

@@ -10,7 +10,7 @@ import json
 
 from ..analysis.curves import CURVES
 from ..analysis.summary import PAPER, PAPER_SIGMA2
-from .format import P_ as _P, ci, g, ok as _ok, pm, table, yn
+from .format import P_ as _P, ci, g, ok as _ok, pm, table, verdict_text, yn
 
 
 def _label(curve: str | None) -> str:
@@ -264,7 +264,7 @@ def _paper(t: dict) -> list[str]:
                    "form needs large d_k).")
         out.append("")
     verdicts = [f"{a} {r['recipe']}: {r['n_within_2']} of {r['n_away']} points within 2σ of the {r['curve_label']} "
-                f"(RMS z {g(r['rms_z'])}: {r['verdict']['outcome']})"
+                f"(RMS z {g(r['rms_z'])}: {verdict_text(r['verdict'])})"
                 for a, sa in summ["attentions"].items() for r in sa["agreement"] if r["n_away"]]
     out.append(f"{PAPER['agreement'][0]}: the paper says {PAPER['agreement'][1]}. Here: " +
                ("; ".join(verdicts) if verdicts else "no point with an error bar away from the transitions") + ".")

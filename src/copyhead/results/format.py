@@ -41,3 +41,14 @@ def table(head: list[str], rows: list[list]) -> str:
              "|" + "|".join(" --- " for _ in head) + "|"]
     lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def verdict_text(v: dict) -> str:
+    """An agreement verdict in words; 'not mixed' with its count and the verdict of the mixed points."""
+    if v["outcome"] != "not mixed":
+        return v["outcome"]
+    m = v.get("on_mixed")
+    tail = (f"; on the {m['n']} mixed points alone: {m['outcome']}, RMS z = {g(m['rms_z'])}, {m['n_within_2']} of "
+            f"{m['n']} within 2σ" if m else "; no point has mixed chains")
+    return (f"not mixed ({v['n_not_mixed']} of {v['n_away']} points have a training set whose chains have bulk "
+            f"ESS < 100 or R̂ > 1.01{tail})")

@@ -6,7 +6,7 @@ Everything else is in the appendix (:mod:`.appendix`). Nothing is computed or ju
 from __future__ import annotations
 
 from .findings import headline
-from .format import P_, ci, g, ok, table
+from .format import P_, ci, g, ok, table, verdict_text
 
 KEY_FIGURES = [("fig3_linear_order_params", "linear order parameters against P, residuals z, R̂"),
                ("fig4_softmax_order_params", "softmax order parameters against P, residuals z, R̂"),
@@ -64,7 +64,7 @@ def _agreement_line(a: str, r: dict) -> str:
         return f"- {a}, {METHOD[r['method']]} (`{r['recipe']}`): no point away from the transitions has an error bar."
     worst = (f"; worst P = {P_(r['worst_P'])} {r['worst_param']}, z = {g(r['worst_z'])}"
              if ok(r["worst_z"]) else "")
-    return (f"- {a}, {METHOD[r['method']]} (`{r['recipe']}`) against the {r['curve_label']}: **{v['outcome']}** — "
+    return (f"- {a}, {METHOD[r['method']]} (`{r['recipe']}`) against the {r['curve_label']}: **{verdict_text(v)}** — "
             f"{r['n_within_2']} of {r['n_away']} points within 2σ, RMS z = {g(r['rms_z'])}, χ²/dof = "
             f"{g(r['chi2_per_dof'])}{worst}.")
 
@@ -97,7 +97,7 @@ def _headline(summ: dict) -> list[str]:
             bits.append(f"{METHOD[m]} {main['label']} at P = {_cell(c)}" + (
                 f" ({_curve(t)} {value(t)}; closed form {value(main['closed_form'])})" if t else ""))
         if agr and agr["n_away"]:
-            bits.append(f"{METHOD[m]} order parameters against the {agr['curve_label']}: {agr['verdict']['outcome']} "
+            bits.append(f"{METHOD[m]} order parameters against the {agr['curve_label']}: {verdict_text(agr['verdict'])} "
                         f"(RMS z = {g(agr['rms_z'])}, {agr['n_within_2']} of {agr['n_away']} points within 2σ)")
         ref = sa.get("reference")
         if ref:
