@@ -129,7 +129,7 @@ def _method_cell(row: dict | None, kind: str, method: str) -> dict | None:
     else:
         outcome = "inside" if lo <= th["value"] <= hi else "outside"
     return {"recipe": row["recipe"], "estimate": est, "ci_lo": lo, "ci_hi": hi, "resolved": row.get("resolved"),
-            "bracket": row.get("bracket"),
+            "bracket": row.get("bracket"), "rise_share": row.get("rise_share"),
             "n_valid": row.get("n_valid"), "n_boot": row.get("n_boot"), "note": row.get("note", ""),
             "theory": th, "verdict": {"rule": CI_RULE, "value": th["value"] if th else math.nan,
                                       "outcome": outcome}}
