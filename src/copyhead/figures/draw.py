@@ -14,7 +14,7 @@ from ..analysis.adam import local_minima_1d
 from ..attention import ATTENTIONS, variant
 from ..provenance import read_dataset
 from .orders import _recipes, experiment_transition, results_summary
-from .style import (COL, OPT_COLORS, WIDE, LOSS_LINESTYLES, annotate_status, errorbar_points, fixed_ticks,
+from .style import (COL, OPT_COLORS, WIDE, annotate_status, errorbar_points, fixed_ticks,
                     log_P_axis, opt_label, opt_marker, pyplot)
 
 
@@ -167,9 +167,10 @@ def fig_coverage(inputs, options):
 
 
 def fig_loss_curves(inputs, options, attention):
-    """fig6 (linear) / fig7 (softmax): test loss vs training step for every P and every Adam run (one thin
-    line per seed, so clusters of runs stay visible), log axes; every Adam recipe of the sweep (``adam``
-    solid, plain-MAP ``adam_map`` dashed), or only ``options["loss_optimizer"]`` when given."""
+    """fig6 (linear) / fig7 (softmax): test loss vs training step, one panel per Adam recipe of the sweep
+    (``adam``, plain-MAP ``adam_map``; or only ``options["loss_optimizer"]`` when given): per P the median over
+    seeds (line, coloured by P) and the range over seeds (band), log axes — what a referee reads: where and
+    how far the loss falls at each P, and how much the seeds differ."""
     plt = pyplot()
     ag = read_dataset(inputs[f"aggregate_{attention}"])
     recs = _recipes(ag, options)
@@ -178,37 +179,39 @@ def fig_loss_curves(inputs, options, attention):
         opts = [options["loss_optimizer"]]
     if not opts:
         opts = [str(ag["optimizer"].values[0])]
-    fig, ax = plt.subplots(figsize=(COL, 2.4))
+    fig, axes = plt.subplots(1, len(opts), figsize=(COL * (1 + 0.45 * (len(opts) - 1)), 2.5), sharey=True,
+                             squeeze=False)
     Ps = ag["P"].values
     cmap = plt.get_cmap("viridis")
     norm = plt.matplotlib.colors.LogNorm(vmin=Ps.min(), vmax=max(Ps.max(), Ps.min() + 1))
     steps = ag["step"].values
-    styles = {}
-    for k, opt in enumerate(opts):
-        ls = LOSS_LINESTYLES.get(opt, ("-", "--", ":", "-.")[k % 4])
+    for ax, opt in zip(axes[0], opts):
         loss = ok_runs(ag, "test_loss").sel(optimizer=opt)
         for P in Ps:
-            for seed in ag["seed"].values:
-                y = loss.sel(P=P, seed=seed).values
-                ok = np.isfinite(y) & (steps > 0)
-                if ok.any():
-                    ax.plot(steps[ok], y[ok], ls=ls, color=cmap(norm(P)), lw=0.7, alpha=0.8)
-                    styles[opt] = ls
-    for opt, ls in styles.items():
+            y = np.asarray(loss.sel(P=P).transpose("seed", "step").values, float)   # (seed, step)
+            keep = np.isfinite(y).any(axis=1)
+            if not keep.any():
+                continue
+            y = y[keep]
+            with np.errstate(all="ignore"):
+                med, lo, hi = np.nanmedian(y, axis=0), np.nanmin(y, axis=0), np.nanmax(y, axis=0)
+            ok = np.isfinite(med) & (steps > 0)
+            ax.fill_between(steps[ok], lo[ok], hi[ok], color=cmap(norm(P)), alpha=0.15, lw=0)
+            ax.plot(steps[ok], med[ok], color=cmap(norm(P)), lw=0.9)
         n = int((ag["status"].sel(optimizer=opt) == "ok").sum())
-        ax.plot([], [], ls=ls, color="0.3", lw=0.8, label=f"{opt_label(opt)} ({n} runs)")
+        ax.set_title(f"{attention} attention\n{opt_label(opt)} ({n} runs)", fontsize=7)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("training step (full batch)")
+        annotate_status(ax, ag)
+    axes[0, 0].set_ylabel("test loss per token")
+    axes[0, 0].plot([], [], color="0.3", lw=0.9, label="median over seeds")
+    axes[0, 0].fill_between([], [], [], color="0.3", alpha=0.15, lw=0, label="range over seeds")
+    axes[0, 0].legend(fontsize=5.5, loc="lower left")
     sm = plt.cm.ScalarMappable(norm=norm, cmap=cmap)
-    cb = fig.colorbar(sm, ax=ax, label="$P$ (sequences)")
+    cb = fig.colorbar(sm, ax=list(axes[0]), label="$P$ (sequences)")
     fixed_ticks(cb.ax.yaxis, Ps)
     cb.ax.tick_params(labelsize=6)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("training step (full batch)")
-    ax.set_ylabel("test loss per token")
-    ax.set_title(f"{attention} attention: test loss during training")
-    if styles:
-        ax.legend(fontsize=5.5, loc="best")
-    annotate_status(ax, ag)
     return fig
 
 

@@ -13,7 +13,6 @@ LABELS = {"adam": "Adam", "sgld": "SGLD", "adam_map": "Adam (plain MAP)", "sgld_
           "hmc": "HMC (reference)", "hmc_copy": "HMC, copy init"}
 C1_COLOR, CG_COLOR = "tab:blue", "tab:orange"
 EXACT_MEAN_LS = (0, (3, 1, 1, 1, 1, 1))   # dataset-averaged exact action, posterior mean
-LOSS_LINESTYLES = {"adam": "-", "adam_map": "--"}
 OPT_COLORS = {"adam": "tab:blue", "sgld": "tab:red", "adam_map": "tab:gray", "sgld_copy": "tab:purple",
               "hmc": "tab:green", "hmc_copy": "tab:olive"}
 
