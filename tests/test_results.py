@@ -695,3 +695,27 @@ def test_a_point_whose_chains_have_not_mixed_makes_the_verdict_not_mixed():
     assert verdict_text(v).startswith("not mixed (2 of 3 points") and "mixed points alone: agrees" in verdict_text(v)
     rows_ok = [dict(r, mixed=True) for r in rows]
     assert agreement_verdict(agreement_summaries(rows_ok)[0])["outcome"] == "does not agree"
+
+
+def test_seed_block_bootstrap_widens_the_rms_z_when_seeds_move_together():
+    """Seeds whose deviation is the same at every P (a shared start and noise stream on nested datasets)
+    give an RMS z whose seed-block interval is wide; independent deviations per P give a narrow one."""
+    from copyhead.analysis.agreement import block_rms_z
+    rng = np.random.default_rng(3)
+    n_P, seeds = 8, [0, 1, 2, 3, 4, 5]
+
+    def rows(locked):
+        off = rng.normal(0, 0.05, len(seeds))
+        out = []
+        for i in range(n_P):
+            dev = off if locked else rng.normal(0, 0.05, len(seeds))
+            v = 0.02 + dev + rng.normal(0, 0.002, len(seeds))
+            z = v.mean() / (v.std(ddof=1) / np.sqrt(len(v)))
+            out.append({"z": z, "seeds": seeds, "seed_values": list(v), "seed_mcse": None, "z_offset": 0.0,
+                        "error": v.std(ddof=1) / np.sqrt(len(v)), "theory_error": 0.0})
+        return out
+
+    locked, free = block_rms_z(rows(True), n_boot=300), block_rms_z(rows(False), n_boot=300)
+    assert locked["n_distinct"] == 462 and free["n_seeds"] == 6
+    rel = {k: b["rms_z_lo"] / b["rms_z_hi"] for k, b in (("locked", locked), ("free", free))}
+    assert rel["locked"] < 0.5 * rel["free"]   # locked seeds: the RMS z can be small or large together

@@ -30,6 +30,8 @@ same for a reader):
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -161,6 +163,7 @@ def agreement_table(ag, th, same, attention: str, recs: dict[str, Recipe], away_
                     sg = r.sampler
                     if source == "same_dataset":
                         use = np.isfinite(y) & np.isfinite(t)
+                        per_seed, offset = (y - t)[use], 0.0
                         est = point_estimate((y - t)[use], m[use] if sg else None)
                         exp_, th_, th_err = _mean(y[use]), _mean(t[use]), as_float(np.max(e[use], initial=0.0))
                         z = as_float(z_scores(est["mean"], 0.0, est["error"], th_err))
@@ -169,6 +172,7 @@ def agreement_table(ag, th, same, attention: str, recs: dict[str, Recipe], away_
                         zc_rms = rms(zc)
                     else:
                         use = np.isfinite(y)
+                        per_seed, offset = y[use], as_float(t[0])
                         est = point_estimate(y[use], m[use] if sg else None)
                         exp_, th_, th_err = est["mean"], as_float(t[0]), as_float(e[0])
                         z = as_float(z_scores(exp_, th_, est["error"], th_err)) if np.isfinite(th_) else NAN
@@ -181,8 +185,46 @@ def agreement_table(ag, th, same, attention: str, recs: dict[str, Recipe], away_
                                  "natural": (kind == "mean") == r.sampler, "n": est["n"],
                                  "experiment": exp_, "error": est["error"], "error_basis": est["error_basis"],
                                  "theory": th_, "theory_error": th_err, "z": z, "z_chains_rms": zc_rms,
-                                 "away": bool(away[i])})
+                                 "away": bool(away[i]),
+                                 # per seed, for the seed-block bootstrap of the summary (block_rms_z)
+                                 "seeds": [int(x) for x in np.asarray(seeds)[use]],
+                                 "seed_values": [float(x) for x in per_seed], "z_offset": offset,
+                                 "seed_mcse": [float(x) for x in m[use]] if sg else None})
     return rows
+
+
+def block_rms_z(rows, n_boot: int = 400, level: float = 0.95, seed: int = 0) -> dict:
+    """Percentile interval of the RMS z of ``rows`` under a seed-block bootstrap: a replicate redraws the
+    seeds with replacement and recomputes every point's mean from the drawn seeds' values, its z against the
+    point's own error (kept fixed: an error recomputed from a resample with repeated seeds shrinks, which
+    would make the interval's upper tail meaningless)
+    (a seed's values at all P move together: its chains share their start and noise stream on nested
+    datasets, so the points of one seed are correlated, and an RMS z over P that treats them as
+    independent overstates the evidence either way). ``n_distinct``: the number of distinct seed multisets
+    (35 for 4 seeds) — the bootstrap's resolution. NaN without per-seed values or with one seed."""
+    rows = [r for r in rows if r.get("seed_values") and np.isfinite(as_float(r.get("z")))]
+    seeds = sorted({s for r in rows for s in r["seeds"]})
+    k = len(seeds)
+    out = {"rms_z_lo": NAN, "rms_z_hi": NAN, "n_boot": n_boot, "n_seeds": k,
+           "n_distinct": math.comb(2 * k - 1, k) if k else 0}
+    if k < 2:
+        return out
+    rng = np.random.default_rng(seed)
+    prepared = [(np.asarray(r["seeds"]), np.asarray(r["seed_values"], float), as_float(r["z_offset"]),
+                 float(np.hypot(as_float(r.get("error")), as_float(r["theory_error"])))) for r in rows]
+    reps = np.full(n_boot, NAN)
+    for b in range(n_boot):
+        draw = rng.choice(seeds, size=k)
+        zs = []
+        for sd, v, off, err in prepared:
+            idx = np.concatenate([np.flatnonzero(sd == s) for s in draw])
+            if len(idx) and err > 0:
+                zs.append((float(v[idx].mean()) - off) / err)
+        reps[b] = rms(zs)
+    ok = reps[np.isfinite(reps)]
+    if len(ok) >= n_boot / 2:
+        out["rms_z_lo"], out["rms_z_hi"] = (float(x) for x in np.quantile(ok, [(1 - level) / 2, (1 + level) / 2]))
+    return out
 
 
 def agreement_summaries(rows) -> list[dict]:
@@ -217,6 +259,9 @@ def agreement_summaries(rows) -> list[dict]:
                     "worst_param": worst["name"] if worst else "", "worst_z": s.worst_z,
                     "n_all": s_all.n, "rms_z_all": s_all.rms_z,
                     "n_no_error": int((~np.isfinite(z) & away).sum())})
+        block = block_rms_z([r for r, a in zip(rs, away) if a])
+        out[-1].update(rms_z_block_lo=block["rms_z_lo"], rms_z_block_hi=block["rms_z_hi"],
+                       block_n_distinct=block["n_distinct"])
         if any("mixed" in r for r in rs):
             mixed = np.array([r.get("mixed") is True for r in rs], bool)
             s_m = agreement_summary(z, away & mixed)

@@ -223,8 +223,9 @@ def agreement_rows(att: dict) -> list[dict]:
         row = {"method": method, "recipe": recs[0], "curve": curve,
                "curve_label": s["curve_label"] if s else "", "verdict": agreement_verdict(s)}
         for k in ("n_away", "n_within_2", "rms_z", "chi2_per_dof", "p_value", "worst_recipe", "worst_P",
-                  "worst_param", "worst_z", "n_all", "rms_z_all"):
-            row[k] = s[k] if s else None
+                  "worst_param", "worst_z", "n_all", "rms_z_all", "rms_z_block_lo", "rms_z_block_hi",
+                  "block_n_distinct"):
+            row[k] = s.get(k) if s else None
         out.append(row)
     return out
 

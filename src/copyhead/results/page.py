@@ -59,6 +59,14 @@ def _paper(r: dict) -> str:
     return f"{val} ({p['quoted']})"
 
 
+def _block(r: dict) -> str:
+    """The seed-block bootstrap interval of the RMS z (the points of one seed are correlated across P)."""
+    if not (ok(r.get("rms_z_block_lo")) and ok(r.get("rms_z_block_hi"))):
+        return ""
+    return (f" (seed-block bootstrap 95%: {ci(r['rms_z_block_lo'], r['rms_z_block_hi'])}, "
+            f"{r['block_n_distinct']} distinct seed resamples)")
+
+
 def _agreement_line(a: str, r: dict) -> str:
     v = r["verdict"]
     if not r["n_away"]:
@@ -66,7 +74,7 @@ def _agreement_line(a: str, r: dict) -> str:
     worst = (f"; worst P = {P_(r['worst_P'])} {r['worst_param']}, z = {g(r['worst_z'])}"
              if ok(r["worst_z"]) else "")
     return (f"- {a}, {METHOD[r['method']]} (`{r['recipe']}`) against the {r['curve_label']}: **{verdict_text(v)}** — "
-            f"{r['n_within_2']} of {r['n_away']} points within 2σ, RMS z = {g(r['rms_z'])}, χ²/dof = "
+            f"{r['n_within_2']} of {r['n_away']} points within 2σ, RMS z = {g(r['rms_z'])}{_block(r)}, χ²/dof = "
             f"{g(r['chi2_per_dof'])}{worst}.")
 
 
