@@ -53,6 +53,27 @@ def test_write_theory_contract(tmp_path, attention):
     assert all({"kind", "P", "classification", "details"} <= set(t) for t in tr)
     assert ds.attrs["copyhead_kind"] == "theory" and json.loads(ds.attrs["config_json"])["task"]["V"] == 4
     assert np.array_equal(ds["P_exact"].values, [4, 8, 16])
+    # the theory's own numerical error: every minimiser and mean records its change on a finer grid
+    for v in [n for n in names if n != "action_min"]:
+        assert ds[v + "_grid_err"].dims == ("P",) and (ds[v + "_grid_err"] >= 0).all()
+        assert ds[v + "_exact_grid_err"].dims == ("P_exact",)
+
+
+@pytest.mark.parametrize("attention", ["linear", "softmax"])
+def test_recorded_grid_error_is_the_change_on_a_four_times_finer_grid(tmp_path, attention):
+    """An independent recomputation: the closed-form posterior mean at grid_n and at 4(grid_n − 1) + 1."""
+    from copyhead.config import theory_params
+    from copyhead.theory.output import compute_theory
+    from copyhead.theory.ranges import make_model, theory_grid
+    from copyhead.theory.scan import analyse
+    th = theory_params(tiny_cfg())
+    ds = compute_theory(th, attention, log=lambda *a: None)
+    P_ref, ranges = theory_grid(th, attention)
+    P = ds["P"].values[[5, 25]]
+    coarse, fine = (analyse(make_model(attention, th.action, n, P_ref, ranges=ranges), P)[0]["mean"]
+                    for n in (41, 161))
+    np.testing.assert_allclose(ds["cG_mean_grid_err"].values[[5, 25]], np.abs(coarse["cG"] - fine["cG"]),
+                               rtol=1e-6, atol=1e-12)
 
 
 def test_exact_P_grid_contains_every_configured_P():

@@ -90,6 +90,9 @@ def test_minimiser_is_a_minimum_of_the_runs_dataset(attention):
     ds = same_dataset_theory(th, attention, pairs, **QUIET)
     rng = json.loads(ds.attrs["grid_range"])
     spacing = (2 * rng[0] if attention == "linear" else rng[1] - rng[0]) / (th.grid_n - 1)
+    for kind in ("saddle", "mean"):   # the grid error (change on a twice finer grid) of every requested pair
+        err = np.array([float(ds[f"cG_{kind}_same_grid_err"].sel(P=P, seed=s)) for P, s in pairs])
+        assert np.isfinite(err).all() and (err >= 0).all() and err.max() < 0.05
     for P, seed in pairs:
         tokens = make_data(seed, p.V, p.L, P, 16).train
         for suffix in ("_saddle_same", "_saddle_same_prior_side", "_saddle_same_copy_side"):

@@ -154,6 +154,7 @@ def agreement_table(ag, th, same, attention: str, recs: dict[str, Recipe], away_
             if cv is None:
                 continue
             tv, te = cv
+            tg = curve_values(curve, attention, th, same, P, seeds, L, grid_only=True)[1]
             away = away_mask(P, attention, theory_transitions(th, source), away_factor)
             for i, p in enumerate(P):
                 if p not in Ps:
@@ -186,6 +187,9 @@ def agreement_table(ag, th, same, attention: str, recs: dict[str, Recipe], away_
                                  "experiment": exp_, "error": est["error"], "error_basis": est["error_basis"],
                                  "theory": th_, "theory_error": th_err, "z": z, "z_chains_rms": zc_rms,
                                  "away": bool(away[i]),
+                                 # the theory's grid error (its value's change on a finer grid), which must
+                                 # stay below the experimental error for the comparison to test the theory
+                                 "theory_grid_error": as_float(np.nanmax(tg[k][i][use], initial=0.0)),
                                  # per seed, for the seed-block bootstrap of the summary (block_rms_z)
                                  "seeds": [int(x) for x in np.asarray(seeds)[use]],
                                  "seed_values": [float(x) for x in per_seed], "z_offset": offset,
@@ -258,7 +262,9 @@ def agreement_summaries(rows) -> list[dict]:
                     "worst_recipe": worst["recipe"] if worst else "", "worst_P": worst["P"] if worst else NAN,
                     "worst_param": worst["name"] if worst else "", "worst_z": s.worst_z,
                     "n_all": s_all.n, "rms_z_all": s_all.rms_z,
-                    "n_no_error": int((~np.isfinite(z) & away).sum())})
+                    "n_no_error": int((~np.isfinite(z) & away).sum()),
+                    "n_grid_limited": sum(bool(r["away"] and as_float(r.get("theory_grid_error")) >
+                                               as_float(r.get("error"))) for r in rs)})
         block = block_rms_z([r for r, a in zip(rs, away) if a])
         out[-1].update(rms_z_block_lo=block["rms_z_lo"], rms_z_block_hi=block["rms_z_hi"],
                        block_n_distinct=block["n_distinct"])

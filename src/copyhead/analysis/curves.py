@@ -68,7 +68,17 @@ def theory_resolution(ds, attention: str, L: int) -> float:
     return abs(rng[1] - rng[0]) / (n - 1) / 128 * L / (4 * (L - 1))
 
 
-def curve_values(curve: str, attention: str, th, same, P, seeds, L: int | None = None) -> tuple[dict, dict] | None:
+def _grid_err(ds, attention: str, L: int, suffix: str) -> dict | None:
+    """The file's recorded grid error of the plotted pair (``<k><suffix>_grid_err``: |value − value on a finer
+    grid|, copyhead.theory.output), read like the values themselves; None for files without it."""
+    try:
+        return {k: v for k, v in order_parameters(ds, attention, L, f"{suffix}_grid_err").items()}
+    except KeyError:
+        return None
+
+
+def curve_values(curve: str, attention: str, th, same, P, seeds, L: int | None = None,
+                 grid_only: bool = False) -> tuple[dict, dict] | None:
     """Theory curve ``curve`` (a key of CURVES) at the runs' P (and seeds): ({key: (n_P, n_seeds)},
     {key: (n_P, n_seeds)} theory error), or None when the inputs do not have it. Closed form: interpolated
     in log P on the dense grid. Exact average: only at P of its own grid (no interpolation across a jump);
@@ -76,7 +86,9 @@ def curve_values(curve: str, attention: str, th, same, P, seeds, L: int | None =
     only dataset spread the theory file stores; used for the minimiser and the mean). Same dataset: the
     value of each (P, seed). Every error includes (in quadrature) the file's numerical resolution
     (:func:`theory_resolution`), so a run sitting exactly on a theory value (e.g. Adam at A = 0) does not get
-    an infinite z. ``L``: the sequence length (default: from the theory's config)."""
+    an infinite z, and the file's recorded grid error (the value's change on a finer grid) where it has one.
+    ``grid_only``: the errors are the grid errors alone (0 where the file records none).
+    ``L``: the sequence length (default: from the theory's config)."""
     label, source, kind = CURVES[curve]
     P = np.asarray(P, float)
     seeds = np.asarray(seeds, int)
@@ -87,7 +99,10 @@ def curve_values(curve: str, attention: str, th, same, P, seeds, L: int | None =
         L = L or sequence_length(th)
         vals = {k: np.broadcast_to(interp_log_P(P, th["P"].values, v.values)[:, None], shape)
                 for k, v in order_parameters(th, attention, L, f"_{kind}").items()}
-        return vals, {k: np.full(shape, theory_resolution(th, attention, L)) for k in vals}
+        ge = _grid_err(th, attention, L, f"_{kind}") or {}
+        grid = {k: np.broadcast_to(interp_log_P(P, th["P"].values, ge[k].values)[:, None], shape) if k in ge
+                else np.zeros(shape) for k in vals}
+        return vals, _errors(grid, theory_resolution(th, attention, L), grid_only)
     if source == "exact_avg":
         if th is None or "P_exact" not in th.coords or f"c1_{kind}_exact" not in th:
             return None
@@ -103,22 +118,26 @@ def curve_values(curve: str, attention: str, th, same, P, seeds, L: int | None =
         n = float(th.attrs.get("exact_n_datasets", 0) or 0)
         sd_names = {"c1": "c1", "cG": "cG", "a1": "m1", "aG": "mP"}
         errs = {}
+        ge = _grid_err(th, attention, L, f"_{kind}_exact") or {}
+        grid = {k: at(ge[k].values) if k in ge else np.zeros(shape) for k in vals}
+        if grid_only:
+            return vals, grid
         res = theory_resolution(th, attention, L)
         for k in vals:
             name = f"{sd_names[k]}_saddle_exact_sd"
             if name in th and n > 1:
                 sd = np.asarray(th[name].values, float) / (L if k == "aG" else 1.0)
-                errs[k] = np.hypot(at(sd / np.sqrt(n)), res)
+                errs[k] = np.hypot(np.hypot(at(sd / np.sqrt(n)), res), grid[k])
             else:
-                errs[k] = np.full(shape, res)
+                errs[k] = np.hypot(np.full(shape, res), grid[k])
         return vals, errs
     # same dataset
     if same is None or f"c1_{kind}_same" not in same:
         return None
     L = L or sequence_length(same, th)
     Ps, ss = same["P"].values.astype(float), same["seed"].values.astype(int)
-    vals = {}
-    for k, v in order_parameters(same, attention, L, f"_{kind}_same").items():
+
+    def at(v):
         v = np.asarray(v.transpose("P", "seed").values, float)
         out = np.full(shape, np.nan)
         for i, p in enumerate(P):
@@ -127,8 +146,17 @@ def curve_values(curve: str, attention: str, th, same, P, seeds, L: int | None =
                 jj = np.flatnonzero(ss == s)
                 if len(ii) and len(jj):
                     out[i, j] = v[ii[0], jj[0]]
-        vals[k] = out
-    return vals, {k: np.full(shape, theory_resolution(same, attention, L)) for k in vals}
+        return out
+
+    vals = {k: at(v) for k, v in order_parameters(same, attention, L, f"_{kind}_same").items()}
+    ge = _grid_err(same, attention, L, f"_{kind}_same") or {}
+    grid = {k: np.nan_to_num(at(ge[k])) if k in ge else np.zeros(shape) for k in vals}
+    return vals, _errors(grid, theory_resolution(same, attention, L), grid_only)
+
+
+def _errors(grid: dict, resolution: float, grid_only: bool) -> dict:
+    """The theory's error per key: the grid error alone, or with the resolution in quadrature."""
+    return {k: g if grid_only else np.hypot(g, resolution) for k, g in grid.items()}
 
 
 def seed_mean_curve(curve: str, attention: str, th, same, P, seeds, key: str):

@@ -224,7 +224,7 @@ def agreement_rows(att: dict) -> list[dict]:
                "curve_label": s["curve_label"] if s else "", "verdict": agreement_verdict(s)}
         for k in ("n_away", "n_within_2", "rms_z", "chi2_per_dof", "p_value", "worst_recipe", "worst_P",
                   "worst_param", "worst_z", "n_all", "rms_z_all", "rms_z_block_lo", "rms_z_block_hi",
-                  "block_n_distinct"):
+                  "block_n_distinct", "n_grid_limited"):
             row[k] = s.get(k) if s else None
         out.append(row)
     return out

@@ -67,6 +67,13 @@ def _block(r: dict) -> str:
             f"{r['block_n_distinct']} distinct seed resamples)")
 
 
+def _grid(r: dict) -> str:
+    """Where the theory's own grid error exceeds the experimental error (its z then tests the grid)."""
+    n = r.get("n_grid_limited")
+    return (f"; the theory's grid error exceeds the experimental error at {n} of these points" if n else
+            "; the theory's grid error is below the experimental error at every point" if n == 0 else "")
+
+
 def _agreement_line(a: str, r: dict) -> str:
     v = r["verdict"]
     if not r["n_away"]:
@@ -75,7 +82,7 @@ def _agreement_line(a: str, r: dict) -> str:
              if ok(r["worst_z"]) else "")
     return (f"- {a}, {METHOD[r['method']]} (`{r['recipe']}`) against the {r['curve_label']}: **{verdict_text(v)}** — "
             f"{r['n_within_2']} of {r['n_away']} points within 2σ, RMS z = {g(r['rms_z'])}{_block(r)}, χ²/dof = "
-            f"{g(r['chi2_per_dof'])}{worst}.")
+            f"{g(r['chi2_per_dof'])}{worst}{_grid(r)}.")
 
 
 def _convergence(a: str, c: dict) -> str:

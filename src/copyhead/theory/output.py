@@ -23,7 +23,7 @@ from .one_loop.posterior import PARAMS, SETTINGS, SOFTMAX_LABEL, SOFTMAX_PARAMS,
 from .prior import PRIORS
 from .ranges import auto_landscape_P, exact_P_grid, family, make_model, theory_grid
 from .scaling import scaling
-from .scan import analyse, landscape
+from .scan import analyse, landscape, scan
 from .transitions import TRANSITION_KEYS
 
 SEQ = "sequences"
@@ -71,6 +71,25 @@ def _curve_vars(ds, attention, dim, op, sc, suffix, label, sd=None):
                                                f"({label})", "units": "1"})
 
 
+def refined(grid_n: int, factor: int) -> int:
+    """The grid size with ``factor`` times finer spacing over the same range (same end points)."""
+    return factor * (grid_n - 1) + 1
+
+
+def _grid_error_vars(ds, attention, dim, coarse: dict, fine: dict, suffix, label, fine_n):
+    """``{k}_{kind}{suffix}_grid_err``: |value on the configured grid − value on the ``fine_n`` grid| of the
+    minimiser (saddle) and the posterior mean: the theory's own numerical error at each P, which the
+    agreement adds to the theory's error and checks against the experimental error (docs/theory.md)."""
+    for kind in ("saddle", "mean"):
+        for k in family(attention).variables:
+            if k not in coarse[kind] or k not in fine[kind]:
+                continue
+            d = np.abs(np.asarray(coarse[kind][k], float) - np.asarray(fine[kind][k], float))
+            ds[f"{k}_{kind}{suffix}_grid_err"] = (dim, d, {
+                "long_name": f"grid error of {k} ({kind}, {label}): |value at grid_n − value at {fine_n}|",
+                "units": "1"})
+
+
 def _transition_vars(ds, tr, suffix, label):
     for k in TRANSITION_KEYS:
         ds[k + suffix] = ((), float(tr[k]), {"long_name": f"{TR_LONG[k]} ({label}); NaN: not applicable",
@@ -114,6 +133,10 @@ def compute_theory(th: TheoryParams, attention: str, log=print) -> xr.Dataset:
     _curve_vars(ds, attention, "P", op, sc, "", lab)
     _curve_vars(ds, attention, "P", op_o, sc_o, f"_{other}", f"closed form (equivalent kernel), {other} prior")
     _transition_vars(ds, tr, "", lab)
+    fine_n = refined(grid_n, 4)
+    sc_f, op_f, _ = analyse(make_model(attention, p, fine_n, P_ref, ranges=ranges), P)
+    _grid_error_vars(ds, attention, "P", {"saddle": op, "mean": sc["mean"]}, {"saddle": op_f, "mean": sc_f["mean"]},
+                     "", lab, fine_n)
     _transition_vars(ds, tr_o, f"_{other}", f"closed form, {other} prior")
     ds = ds.assign_coords({name: (name, axis, {"long_name": long_name, "units": "1"})
                            for (name, long_name), axis in zip(fam.grid_coords, model.axes)})
@@ -149,7 +172,15 @@ def compute_theory(th: TheoryParams, attention: str, log=print) -> xr.Dataset:
             _transition_vars(ds, tre, suffix, lbl + f", transitions on {grid_words}integer P in "
                                                     f"[{int(Pg[0])}, {int(Pg[-1])}]")
             attrs[f"transitions{suffix}_json"] = json.dumps(_jsonable(tre["transitions"]))
-            if pr is p:
+            if pr is p:   # its grid error: the same average on a twice finer grid
+                mf = make_model(attention, pr, refined(grid_n, 2), P_ref, exact=exact, ranges=ranges)
+                scf = scan(mf, Pg)
+                opf = mf.order_params(scf["x"])
+                _grid_error_vars(ds, attention, "P_exact", {"saddle": {k: v[sel] for k, v in ope.items()},
+                                                            "mean": sub["mean"]},
+                                 {"saddle": {k: v[sel] for k, v in opf.items()},
+                                  "mean": {k: v[sel] for k, v in scf["mean"].items()}},
+                                 suffix, lbl, refined(grid_n, 2))
                 ds["action_landscape_exact"] = ((("P_exact",) + ldims[1:]),
                                                  np.array([sce["landscapes"][float(x)] for x in P_exact]),
                                                  {"long_name": f"S - min S at each P_exact ({lbl})",

@@ -143,6 +143,13 @@ def same_dataset_theory(th: TheoryParams, attention: str, pairs: Iterable[tuple[
         ex = ExactAverage.of_tokens(p, tokens(p, seed, max(P_seed))[None])
         model = make_model(attention, p, th.grid_n, P_ref, exact=ex, ranges=ranges)
         seed_recs, seed_hits = dataset_predictions(model, P_seed)
+        # the grid error: the same dataset's minimiser and posterior mean on a twice finer grid
+        fine = make_model(attention, p, 2 * (th.grid_n - 1) + 1, P_ref, exact=ex, ranges=ranges)
+        scf = scan(fine, P_seed)
+        opf = fine.order_params(scf["x"])
+        for i, rec in enumerate(seed_recs):
+            rec["grid_err"] = {kind: {k: abs(rec[kind][k] - float(v[i])) for k, v in vals.items()}
+                               for kind, vals in (("saddle", opf), ("mean", scf["mean"]))}
         recs.update({(rec["P"], seed): rec for rec in seed_recs})
         hits += seed_hits
     if hits:
@@ -190,6 +197,11 @@ def _dataset(attention, p, Ps, seeds, recs) -> xr.Dataset:
         for k in keys:
             ds[f"{k}_{base}{SUFFIX}{'_' + side if side else ''}"] = (
                 dims, fill(lambda r: r[field][k]), {"long_name": f"{names[k]}, {desc} ({what})", "units": "1"})
+    for kind in ("saddle", "mean"):
+        for k in keys:
+            ds[f"{k}_{kind}{SUFFIX}_grid_err"] = (dims, fill(lambda r: r.get("grid_err", {}).get(kind, {}).get(k, np.nan)), {
+                "long_name": f"grid error of {k} ({kinds[kind]}, {what}): |value at grid_n − value on a twice "
+                             "finer grid|", "units": "1"})
     ds[f"action_min{SUFFIX}"] = (dims, fill(lambda r: r["action_min"]),
                                  {"long_name": f"minimum of the action S = -ln p(Y|m) - ln p(m) + const ({what})",
                                   "units": "1"})
