@@ -113,7 +113,7 @@ ATTENTIONS: dict[str, AttentionVariant] = {
                    "cG": "copy order parameter Tr(Ā(I−J/L))/√(L−1)",
                    "m1": "â1: uniform weight m1 of Ā ≈ (m1 J + mP I)/L",
                    "mP": "copy weight mP of Ā ≈ (m1 J + mP I)/L (the paper's âG is mP/L)"},
-        transition="jump", transition_name="jump of âG (steepest rise)", theory_transition="P_star",
+        transition="jump", transition_name="jump of âG (logistic midpoint)", theory_transition="P_star",
         marked=("jump",), theory_marks=("P_star", "P_spinodal_low", "P_spinodal_high", "P_star_exact"),
         near=("P_star", "P_spinodal_low", "P_spinodal_high"),
         color="C3", marker="D", transition_color="tab:red"),

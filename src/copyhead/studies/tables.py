@@ -34,8 +34,9 @@ from copyhead.resources import sweep_seconds
 from copyhead.studies.spec import REFERENCE, load_spec
 from copyhead.theory.scaling import closed_form_transitions
 
-# the experimental transition compared per attention type: (name in results.json, theory key)
-TRANSITION = {a: (v.transition_name, v.theory_transition) for a, v in ATTENTIONS.items()}
+# the experimental transition compared per attention type: (kind, the prefix of its row's name in
+# results.json, e.g. "jump" for "jump of âG (steepest rise)"; the closed form's own transition point)
+TRANSITION = {a: (v.transition, v.theory_transition) for a, v in ATTENTIONS.items()}
 SAME_CURVE = {"linear": "same dataset, posterior mean (seed mean, swept P)",
               "softmax": "same dataset, posterior mean (seed mean, swept P, steepest rise)"}
 CURVE_LABEL = {"same_mean": "same dataset, posterior mean (large-deviation prior)",
@@ -102,8 +103,9 @@ def _transition(att: str, a: dict, recipe: str = "sgld") -> dict:
     theory's values of it: the closed form's own transition point (crossover; softmax: P*) under both
     priors and the dataset average, and the same estimator on the same-dataset and closed-form posterior
     means (softmax: their jump brackets on the swept P, ``theory_brackets``)."""
-    name, key = TRANSITION[att]
-    tr = next((x for x in a["transitions"] if x["recipe"] == recipe and x["transition"] == name), None) or {}
+    kind, key = TRANSITION[att]
+    tr = next((x for x in a["transitions"] if x["recipe"] == recipe and x["transition"].startswith(kind)), None) or {}
+    name = tr.get("transition", kind)
     th = {x["curve"]: x for x in tr.get("theory", [])}
     closed = CLOSED_CURVE[att]
     out = {"name": name, "recipe": recipe, "estimate": _num(tr.get("estimate")), "ci_lo": _num(tr.get("ci_lo")),
