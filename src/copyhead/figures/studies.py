@@ -32,10 +32,14 @@ def twin_label(c: dict, ref: bool = False) -> str:
     return f"σ² = {g(c['sigma2' + sfx])}" if c["differs"] == "σ²" else f"η = {g(c['eta' + sfx])}"
 
 
-def _fit_line(ax, fit: dict, xmax: float, color, ls: str):
-    """The fitted a + b·x from x = 0 (the extrapolation) to just past the data."""
-    if math.isfinite(fit["a"]):
-        xs = np.linspace(0, xmax * 1.05, 20)
+def _fit_line(ax, fit: dict, x, color, ls: str):
+    """The fitted a + b·x over the data's own range of x only: with three sizes, a line drawn on to x = 0
+    would show an extrapolation the data do not support (its value there, r_∞ with its error, is in the
+    tables)."""
+    x = np.asarray(x, float)
+    x = x[np.isfinite(x)]
+    if math.isfinite(fit["a"]) and len(x):
+        xs = np.linspace(x.min(), x.max(), 20)
         ax.plot(xs, fit["a"] + fit["b"] * xs, ls, lw=0.8, color=color)
 
 
@@ -44,7 +48,7 @@ def draw_finite_size(fs: dict, title: str):
     experiment/theory against 1/size, with their weighted fits (a ``finite_size`` table of studies.json)."""
     plt = _pyplot()
     B = fs["by"]
-    fig, axes = plt.subplots(1, len(ATTENTIONS) + 1, figsize=(12.5, 3.9), dpi=150)
+    fig, axes = plt.subplots(1, len(ATTENTIONS) + 1, figsize=(12.5, 5.0), dpi=150)
     for i, (ax, att) in enumerate(zip(axes, ATTENTIONS)):
         rows = [r for r in fs["gaps"] if r["attention"] == att and r["recipe"] == "sgld"]
         ratios = sorted({r["ratio"] for r in rows})
@@ -57,18 +61,18 @@ def draw_finite_size(fs: dict, title: str):
             line = ax.errorbar(x, y, yerr=Z(e), fmt="o" if r["param"].endswith("G") else "s", ms=3.5, capsize=2,
                                color=color, mfc=color if r["param"].endswith("G") else "none",
                                label=f"{r['name']}, P = {g(r['ratio'])}·P_ref")
-            _fit_line(ax, r["fit"], x.max(), line[0].get_color(), "--")
+            _fit_line(ax, r["fit"], x, line[0].get_color(), "--")
         ax.axhline(0, color="k", lw=0.6)
         ax.set_xlim(left=0)
         ax.set_xlabel(f"1/{B}")
         ax.set_ylabel("SGLD − same-dataset theory")
         ax.set_title(f"({'abcdefgh'[i]}) {att}: order parameters, prior starts (95% bars)", fontsize=9)
-        ax.legend(fontsize=5.5, ncol=2)
+        ax.legend(fontsize=5.5, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.2))   # below: hides no point
     ax = axes[len(ATTENTIONS)]
     for t in fs["transitions"]:
         x = np.array([1.0 / p["x"] for p in t["points"]])
-        y = np.array([p["ratio"] for p in t["points"]])
-        e = np.array([p["error"] for p in t["points"]])
+        y = np.array([np.nan if p["ratio"] is None else p["ratio"] for p in t["points"]], float)
+        e = np.array([np.nan if p["error"] is None else p["error"] for p in t["points"]], float)
         if not np.isfinite(y).any():
             continue
         filled = t["prior"] == "large_deviation"
@@ -77,14 +81,14 @@ def draw_finite_size(fs: dict, title: str):
                            ms=4, capsize=2, mfc=None if filled else "none", color=v.color,
                            label=f"{t['attention']} {v.transition}, "
                                  f"{PRIOR_LABEL[t['prior']]} prior")
-        _fit_line(ax, t["fit"], x.max(), line[0].get_color(), "--" if filled else ":")
+        _fit_line(ax, t["fit"], x, line[0].get_color(), "--" if filled else ":")
     ax.axhline(1, color="k", lw=0.6)
     ax.set_xlim(left=0)
     ax.set_xlabel(f"1/{B}")
     ax.set_ylabel("transition P: SGLD / closed-form theory")
     ax.set_title(f"(c) transition points (95% CI), fits r_∞ + b/{B}", fontsize=9)
-    ax.legend(fontsize=6)
-    fig.suptitle(title + " (dashed: weighted fits)", fontsize=10)
+    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2))
+    fig.suptitle(title + " (dashed: weighted fits over the measured sizes)", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -118,14 +122,16 @@ def draw_scaling(rows: list[dict], theory_lines: dict):
     scaling forms, and the linear-crossover / softmax-P* ratio against √(LV) (a scaling table of studies.json:
     its rows and theory lines, keyed by (attention, prior))."""
     plt = _pyplot()
+    method = "/".join(dict.fromkeys(r.get("method", "SGLD") for r in rows)) or "SGLD"
     fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.8), dpi=150)
     ax = axes[0]
+    own = {"P_crossover": "crossover", "P_star": "first-order P*"}
     for att, v in ATTENTIONS.items():
         for prior, ls in (("large_deviation", "-"), ("gaussian", ":")):
             tl = theory_lines.get((att, prior))
             if tl:
                 ax.plot(tl["L"], tl[v.theory_transition], ls, lw=1, color=v.color,
-                        label=f"theory {att}, {PRIOR_LABEL[prior]}")
+                        label=f"closed form {att} {own.get(v.theory_transition, '')}, {PRIOR_LABEL[prior]}")
         pts = [r for r in rows if att in r and r["V"] == theory_lines.get("V")]
         if pts:
             L = np.array([r["L"] for r in pts])
@@ -133,7 +139,7 @@ def draw_scaling(rows: list[dict], theory_lines: dict):
             lo = np.array([r[att]["ci_lo"] for r in pts])
             hi = np.array([r[att]["ci_hi"] for r in pts])
             ax.errorbar(L, y, yerr=[y - lo, hi - y], fmt=v.marker, color=v.color, capsize=2,
-                        label=f"SGLD {att} {v.transition}")
+                        label=f"{method} {att} {v.transition}")
     _log_L_axis(ax, theory_lines)
     ax.set_yscale("log")
     _plain_log_ticks(ax.yaxis, ax.get_ylim())
@@ -155,10 +161,11 @@ def draw_scaling(rows: list[dict], theory_lines: dict):
         y = np.array([r["softmax"]["estimate"] for r in pts])
         lo = np.array([r["softmax"]["ci_lo"] for r in pts])
         hi = np.array([r["softmax"]["ci_hi"] for r in pts])
-        for div, col, lab in ((np.log(L) ** 2, "C3", "SGLD P*/ln²L"), (L * np.log(L) ** 2 / 10, "C2", "SGLD 10·P*/(L ln²L)")):
+        for div, col, lab in ((np.log(L) ** 2, "C3", f"{method} jump/ln²L"),
+                              (L * np.log(L) ** 2 / 10, "C2", f"{method} 10·jump/(L ln²L)")):
             ax.errorbar(L, y / div, yerr=[(y - lo) / div, (hi - y) / div], fmt="D", color=col, capsize=2, label=lab)
     _log_L_axis(ax, theory_lines)
-    ax.set_ylabel("softmax P* / scaling form")
+    ax.set_ylabel("softmax jump P / scaling form")
     ax.set_title("(b) the paper's P* ~ L ln²L (flat = holds)", fontsize=9)
     ax.legend(fontsize=6)
     ax = axes[2]
@@ -167,7 +174,7 @@ def draw_scaling(rows: list[dict], theory_lines: dict):
         if lin and sm:
             L = np.asarray(lin["L"], float)
             ax.plot(np.sqrt(L * theory_lines["V"]), np.asarray(lin["P_crossover"]) / np.asarray(sm["P_star"]), ls,
-                    color="C1", lw=1, label=f"theory along L (V = {theory_lines['V']}), {PRIOR_LABEL[prior]}")
+                    color="C1", lw=1, label=f"closed form crossover / P* (V = {theory_lines['V']}), {PRIOR_LABEL[prior]}")
     rat = [r for r in rows if "ratio" in r]
     if rat:
         x = np.array([r["sqrt_LV"] for r in rat])
@@ -175,9 +182,13 @@ def draw_scaling(rows: list[dict], theory_lines: dict):
         lohi = np.array([ratio_interval(r["ratio"])[:2] for r in rat])
         method = "/".join(dict.fromkeys(r.get("method", "SGLD") for r in rat))
         ax.errorbar(x, y, yerr=[y - lohi[:, 0], lohi[:, 1] - y], fmt="o", color="k", capsize=2,
-                    label=f"{method} (95% interval)")
+                    label=f"{method} crossover / jump (95% interval)")
+        same = np.array([r["ratio"].get("same_dataset") or [np.nan, np.nan] for r in rat], float)
+        if np.isfinite(same).any():
+            ax.errorbar(x * 1.03, same.mean(axis=1), yerr=(same[:, 1] - same[:, 0]) / 2, fmt="none", ecolor="C0",
+                        capsize=3, lw=1.5, label="same estimator, same-dataset theory (interval)")
         for prior, mk in (("large_deviation", "x"), ("gaussian", "+")):
-            ax.plot(x, [r["ratio"][prior] for r in rat], mk, color="C1", ms=7, label=f"theory, {PRIOR_LABEL[prior]}")
+            ax.plot(x, [r["ratio"][prior] for r in rat], mk, color="C1", ms=7, label=f"closed form crossover / P*, {PRIOR_LABEL[prior]}")
         for r in rat:
             ax.annotate(f"L{r['L']} V{r['V']}", (r["sqrt_LV"], r["ratio"]["experiment"]), fontsize=6,
                         xytext=(3, 3), textcoords="offset points")
@@ -185,7 +196,7 @@ def draw_scaling(rows: list[dict], theory_lines: dict):
     ax.set_xscale("log")
     fixed_ticks(ax.xaxis, [10, 15, 20, 30, 40])
     ax.set_xlabel("√(LV)")
-    ax.set_ylabel("linear crossover P / softmax P*")
+    ax.set_ylabel("linear crossover P / softmax jump P")
     ax.set_title("(c) softmax advantage (paper: grows ∝ √(LV))", fontsize=9)
     ax.legend(fontsize=6)
     fig.tight_layout()

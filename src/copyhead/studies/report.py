@@ -17,6 +17,7 @@ import math
 from pathlib import Path
 
 from copyhead.analysis.finite_size import CURVES, PRIOR_LABEL
+from copyhead.analysis.scaling import ratio_interval
 from copyhead.analysis.summary import PAPER
 from copyhead.analysis.twins import start_agreement, transitions_collapse
 from copyhead.figures import write_figure
@@ -62,7 +63,11 @@ def load_report(path: str | Path) -> dict:
 
 
 def _tr(t: dict) -> str:
-    return f"{g(t['estimate'])} {ci(t['ci_lo'], t['ci_hi'])}" if math.isfinite(t["estimate"]) else "–"
+    """A transition: its grid bracket (the softmax jump) or point value, with its 95% interval."""
+    if not math.isfinite(t["estimate"]):
+        return "–"
+    br = t.get("bracket")
+    return f"{g(br[0])}–{g(br[1])} {ci(t['ci_lo'], t['ci_hi'])}" if br else f"{g(t['estimate'])} {ci(t['ci_lo'], t['ci_hi'])}"
 
 
 def _fit(fit: dict) -> str:
@@ -118,10 +123,11 @@ def render(rep: dict, json_name: str = "studies.json", converged: dict | None = 
            f"`copyhead studies-report` from each study's results; each study is the main workflow in `studies/<name>/`, "
            f"listed at the end{conv}); do not edit by hand. Rerun everything with "
            "`snakemake -s workflow/studies.smk --cores 2`.*", "",
-           "Every study samples SGLD chains (4 prior-started, 4 copy-started per (attention, P) unless stated; "
-           "each chain its own seed, training set and noise stream) on a P grid at fixed multiples of its own "
+           f"Every study samples {_methods(rep)} chains (SGLD: 4 prior-started, 4 copy-started per (attention, P) "
+           "unless stated; HMC: the reference sampler, prior-started; each chain its own seed, training set and "
+           "noise stream) on a P grid at fixed multiples of its own "
            "closed-form transition P_ref (linear: crossover ĉG = ĉ1; softmax: first-order point P*), so the "
-           "grids move with d_k, L, V and σ² as the transitions do. Errors: MCSE of the chain means (or the "
+           "grids move with d_k, L, V and σ² as the transitions do — or on a dense grid listed in the spec. Errors: MCSE of the chain means (or the "
            "spread across chains when larger) combined with the theory's own error; transition CIs: 95% "
            "bootstrap over chains (docs/results.md, Definitions).", "",
            f"Studies in this report: {', '.join(s['name'] for s in rep['studies'])}.", "",
@@ -186,11 +192,28 @@ def _finite_size_section(fs: dict, number: str, title: str, figure: str, conclus
     return out
 
 
+def _methods(rep: dict) -> str:
+    """The samplers of a report's studies, e.g. 'SGLD' or 'HMC'."""
+    return " and ".join(dict.fromkeys(s.get("method", "SGLD") for s in rep.get("studies", []))) or "SGLD"
+
+
+def _ratio_cell(rat: dict) -> str:
+    if not rat:
+        return "–"
+    lo, hi, basis = ratio_interval(rat)
+    return f"[{g(lo)}, {g(hi)}]" + (f" ({basis})" if basis != "interval" else "")
+
+
 def _scaling_section(sc: dict, number: str, title: str, figure: str) -> list[str]:
+    method = "/".join(dict.fromkeys(r.get("method", "SGLD") for r in sc["rows"])) or "SGLD"
     out = [f"## {number}. {title}", "", f"![{figure}]({figure})", "",
            f"Paper: {PAPER['scaling'][1]}. P counts sequences; in tokens N = P·L, so 'N* ∝ L ln²L' is "
-           "P* ∝ ln²L and 'P* ∝ L ln²L' counts sequences. Both are shown. Experiment: SGLD transitions with 95% "
-           "bootstrap CIs; theory: closed form under both priors at the study's (L, V, d_k).", ""]
+           "P* ∝ ln²L and 'P* ∝ L ln²L' counts sequences. Both are shown. Experiment: {method} transitions with 95% "
+           "intervals (softmax: the grid step where âG rises fastest, widened by the bootstrap); theory: the "
+           "closed form's own transition points (crossover; first-order P*, a different quantity from the data's "
+           "jump) under both priors. The crossover / jump ratio is an interval (the crossover's CI over the jump's "
+           "interval); beside it the same estimator on the same-dataset posterior mean on the same P, and the "
+           "closed form's crossover / P*.", ""]
     rows = []
     for r in sc["rows"]:
         lin, sm = r.get("linear"), r.get("softmax")
@@ -201,11 +224,13 @@ def _scaling_section(sc: dict, number: str, title: str, figure: str) -> list[str
                      _tr(sm) if sm else "–", g(sm["theory"]["large_deviation"]) if sm else "–",
                      g(sm["theory"]["gaussian"]) if sm else "–",
                      g(sm["estimate"] / r["ln2L"]) if sm else "–", g(sm["estimate"] / (r["L"] * r["ln2L"])) if sm else "–",
-                     g(r["sqrt_LV"]), pm(rat.get("experiment", math.nan), rat.get("error", math.nan)),
+                     g(r["sqrt_LV"]), _ratio_cell(rat),
+                     (lambda v: f"[{g(v[0])}, {g(v[1])}]" if v and math.isfinite(v[0]) else "–")(rat.get("same_dataset")),
                      g(rat.get("large_deviation", math.nan))])
-    out.append(table(["study", "L", "V", "d_k", "linear crossover (SGLD)", "theory LD", "theory Gauss.",
-                      "softmax jump (SGLD)", "theory LD", "theory Gauss.", "P*/ln²L", "P*/(L ln²L)", "√(LV)",
-                      "crossover/P* (SGLD)", "crossover/P* (theory LD)"], rows))
+    out.append(table(["study", "L", "V", "d_k", f"linear crossover ({method})", "theory LD", "theory Gauss.",
+                      f"softmax jump ({method})", "theory LD P*", "theory Gauss. P*", "jump/ln²L", "jump/(L ln²L)",
+                      "√(LV)", f"crossover/jump ({method})", "same estimator, same-dataset theory",
+                      "crossover/P* (theory LD)"], rows))
     out += ["", "### Conclusion (rules applied to the table above)", ""] + (conclude_scaling(sc["rows"])
                                                                           + conclude_scaling_theory(sc["theory_lines"])) + [""]
     return out
@@ -272,7 +297,7 @@ def _per_study_section(studies: list[dict]) -> list[str]:
             rows.append([s["name"], att, ", ".join(g(P) for P in a["grid"]), g(a["P_ref"]),
                          f"{a['n_rhat_flag']}/{a['n_conv']}", g(a["rhat_max"]),
                          f"{a['n_within_flag']}/{a['n_conv']}", g(a["rhat_within_max"]), g(a["ess_min"])])
-    out.append(table(["study", "attention", "P grid (SGLD)", "P_ref (closed form)", "R̂ > 1.05", "max R̂",
+    out.append(table(["study", "attention", "P grid", "P_ref (closed form)", "R̂ > 1.05", "max R̂",
                       "within-chain R̂ > 1.05", "max within-chain R̂", "min ESS"], rows))
     out += ["", *convergence_summary(studies)]
     out += ["", "Cost: measured job times summed from each study's benchmark files (this 2-core machine; wall ≈ "
