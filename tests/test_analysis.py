@@ -302,3 +302,26 @@ def test_the_results_diagnostics_are_arvizs_on_the_projects_own_chains():
         summ = arviz_stats.summary(post, var_names=["c1"], kind="diagnostics", round_to="none")
         assert float(summ.loc["c1", "r_hat"]) == pytest.approx(rows[(float(P), "c1")]["rhat"], rel=1e-12)
         assert float(summ.loc["c1", "ess_bulk"]) == pytest.approx(rows[(float(P), "c1")]["ess_bulk"], rel=1e-12)
+
+
+def test_crossover_interpolation_error_is_the_log_against_linear_reading():
+    """Between two grid points the crossover is read linearly in log P; reading it linearly in P moves it by
+    the interpolation error, which the transition interval includes (0 on a grid point)."""
+    from copyhead.analysis.transitions import crossover_point, interpolation_error
+    P = np.array([8.0, 16.0, 32.0])
+    c1 = np.zeros(3)
+    cG = np.array([-1.0, 1.0, 2.0])   # crosses half-way between 8 and 16
+    assert crossover_point(P, c1, cG) == pytest.approx(np.sqrt(8 * 16))
+    assert crossover_point(P, c1, cG, log=False) == pytest.approx(12.0)
+    assert interpolation_error(P, c1, cG) == pytest.approx(12.0 - np.sqrt(128))
+    assert interpolation_error(P, c1, np.array([-1.0, 0.0, 1.0])) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_softmax_summary_counts_the_copy_weight_once():
+    """â1 = 1 − âG inside the span: the softmax summaries count âG only, linear counts ĉ1 and ĉG."""
+    from copyhead.analysis.agreement import agreement_summaries
+    rows = [{"attention": att, "recipe": "sgld", "method": "sgld", "curve": "same_mean", "P": float(P),
+             "name": k, "param": k, "z": 3.0, "away": True}
+            for att, keys in (("softmax", ("a1", "aG")), ("linear", ("c1", "cG"))) for k in keys for P in (8, 16)]
+    n = {s["attention"]: s["n_away"] for s in agreement_summaries(rows)}
+    assert n == {"softmax": 2, "linear": 4}

@@ -36,11 +36,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..attention import variant
+from ..attention import variant, weights
 from ..config.schema import SAMPLERS
 from .convergence import chain_mcse
 from .curves import CURVES, curve_values, theory_transitions
-from .experiments import KEYS, NAMES, Recipe, chain_series, run_values, sequence_length, swept_P
+from .experiments import COPY_KEY, KEYS, NAMES, Recipe, chain_series, run_values, sequence_length, swept_P
 from .stats import NAN, as_float, point_estimate
 
 
@@ -231,16 +231,24 @@ def block_rms_z(rows, n_boot: int = 400, level: float = 0.95, seed: int = 0) -> 
     return out
 
 
+def _counted(attention: str, param: str) -> bool:
+    """Whether a parameter enters the summaries: both of linear attention's (ĉ1, ĉG, independent
+    projections); only the copy weight âG of softmax attention, whose â1 = 1 − âG inside the span would
+    count the same deviation twice."""
+    return variant(attention).plotted is not weights or param == COPY_KEY[attention]
+
+
 def agreement_summaries(rows) -> list[dict]:
     """Per (attention, recipe, curve) and per (attention, method, curve) (recipes of one method pooled,
     ``recipe`` = "all <method>"): over the points away from the transitions, n_away (with a z), rms_z,
     chi2, dof, chi2_per_dof, p_value, n_within_2 (|z| ≤ 2), the worst point (recipe, P, param, z), and over
-    all points n_all, rms_z_all; n_no_error counts points without an error (one seed). Rows carrying
+    all points n_all, rms_z_all; n_no_error counts points without an error (one seed). Softmax attention
+    counts âG only (:func:`_counted`). Rows carrying
     ``mixed`` (sampled points, :func:`copyhead.analysis.convergence.mixing_status`) add n_not_mixed (away
     points whose chains have not mixed) and the same statistics over the mixed away points alone
     (n_mixed, rms_z_mixed, n_within_2_mixed)."""
     groups: dict[tuple, list[dict]] = {}
-    for row in rows:
+    for row in [r for r in rows if _counted(r["attention"], r["param"])]:
         groups.setdefault((row["attention"], "recipe", row["recipe"], row["method"], row["curve"]), []).append(row)
         groups.setdefault((row["attention"], "method", f"all {row['method']}", row["method"], row["curve"]),
                           []).append(row)

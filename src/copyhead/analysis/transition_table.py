@@ -10,7 +10,8 @@ from .curves import CURVES, seed_mean_curve
 from .experiments import COPY_KEY, NAMES, Recipe, run_values, swept_P
 from .stats import NAN, as_float
 from .transitions import (BootstrapCI, bootstrap, chain_mean_sem, crossover_of_chains, crossover_point,
-                          hysteresis_of_chains, jump_bracket_of_chains, onset_point, steepest_rise)
+                          hysteresis_of_chains, interpolation_error, jump_bracket_of_chains, onset_point,
+                          steepest_rise)
 
 
 def _grid(P, arr):
@@ -179,9 +180,15 @@ def transition_table(ag, th, same, attention: str, recs: dict[str, Recipe], n_bo
                 continue
             c1x, cGx = _off_origin(c1, cG)
             ci = _no_interval(bootstrap(crossover_of_chains, P, c1x, cGx, **kw), c1)
+            # the interval also holds the interpolation between grid points (log P against P)
+            err = interpolation_error(P, chain_mean_sem(c1x)[0], chain_mean_sem(cGx)[0])
+            lo, hi = (ci.lo - err, ci.hi + err) if np.isfinite(err) else (ci.lo, ci.hi)
             th_vals = _linear_crossover_theory(th, same, P, seeds)
-            rows.append(_ci_row(attention, "crossover ĉG = ĉ1", r.name, ci, method=r.method,
-                                theory=_theory_list(ci.lo, ci.hi, th_vals), resolved=True, note=_note(c1)))
+            note = _join(_note(c1), f"interval widened by the interpolation error ±{err:.3g} (log P vs P)"
+                         if np.isfinite(err) and err > 0 else "")
+            rows.append(_ci_row(attention, "crossover ĉG = ĉ1", r.name, ci, method=r.method, ci_lo=lo, ci_hi=hi,
+                                interpolation_error=err, theory=_theory_list(lo, hi, th_vals), resolved=True,
+                                note=note))
 
             def onset(P_, c1_):
                 m, s = chain_mean_sem(c1_)

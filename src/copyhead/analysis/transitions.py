@@ -37,24 +37,35 @@ def _finite(P, *ys):
     return (P[ok][order], *(y[ok][order] for y in ys))
 
 
-def _zero_between(P, d, i: int) -> float:
-    """The P between grid points i−1 and i where the linear interpolation of d in log P is zero."""
+def _zero_between(P, d, i: int, log: bool = True) -> float:
+    """The P between grid points i−1 and i where the linear interpolation of d in log P (or, ``log``
+    False, in P) is zero."""
     t = -d[i - 1] / (d[i] - d[i - 1])
+    if not log:
+        return float(P[i - 1] + t * (P[i] - P[i - 1]))
     return float(np.exp(np.log(P[i - 1]) + t * (np.log(P[i]) - np.log(P[i - 1]))))
 
 
-def upward_crossings(P, d) -> np.ndarray:
+def upward_crossings(P, d, log: bool = True) -> np.ndarray:
     """Every P where ``d`` changes from negative to non-negative between neighbouring grid points
-    (``d[i-1] < 0 <= d[i]``), interpolated linearly in log P; in increasing order."""
+    (``d[i-1] < 0 <= d[i]``), interpolated linearly in log P (``log`` False: in P); in increasing order."""
     P, d = _finite(P, d)
-    return np.asarray([_zero_between(P, d, i) for i in range(1, len(P)) if d[i - 1] < 0 <= d[i]])
+    return np.asarray([_zero_between(P, d, i, log) for i in range(1, len(P)) if d[i - 1] < 0 <= d[i]])
 
 
-def crossover_point(P, c1, cG) -> float:
+def crossover_point(P, c1, cG, log: bool = True) -> float:
     """Linear attention: the first P where ĉG overtakes ĉ1 (ĉG − ĉ1 crosses zero upwards), interpolated in
-    log P. NaN if ĉG never overtakes ĉ1 on the grid."""
-    x = upward_crossings(P, np.asarray(cG, float) - np.asarray(c1, float))
+    log P (``log`` False: in P; the difference of the two is the interpolation error,
+    :func:`interpolation_error`). NaN if ĉG never overtakes ĉ1 on the grid."""
+    x = upward_crossings(P, np.asarray(cG, float) - np.asarray(c1, float), log)
     return float(x[0]) if len(x) else float("nan")
+
+
+def interpolation_error(P, c1, cG) -> float:
+    """How far the crossover moves when the curves are interpolated between grid points linearly in P
+    instead of in log P: an estimate of the error of reading a point between two grid points (0 when the
+    crossover falls on a grid point; NaN without a crossover)."""
+    return abs(crossover_point(P, c1, cG) - crossover_point(P, c1, cG, log=False))
 
 
 def onset_point(P, y, err, k: float = 2.0, baseline=0.0) -> float:

@@ -40,8 +40,10 @@ def _finite(fs: dict) -> list[str]:
         f = t.get("fit") or {}
         if t.get("prior", LD) != LD or not f or not math.isfinite(f.get("a", math.nan)):
             continue
+        margin = abs(f["a"] - 1.0) / f["a_err"] if f["a_err"] > 0 else math.inf
         trs.append(f"{t['attention']} {t.get('transition', 'transition')} → {f['a']:.3f} ± {f['a_err']:.3f} "
-                   f"({'tends to' if compatible(f, 1.0) else 'does not tend to'} the theory)")
+                   f"({'tends to' if compatible(f, 1.0) else 'does not tend to'} the theory: |y_∞ − 1| = "
+                   f"{margin:.2f}σ, rule ≤ 2σ)")
     if trs:
         out.append(f"Experiment/theory of the transition points extrapolated to {by} → ∞ (large-deviation prior): "
                    + "; ".join(trs) + ".")
@@ -73,8 +75,9 @@ def _ordering(part: dict) -> str | None:
 def headline(rep: dict) -> list[str]:
     """The findings of one studies report (its JSON as a dict), each one sentence with its numbers."""
     out = []
-    if rep.get("finite_size"):
-        out += _finite(rep["finite_size"])
+    for key in ("finite_size", "finite_L"):   # along d_k and along L: both halves, whatever they say
+        if rep.get(key):
+            out += _finite(rep[key])
     for part in ([rep["scaling"]] if rep.get("scaling") else []) + list(rep.get("fixed_dk", [])):
         s = _ordering(part)
         if s:
@@ -83,4 +86,10 @@ def headline(rep: dict) -> list[str]:
     if ps:
         out.append("The transition points collapse at equal P/σ² (the σ² twin), so the converged study's points "
                    "can be put on the paper's σ² = 1 scale (the studies report's paper-scale table).")
+    for t in rep.get("twins", []):   # the order parameters of the same twins, next to their transitions
+        if t.get("differs") == "σ²" and t.get("n"):
+            same = t["n_within_2"] >= 0.9 * t["n"]
+            out.append(f"The order parameters of the σ² twins {t['study']} / {t['ref']} "
+                       f"{'collapse' if same else 'do NOT collapse'} at equal P/σ²: {t['n_within_2']} of {t['n']} "
+                       f"points within 2σ, RMS z {g(t['rms_z'])} (rule: ≥ 90 % within 2σ).")
     return out

@@ -9,9 +9,17 @@ from .claims import claims_section
 from .findings import headline
 from .format import P_, ci, g, ok, table, verdict_text
 
-KEY_FIGURES = [("fig3_linear_order_params", "linear order parameters against P, residuals z, R̂"),
-               ("fig4_softmax_order_params", "softmax order parameters against P, residuals z, R̂"),
-               ("fig8_scaling", "transition points against L, with the experiment's at the run's L")]
+KEY_FIGURES = [("fig3_linear_order_params", "linear order parameters against P, residuals z, R̂",
+                "Linear attention: ĉ1 and ĉG of every method (points: seed means, 95% bars) against P with the "
+                "theory curves; below, each point's z against its natural curve and the per-dataset R̂. What to "
+                "see: where ĉG overtakes ĉ1 in data and theory, and how far apart they are."),
+               ("fig4_softmax_order_params", "softmax order parameters against P, residuals z, R̂",
+                "Softmax attention: â1 and âG against P with the theory curves, z and R̂ as in fig3. What to see: "
+                "the step of âG in the data against the theory's, and the hollow (not mixed) points near it."),
+               ("fig8_scaling", "transition points against L, with the experiment's at the run's L",
+                "The closed form's transition points against L (lines) and this run's measured ones at its L "
+                "(points). What to see: how the theory's transitions move with L; the data's single L only "
+                "anchors them.")]
 OTHER_FIGURES = [("fig1_stages", "mean attention per stage"), ("fig2_landscapes", "action landscapes"),
                  ("fig5_coverage", "coverage of Ā by span{J, I}"), ("fig6_linear_loss_curves", "linear Adam loss"),
                  ("fig7_softmax_loss_curves", "softmax Adam loss")]
@@ -223,7 +231,10 @@ def render_page(tables: dict, figure_dir: str = "results_figures", appendix_name
             "outside': whether that value lies in the 95% bootstrap CI over seeds; for the jump, a bracket "
             "against a bracket: whether the theory's grid step overlaps the data's interval. The theory's "
             "first-order point P* (where its global minimum switches branch) is a different quantity: shown, "
-            "never compared. Every transition P scales "
+            "never compared. Resolution of the intervals: the bootstrap redraws the seeds at each P, and with 4 "
+            "seeds a redraw at one P is one of only 35 multisets, so a 95% interval from 4 seeds is coarse; the "
+            "crossover's interval also holds its interpolation error between grid points (log P against P). "
+            "Every transition P scales "
             "with σ², so the paper's numbers are multiplied by our σ² over theirs.", "",
             "## Convergence: what it means for these numbers", ""]
     out += [_convergence(a, sa["convergence"]) for a, sa in summ["attentions"].items()]
@@ -236,8 +247,8 @@ def render_page(tables: dict, figure_dir: str = "results_figures", appendix_name
             "jumped). Those points are drawn hollow in fig3/fig4.", ""]
     out += _reference(summ)
     out += ["## Key figures", ""]
-    for fname, what in KEY_FIGURES:
-        out += [f"![{fname}: {what}]({figure_dir}/{fname}.png)", ""]
+    for fname, what, caption in KEY_FIGURES:
+        out += [f"![{fname}: {what}]({figure_dir}/{fname}.png)", "", f"*{fname}.* {caption}", ""]
     out += ["Also: " + "; ".join(f"[{f}]({figure_dir}/{f}.png) ({w})" for f, w in OTHER_FIGURES) + ".", "",
             "## Studies", ""]
     out += _studies(studies)

@@ -192,6 +192,15 @@ def _finite_size_section(fs: dict, number: str, title: str, figure: str, conclus
     return out
 
 
+RANK_NOTE = ("What the rank bound proves at d_k < L (Eq. (26), docs/theory.md Sec. 12.3): the score matrix M = QᵀK/d_k "
+             "has rank ≤ d_k, so the copy fraction of the FULL matrix, Tr(Π⊥M)²/((L−1)‖M‖²_F), is at most "
+             "d_k/(L−1). Linear attention (A = M/L) inherits it: where its predicted copy state needs a larger "
+             "fraction, that state is not representable and the theory's linear crossover is an optimistic bound. "
+             "It does NOT bound the in-plane fraction ‖ΠM‖²/‖M‖² that the (m1, mP) theory keeps, and it does not "
+             "bind softmax attention, whose softmax(M) can approach I at rank d_k < L; so it neither predicts "
+             "nor forbids softmax copying first along a fixed d_k.")
+
+
 def _methods(rep: dict) -> str:
     """The samplers of a report's studies, e.g. 'SGLD' or 'HMC'."""
     return " and ".join(dict.fromkeys(s.get("method", "SGLD") for s in rep.get("studies", []))) or "SGLD"
@@ -231,6 +240,8 @@ def _scaling_section(sc: dict, number: str, title: str, figure: str) -> list[str
                       f"softmax jump ({method})", "theory LD P*", "theory Gauss. P*", "jump/ln²L", "jump/(L ln²L)",
                       "√(LV)", f"crossover/jump ({method})", "same estimator, same-dataset theory",
                       "crossover/P* (theory LD)"], rows))
+    if any(r["d_k"] < r["L"] for r in sc["rows"]):
+        out += ["", RANK_NOTE]
     out += ["", "### Conclusion (rules applied to the table above)", ""] + (conclude_scaling(sc["rows"])
                                                                           + conclude_scaling_theory(sc["theory_lines"])) + [""]
     return out
