@@ -512,3 +512,18 @@ def test_the_gaussian_prior_softmax_curve_is_read_as_a_hat_not_as_c(tmp_path):
     assert np.allclose(a1, m1, rtol=1e-12)
     big = aG > 0.05
     assert big.any() and np.all(cG[big] > 2 * aG[big])   # the old reading, √5 = 2.24 times too large
+    # an independent quadrature at one P: âG = ∫ (mP(β)/L) e^{−S(β)} dβ / ∫ e^{−S(β)} dβ, uniform in β over the
+    # file's grid range, with S the closed-form action under the Gaussian prior (scipy.integrate.quad)
+    from scipy.integrate import quad
+    from copyhead.config import ActionParams
+    from copyhead.theory.action import action_softmax, softmax_coeffs
+    with xr.open_dataset(tmp_path / "softmax.nc") as ds:
+        lo, hi = json.loads(ds.attrs["grid_range"])
+        Ps = ds["P"].values
+    i = int(np.argmin(np.abs(Ps - 40.0)))
+    p = ActionParams(V=4, L=L, d_k=8, g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=0.5, prior="gaussian")
+    S0 = min(float(action_softmax(np.array([b]), Ps[i], p)[0]) for b in np.linspace(lo, hi, 401))
+    w = lambda b: np.exp(-(float(action_softmax(np.array([b]), Ps[i], p)[0]) - S0))
+    num = quad(lambda b: float(softmax_coeffs(np.array([b]), L)[1][0]) / L * w(b), lo, hi, limit=200)[0]
+    den = quad(w, lo, hi, limit=200)[0]
+    assert aG[i] == pytest.approx(num / den, abs=1e-4) and 0 <= num / den <= 1
