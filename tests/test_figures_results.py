@@ -120,3 +120,12 @@ def test_registry_options_and_optional_inputs():
     json.dumps(opts)
     assert opts["recipes"]["sgld"] == {"method": "sgld", "init": "prior"}
     assert FIGURES["fig4_softmax_order_params"].options(cfg)["recipes"]["sgld_copy"]["init"] == "copy"
+
+
+def test_method_colours_never_reuse_the_order_parameter_colours():
+    """One colour meaning per figure: blue/orange are ĉ1/â1 and ĉG/âG; no method is drawn in them."""
+    from matplotlib.colors import to_rgb
+    from copyhead.figures.style import C1_COLOR, CG_COLOR, OPT_COLORS
+    params = {to_rgb(C1_COLOR), to_rgb(CG_COLOR)}
+    assert not params & {to_rgb(c) for c in OPT_COLORS.values()}
+    assert len({to_rgb(c) for c in OPT_COLORS.values()}) == len(OPT_COLORS)

@@ -11,10 +11,12 @@ WIDE = 7.0  # two-column width
 MARKERS = {"adam": "o", "sgld": "D", "adam_map": "s", "sgld_copy": "^", "hmc": "*", "hmc_copy": "v"}
 LABELS = {"adam": "Adam", "sgld": "SGLD", "adam_map": "Adam (plain MAP)", "sgld_copy": "SGLD, copy init",
           "hmc": "HMC (reference)", "hmc_copy": "HMC, copy init"}
+# one meaning per colour in a figure: blue and orange are the two order parameters (pooling, copy) and
+# nothing else; the methods' colours (test-loss and jump markers) avoid them
 C1_COLOR, CG_COLOR = "tab:blue", "tab:orange"
 EXACT_MEAN_LS = (0, (3, 1, 1, 1, 1, 1))   # dataset-averaged exact action, posterior mean
-OPT_COLORS = {"adam": "tab:blue", "sgld": "tab:red", "adam_map": "tab:gray", "sgld_copy": "tab:purple",
-              "hmc": "tab:green", "hmc_copy": "tab:olive"}
+OPT_COLORS = {"adam": "0.15", "sgld": "tab:red", "adam_map": "tab:gray", "sgld_copy": "tab:purple",
+              "hmc": "tab:green", "hmc_copy": "tab:olive", "sgld_half": "tab:brown"}
 
 # theory transition points: label, colour, line style (every drawn line is named on the plot)
 TRANSITION_STYLES = {
