@@ -527,3 +527,19 @@ def test_the_gaussian_prior_softmax_curve_is_read_as_a_hat_not_as_c(tmp_path):
     num = quad(lambda b: float(softmax_coeffs(np.array([b]), L)[1][0]) / L * w(b), lo, hi, limit=200)[0]
     den = quad(w, lo, hi, limit=200)[0]
     assert aG[i] == pytest.approx(num / den, abs=1e-4) and 0 <= num / den <= 1
+
+
+def test_who_copies_first_says_not_mixed_before_reading_an_interval_from_unmixed_chains():
+    """The crossover / jump ratio is an interval; its verdict is 'not mixed' when the study's chains have
+    not mixed on their training sets (a chain's halves R̂ > 1.01 or one chain's bulk ESS < 100)."""
+    from copyhead.analysis.scaling import mixing, who_copies_first
+    from copyhead.studies.conclude import verdict
+    row = {"mixing": {"linear": {"rhat_within_max": 1.004, "ess_chain_min": 400.0},
+                      "softmax": {"rhat_within_max": 1.004, "ess_chain_min": 250.0}}}
+    assert mixing(row)[0] is True and verdict(row, 1.06, 1.31) == "softmax copies first"
+    assert who_copies_first(0.4, 1.07).startswith("neither") and who_copies_first(0.4, 0.9).startswith("linear")
+    row["mixing"]["softmax"]["ess_chain_min"] = 8.0
+    assert mixing(row)[0] is False
+    assert verdict(row, 1.06, 1.31).startswith("not mixed (") and verdict(row, 1.06, 1.31).endswith(
+        "softmax copies first")
+    assert mixing({})[0] is None and verdict({}, 1.06, 1.31) == "softmax copies first"   # older tables: unknown

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..attention import ATTENTIONS
 from .finite_size import PRIORS
+from .convergence import MIXED_ESS, MIXED_RHAT
 from .fits import loglog_slope
 from .transitions import bracket_ratio
 
@@ -42,6 +43,19 @@ def who_copies_first(lo: float, hi: float) -> str:
         "neither shown to copy first (the interval contains 1)"
 
 
+def mixing(row: dict) -> tuple[bool | None, str]:
+    """(mixed, words) of a scaling row's chains, per training set (a chain's halves, one chain's bulk ESS;
+    :data:`copyhead.analysis.convergence.MIXED_ESS`, ``MIXED_RHAT``): None where the tables do not say."""
+    m = row.get("mixing") or {}
+    rh = [v["rhat_within_max"] for v in m.values() if v.get("rhat_within_max") is not None]
+    es = [v["ess_chain_min"] for v in m.values() if v.get("ess_chain_min") is not None]
+    rh, es = [x for x in rh if math.isfinite(x)], [x for x in es if math.isfinite(x)]
+    if not rh or not es:
+        return None, ""
+    ok = max(rh) <= MIXED_RHAT and min(es) >= MIXED_ESS
+    return ok, f"largest within-chain R̂ {max(rh):.3g}, smallest bulk ESS of one chain {min(es):.3g}"
+
+
 def scaling_rows(studies: list[dict]) -> list[dict]:
     """One row per study (sorted by V, then L): L, V, d_k, σ², the sampler, the two transitions (experiment
     with CI, theory under both priors), √(LV), ln²L and, where both exist, the linear-crossover /
@@ -58,9 +72,11 @@ def scaling_rows(studies: list[dict]) -> list[dict]:
         row = {"name": s["name"], "L": s["L"], "V": s["V"], "d_k": s["d_k"], "sigma2": s["sigma2"],
                "method": s.get("method", "SGLD"), "sqrt_LV": math.sqrt(s["L"] * s["V"]),
                "ln2L": math.log(s["L"]) ** 2}
+        row["mixing"] = {}
         for att in ATTENTIONS:
             if s["attentions"].get(att) is not None:
                 row[att] = s["attentions"][att]["transition"]
+                row["mixing"][att] = {k: s["attentions"][att].get(k) for k in ("rhat_within_max", "ess_chain_min")}
         if lin and sm:
             tl, ts = lin["transition"], sm["transition"]
             lo, hi = bracket_ratio((tl["ci_lo"], tl["ci_hi"]), (ts["ci_lo"], ts["ci_hi"]))

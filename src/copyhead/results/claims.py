@@ -7,7 +7,7 @@ the verdict rules are the named comparisons below, stated in the table's footnot
 """
 from __future__ import annotations
 
-from ..analysis.scaling import FORMS, jump_forms, ratio_interval, who_copies_first
+from ..analysis.scaling import FORMS, jump_forms, mixing, ratio_interval, who_copies_first
 from ..analysis.summary import PAPER
 from .format import ci, g, ok, table, verdict_text
 
@@ -109,11 +109,13 @@ def _scaling(studies) -> list | None:
     best = None
     for folder, name, part in _reports(studies):
         for f in jump_forms(part.get("rows", [])):
-            if best is None or len(f["L"]) > len(best[2]["L"]):
-                best = (folder, name, f)
+            current = all((r.get("softmax") or {}).get("bracket") for r in part.get("rows", []) if r["L"] in f["L"])
+            key = (current, len(f["L"]))   # current tables (grid brackets) first, then the most sizes
+            if best is None or key > best[0]:
+                best = (key, folder, name, f)
     if best is None:
         return None
-    folder, name, f = best
+    _, folder, name, f = best
     names = list(FORMS)
     spreads = "; ".join(f"{n.split(' (')[0]}: {g(f['spread'][n], 3)}" for n in names)
     rows = [r for r in next(p for fo, n, p in _reports(studies) if (fo, n) == (folder, name))["rows"]
@@ -131,19 +133,23 @@ def _advantage(studies) -> list | None:
     best = None
     for folder, name, part in _reports(studies):
         rows = [r for r in part.get("rows", []) if r.get("ratio") and ok(r["ratio"].get("experiment"))]
-        if rows and (best is None or len(rows) > len(best[2])):
-            best = (folder, name, rows)
+        key = (all(r["ratio"].get("lo") is not None for r in rows), len(rows))   # current tables first
+        if rows and (best is None or key > best[0]):
+            best = (key, folder, name, rows)
     if best is None:
         return None
-    folder, name, rows = best
-    items, first = [], []
+    _, folder, name, rows = best
+    items, first, unmixed = [], [], []
     for r in sorted(rows, key=lambda r: (r["V"], r["L"])):
         lo, hi, basis = ratio_interval(r["ratio"])
+        ok, _ = mixing(r)
         items.append(f"L = {r['L']}, V = {r['V']}, d_k = {r['d_k']}: [{g(lo)}, {g(hi)}]"
-                     + (f" ({basis})" if basis != "interval" else ""))
-        first.append(who_copies_first(lo, hi) == "softmax copies first")
-    verdict = ("supported at L = " + ", ".join(str(r["L"]) for r, f in zip(sorted(rows, key=lambda r: (r["V"], r["L"])), first) if f)
-               if any(first) else "not shown at these sizes")
+                     + (f" ({basis})" if basis != "interval" else "") + (" (not mixed)" if ok is False else ""))
+        if who_copies_first(lo, hi) == "softmax copies first":
+            (unmixed if ok is False else first).append(str(r["L"]))
+    verdict = ("supported at L = " + ", ".join(first) if first else
+               "not mixed; the intervals alone would say softmax first at L = " + ", ".join(unmixed) if unmixed else
+               "not shown at these sizes")
     method = "/".join(dict.fromkeys(r.get("method", "SGLD") for r in rows))
     return ["softmax copies with O(√(LV)) fewer samples than linear attention (ratio linear crossover / softmax "
             "jump > 1, growing)", f"{method}: " + "; ".join(items), verdict,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ..analysis.finite_size import compatible
-from ..analysis.scaling import ratio_interval
+from ..analysis.scaling import mixing, ratio_interval
 from ..attention import ATTENTIONS
 from .format import g
 
@@ -63,11 +63,14 @@ def _ordering(part: dict) -> str | None:
         lo, hi, basis = ratio_interval(r["ratio"])
         items.append(f"L = {r['L']}{' (d_k < L)' if r['d_k'] < r['L'] else ''}: [{g(lo)}, {g(hi)}]"
                      f"{' (' + basis + ')' if basis != 'interval' else ''} (closed-form crossover / P* {g(r['ratio'][LD])})")
-        if lo > 1:
+        ok, words = mixing(r)
+        if ok is False:
+            items[-1] += f" — not mixed: {words}"
+        elif lo > 1:
             first.append(r)
     method = "/".join(dict.fromkeys(r.get("method", "SGLD") for r in rows))
     verdict = (f"softmax copies first at L = {', '.join(str(r['L']) for r in first)}" if first else
-               "no size where softmax is shown to copy first (no interval above 1)")
+               "no size where softmax is shown to copy first (no interval above 1 from mixed chains)")
     return (f"Linear crossover / softmax jump along {label} (V = {tl.get('V', '–')}), "
             f"{method}: {'; '.join(items)} — {verdict} on this path (ratio > 1: softmax copies first).")
 

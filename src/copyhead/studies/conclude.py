@@ -7,7 +7,7 @@ import math
 
 from copyhead.analysis.finite_size import PRIOR_LABEL, correction_size, decay, prior_distances
 from copyhead.analysis.scaling import (FORMS, advantage_trend, closed_form_path, jump_forms, per_sigma2,
-                                      ratio_interval, who_copies_first)
+                                      mixing, ratio_interval, who_copies_first)
 from copyhead.analysis.summary import PAPER
 from copyhead.attention import ATTENTIONS
 from copyhead.results.format import ci, g, pm, table
@@ -110,12 +110,24 @@ def conclude_scaling_theory(tl: dict) -> list[str]:
     return out
 
 
+def _method(rows: list[dict]) -> str:
+    return "/".join(dict.fromkeys(r.get("method", "SGLD") for r in rows)) or "SGLD"
+
+
+def verdict(r: dict, lo: float, hi: float) -> str:
+    """Who copies first from the ratio interval — 'not mixed' first where the study's chains have not."""
+    ok, words = mixing(r)
+    return who_copies_first(lo, hi) if ok is not False else \
+        f"not mixed ({words}); the interval alone would say: {who_copies_first(lo, hi)}"
+
+
 def conclude_scaling(rows: list[dict]) -> list[str]:
     out = []
     names = list(FORMS)
     for f in jump_forms(rows):
         out.append(f"- V = {f['V']}, L = {', '.join(map(str, f['L']))} (d_k = {', '.join(map(str, f['d_k']))}): "
-                   f"SGLD softmax jump {', '.join(g(x) for x in f['P_star'])}; log-log slope in L {g(f['slope'])}; spread "
+                   f"{_method(rows)} softmax jump {', '.join(g(x) for x in f['P_star'])}; log-log slope in L "
+                   f"{g(f['slope'])}; spread "
                    f"(max/min) of P*/ln²L {g(f['spread'][names[0]])}, of P*/(L ln²L) {g(f['spread'][names[1]])}, "
                    f"of P* {g(f['spread'][names[2]])}: closest form '{f['closest']}'.")
     for r in [r for r in rows if "ratio" in r and math.isfinite(r["ratio"]["experiment"])]:
@@ -129,11 +141,11 @@ def conclude_scaling(rows: list[dict]) -> list[str]:
                    f"{r.get('method', 'SGLD')} linear crossover / softmax jump in [{g(lo)}, {g(hi)}] ({basis}; "
                    + (f"{theory}; " if theory else "")
                    + f"closed-form crossover / P*, a different quantity: {g(r['ratio']['large_deviation'])}): "
-                   f"{who_copies_first(lo, hi)}.")
+                   f"{verdict(r, lo, hi)}.")
     t = advantage_trend(rows)
     if t:
         y = t["experiment"]
-        out.append(f"- Linear crossover / softmax P* against √(LV) = {', '.join(g(v) for v in t['x'])}: SGLD "
+        out.append(f"- Linear crossover / softmax jump against √(LV) = {', '.join(g(v) for v in t['x'])}: {_method(rows)} "
                    f"{', '.join(g(v) for v in y)} (log-log slope {g(t['slope'])}), closed form "
                    f"{', '.join(g(v) for v in t['theory'])} (slope {g(t['slope_theory'])}). The paper's O(√(LV)) "
                    "advantage of softmax means slope 1 and a ratio > 1; "

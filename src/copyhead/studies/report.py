@@ -217,7 +217,7 @@ def _scaling_section(sc: dict, number: str, title: str, figure: str) -> list[str
     method = "/".join(dict.fromkeys(r.get("method", "SGLD") for r in sc["rows"])) or "SGLD"
     out = [f"## {number}. {title}", "", f"![{figure}]({figure})", "",
            f"Paper: {PAPER['scaling'][1]}. P counts sequences; in tokens N = P·L, so 'N* ∝ L ln²L' is "
-           "P* ∝ ln²L and 'P* ∝ L ln²L' counts sequences. Both are shown. Experiment: {method} transitions with 95% "
+           f"P* ∝ ln²L and 'P* ∝ L ln²L' counts sequences. Both are shown. Experiment: {method} transitions with 95% "
            "intervals (softmax: the grid step where âG rises fastest, widened by the bootstrap); theory: the "
            "closed form's own transition points (crossover; first-order P*, a different quantity from the data's "
            "jump) under both priors. The crossover / jump ratio is an interval (the crossover's CI over the jump's "

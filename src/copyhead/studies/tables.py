@@ -181,6 +181,9 @@ def load_study(path: str | Path) -> dict:
             "rhat_within_max": max((_num(c["rhat_within_max"]) for c in conv if c.get("rhat_within_max") is not None),
                                    default=math.nan),
             "ess_min": min((_num(c["ess_bulk"]) for c in conv if c.get("ess_bulk") is not None), default=math.nan),
+            # per chain (one training set), never pooled across seeds: what "mixed" is judged on
+            "ess_chain_min": min((_num(c["ess_chain_min"]) for c in conv if c.get("ess_chain_min") is not None),
+                                 default=math.nan),
         }
     return study
 
