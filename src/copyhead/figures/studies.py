@@ -198,7 +198,7 @@ def draw_scaling(rows: list[dict], theory_lines: dict):
     ax.set_xlabel("√(LV)")
     ax.set_ylabel("linear crossover P / softmax jump P")
     ax.set_title("(c) softmax advantage (paper: grows ∝ √(LV))", fontsize=9)
-    ax.legend(fontsize=6)
+    ax.legend(fontsize=6, loc="lower right")
     fig.tight_layout()
     return fig
 

@@ -150,9 +150,11 @@ def conclude_scaling(rows: list[dict]) -> list[str]:
                    f"{', '.join(g(v) for v in t['theory'])} (slope {g(t['slope_theory'])}). The paper's O(√(LV)) "
                    "advantage of softmax means slope 1 and a ratio > 1; "
                    + ("it holds here." if t["slope"] > 0.5 and all(v > 1 for v in y) else
-                      "it does not hold at these sizes (ratio " + ("< 1: linear attention copies first"
-                                                                   if all(v < 1 for v in y)
-                                                                   else "not growing like √(LV)") + ")."))
+                      "it does not hold at these sizes (ratio " + (
+                          "< 1: linear attention copies first" if all(v < 1 for v in y) else
+                          f"grows (slope {g(t['slope'])}) but is below 1 at √(LV) = "
+                          + ", ".join(g(x) for x, v in zip(t["x"], y) if v <= 1) if t["slope"] > 0.5 else
+                          "not growing like √(LV)") + ")."))
     return out
 
 
