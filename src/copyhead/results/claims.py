@@ -142,11 +142,11 @@ def _advantage(studies) -> list | None:
     items, first, unmixed = [], [], []
     for r in sorted(rows, key=lambda r: (r["V"], r["L"])):
         lo, hi, basis = ratio_interval(r["ratio"])
-        ok, _ = mixing(r)
+        mixed, _ = mixing(r)
         items.append(f"L = {r['L']}, V = {r['V']}, d_k = {r['d_k']}: [{g(lo)}, {g(hi)}]"
-                     + (f" ({basis})" if basis != "interval" else "") + (" (not mixed)" if ok is False else ""))
+                     + (f" ({basis})" if basis != "interval" else "") + (" (not mixed)" if mixed is False else ""))
         if who_copies_first(lo, hi) == "softmax copies first":
-            (unmixed if ok is False else first).append(str(r["L"]))
+            (unmixed if mixed is False else first).append(str(r["L"]))
     verdict = ("supported at L = " + ", ".join(first) if first else
                "not mixed; the intervals alone would say softmax first at L = " + ", ".join(unmixed) if unmixed else
                "not shown at these sizes")
