@@ -31,6 +31,7 @@ same for a reader):
 from __future__ import annotations
 
 import math
+import warnings
 
 from dataclasses import dataclass
 
@@ -214,17 +215,21 @@ def block_rms_z(rows, n_boot: int = 400, level: float = 0.95, seed: int = 0) -> 
     if k < 2:
         return out
     rng = np.random.default_rng(seed)
-    prepared = [(np.asarray(r["seeds"]), np.asarray(r["seed_values"], float), as_float(r["z_offset"]),
-                 float(np.hypot(as_float(r.get("error")), as_float(r["theory_error"])))) for r in rows]
-    reps = np.full(n_boot, NAN)
-    for b in range(n_boot):
-        draw = rng.choice(seeds, size=k)
-        zs = []
-        for sd, v, off, err in prepared:
-            idx = np.concatenate([np.flatnonzero(sd == s) for s in draw])
-            if len(idx) and err > 0:
-                zs.append((float(v[idx].mean()) - off) / err)
-        reps[b] = rms(zs)
+    col = {sd: j for j, sd in enumerate(seeds)}
+    vals = np.full((len(rows), k), NAN)              # each row's value per seed (NaN: no run of that seed)
+    for i, r in enumerate(rows):
+        for sd, v in zip(r["seeds"], r["seed_values"]):
+            vals[i, col[sd]] = float(v)
+    off = np.array([as_float(r["z_offset"]) for r in rows])
+    err = np.array([float(np.hypot(as_float(r.get("error")), as_float(r["theory_error"]))) for r in rows])
+    draws = rng.integers(0, k, size=(n_boot, k))     # the same seed draw for every row of a replicate
+    with warnings.catch_warnings():                  # a row none of whose seeds was drawn: NaN, left out
+        warnings.simplefilter("ignore", RuntimeWarning)
+        means = np.nanmean(vals[:, draws], axis=2)   # (rows, n_boot)
+        z = np.where(err[:, None] > 0, (means - off[:, None]) / err[:, None], NAN)
+        fin = np.isfinite(z)
+        reps = np.sqrt(np.where(fin, z ** 2, 0).sum(axis=0) / np.maximum(fin.sum(axis=0), 1))
+        reps[fin.sum(axis=0) == 0] = NAN
     ok = reps[np.isfinite(reps)]
     if len(ok) >= n_boot / 2:
         out["rms_z_lo"], out["rms_z_hi"] = (float(x) for x in np.quantile(ok, [(1 - level) / 2, (1 + level) / 2]))
