@@ -166,7 +166,7 @@ def agreement_table(ag, th, same, attention: str, recs: dict[str, Recipe], away_
                     if source == "same_dataset":
                         use = np.isfinite(y) & np.isfinite(t)
                         per_seed, offset = (y - t)[use], 0.0
-                        est = point_estimate((y - t)[use], m[use] if sg else None)
+                        est = point_estimate(per_seed, m[use] if sg else None)
                         exp_, th_, th_err = _mean(y[use]), _mean(t[use]), as_float(np.max(e[use], initial=0.0))
                         z = as_float(z_scores(est["mean"], 0.0, est["error"], th_err))
                         with np.errstate(invalid="ignore", divide="ignore"):
@@ -193,8 +193,7 @@ def agreement_table(ag, th, same, attention: str, recs: dict[str, Recipe], away_
                                  "theory_grid_error": as_float(np.nanmax(tg[k][i][use], initial=0.0)),
                                  # per seed, for the seed-block bootstrap of the summary (block_rms_z)
                                  "seeds": [int(x) for x in np.asarray(seeds)[use]],
-                                 "seed_values": [float(x) for x in per_seed], "z_offset": offset,
-                                 "seed_mcse": [float(x) for x in m[use]] if sg else None})
+                                 "seed_values": [float(x) for x in per_seed], "z_offset": offset})
     return rows
 
 

@@ -181,6 +181,12 @@ def convergence_table(ag, attention: str, recs: dict[str, Recipe], rhat_max: flo
     return rows
 
 
+def is_mixed(rhat: float, ess: float, ess_min: float = MIXED_ESS, rhat_max: float = MIXED_RHAT) -> bool:
+    """The one rule of "mixed" (per training set): bulk ESS >= ``ess_min`` and R̂ <= ``rhat_max``; False
+    where either is NaN (not shown)."""
+    return bool(np.isfinite(rhat) and np.isfinite(ess) and ess >= ess_min and rhat <= rhat_max)
+
+
 def mixing_status(conv_rows, ess_min: float = MIXED_ESS, rhat_max: float = MIXED_RHAT) -> dict:
     """(recipe, P, param) -> {"mixed", "rhat", "ess", "basis"}: the per-training-set diagnostics of a
     sampled point, never across seeds. With a prior/copy pair row: the largest R̂ of one training set's two
@@ -201,8 +207,7 @@ def mixing_status(conv_rows, ess_min: float = MIXED_ESS, rhat_max: float = MIXED
             out[(recipe, float(row["P"]), row["param"])] = {"rhat": rh, "ess": es,
                                                             "basis": "prior- and copy-started chains of one training set"}
     for v in out.values():
-        v["mixed"] = bool(np.isfinite(v["rhat"]) and np.isfinite(v["ess"]) and v["ess"] >= ess_min
-                          and v["rhat"] <= rhat_max)
+        v["mixed"] = is_mixed(v["rhat"], v["ess"], ess_min, rhat_max)
     return out
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..attention import ATTENTIONS
 from .finite_size import PRIORS
-from .convergence import MIXED_ESS, MIXED_RHAT
+from .convergence import is_mixed
 from .fits import loglog_slope
 from .transitions import bracket_ratio
 
@@ -45,15 +45,14 @@ def who_copies_first(lo: float, hi: float) -> str:
 
 def mixing(row: dict) -> tuple[bool | None, str]:
     """(mixed, words) of a scaling row's chains, per training set (a chain's halves, one chain's bulk ESS;
-    :data:`copyhead.analysis.convergence.MIXED_ESS`, ``MIXED_RHAT``): None where the tables do not say."""
+    :func:`copyhead.analysis.convergence.is_mixed` on the worst of them): None where the tables do not say."""
     m = row.get("mixing") or {}
     rh = [v["rhat_within_max"] for v in m.values() if v.get("rhat_within_max") is not None]
     es = [v["ess_chain_min"] for v in m.values() if v.get("ess_chain_min") is not None]
     rh, es = [x for x in rh if math.isfinite(x)], [x for x in es if math.isfinite(x)]
     if not rh or not es:
         return None, ""
-    ok = max(rh) <= MIXED_RHAT and min(es) >= MIXED_ESS
-    return ok, f"largest within-chain R̂ {max(rh):.3g}, smallest bulk ESS of one chain {min(es):.3g}"
+    return is_mixed(max(rh), min(es)), f"largest within-chain R̂ {max(rh):.3g}, smallest bulk ESS of one chain {min(es):.3g}"
 
 
 def scaling_rows(studies: list[dict]) -> list[dict]:

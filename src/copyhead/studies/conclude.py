@@ -9,6 +9,7 @@ from copyhead.analysis.finite_size import PRIOR_LABEL, correction_size, decay, p
 from copyhead.analysis.scaling import (FORMS, advantage_trend, closed_form_path, jump_forms, per_sigma2,
                                       mixing, ratio_interval, who_copies_first)
 from copyhead.analysis.summary import PAPER
+from copyhead.analysis.twins import start_agreement
 from copyhead.attention import ATTENTIONS
 from copyhead.results.format import ci, g, pm, table
 
@@ -202,3 +203,30 @@ def paper_scale(converged: dict | None, collapse_ok: bool) -> list[str]:
     out.append(table(["quantity", "paper", "ours ÷ σ² (SGLD, 95% CI)", "ours ÷ σ² (closed form)",
                       "paper ÷ ours"], rows))
     return out
+
+
+RANK_NOTE = ("What the rank bound proves at d_k < L (Eq. (26), docs/theory.md Sec. 12.3): the score matrix M = QᵀK/d_k "
+             "has rank ≤ d_k, so the copy fraction of the FULL matrix, Tr(Π⊥M)²/((L−1)‖M‖²_F), is at most "
+             "d_k/(L−1). Linear attention (A = M/L) inherits it: where its predicted copy state needs a larger "
+             "fraction, that state is not representable and the theory's linear crossover is an optimistic bound. "
+             "It does NOT bound the in-plane fraction ‖ΠM‖²/‖M‖² that the (m1, mP) theory keeps, and it does not "
+             "bind softmax attention, whose softmax(M) can approach I at rank d_k < L; so it neither predicts "
+             "nor forbids softmax copying first along a fixed d_k.")
+
+
+def convergence_summary(studies: list[dict]) -> list[str]:
+    n = sum(a["n_conv"] for s in studies for a in s["attentions"].values())
+    flag = sum(a["n_within_flag"] for s in studies for a in s["attentions"].values())
+    return [f"Convergence over all studies: {flag} of {n} (recipe, P, parameter) rows have a chain whose two halves "
+            f"disagree (within-chain R̂ > 1.05): slowly mixing chains (the largest values and the smallest ESS per "
+            "study: studies report, section 4). Their errors come from few effective samples and may be underestimated, which inflates "
+            "|z| at those points."] + _start_line(studies)
+
+
+def _start_line(studies: list[dict]) -> list[str]:
+    sa = start_agreement(studies)
+    if not sa["n"]:
+        return []
+    return [f"Bias from slow mixing: prior- and copy-started chains (opposite sides of the transition) agree within "
+            f"2σ at {sa['n_within_2']} of {sa['n']} (study, attention, P, parameter) points (RMS z of the difference "
+            f"{g(sa['rms_z'])}; about 95% within 2σ if they sample the same posterior)."]

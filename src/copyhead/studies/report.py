@@ -19,14 +19,14 @@ from pathlib import Path
 from copyhead.analysis.finite_size import CURVES, PRIOR_LABEL
 from copyhead.analysis.scaling import ratio_interval
 from copyhead.analysis.summary import PAPER
-from copyhead.analysis.twins import start_agreement, transitions_collapse
+from copyhead.analysis.twins import transitions_collapse
 from copyhead.figures import write_figure
 from copyhead.figures.studies import draw_finite_size, draw_scaling, draw_twins, twin_label
 from copyhead.provenance import DataFileError, product_record, sidecar_path, write_product
 from copyhead.results.findings import headline
 from copyhead.results.format import ci, g, pm, table, yn
-from copyhead.studies.conclude import (collapse_verdict, conclude_dk_over_L, conclude_finite_size,
-                                       conclude_scaling, conclude_scaling_theory, paper_scale)
+from copyhead.studies.conclude import (RANK_NOTE, collapse_verdict, conclude_dk_over_L, conclude_finite_size,
+                                       conclude_scaling, conclude_scaling_theory, convergence_summary, paper_scale)
 from copyhead.publish import check_published, record_written
 from copyhead.studies.tables import COLLAPSE_LINE, COLLAPSE_RULE, CURVE_LABEL, load_transitions, path_label
 
@@ -192,15 +192,6 @@ def _finite_size_section(fs: dict, number: str, title: str, figure: str, conclus
     return out
 
 
-RANK_NOTE = ("What the rank bound proves at d_k < L (Eq. (26), docs/theory.md Sec. 12.3): the score matrix M = QᵀK/d_k "
-             "has rank ≤ d_k, so the copy fraction of the FULL matrix, Tr(Π⊥M)²/((L−1)‖M‖²_F), is at most "
-             "d_k/(L−1). Linear attention (A = M/L) inherits it: where its predicted copy state needs a larger "
-             "fraction, that state is not representable and the theory's linear crossover is an optimistic bound. "
-             "It does NOT bound the in-plane fraction ‖ΠM‖²/‖M‖² that the (m1, mP) theory keeps, and it does not "
-             "bind softmax attention, whose softmax(M) can approach I at rank d_k < L; so it neither predicts "
-             "nor forbids softmax copying first along a fixed d_k.")
-
-
 def _methods(rep: dict) -> str:
     """The samplers of a report's studies, e.g. 'SGLD' or 'HMC'."""
     return " and ".join(dict.fromkeys(s.get("method", "SGLD") for s in rep.get("studies", []))) or "SGLD"
@@ -276,24 +267,6 @@ def _twins_section(twins: list[dict], paper_scale: list[str] | None) -> list[str
     if paper_scale:
         out += ["### On the paper's scale", ""] + paper_scale + [""]
     return out
-
-
-def convergence_summary(studies: list[dict]) -> list[str]:
-    n = sum(a["n_conv"] for s in studies for a in s["attentions"].values())
-    flag = sum(a["n_within_flag"] for s in studies for a in s["attentions"].values())
-    return [f"Convergence over all studies: {flag} of {n} (recipe, P, parameter) rows have a chain whose two halves "
-            f"disagree (within-chain R̂ > 1.05): slowly mixing chains (the largest values and the smallest ESS per "
-            "study: studies report, section 4). Their errors come from few effective samples and may be underestimated, which inflates "
-            "|z| at those points."] + _start_line(studies)
-
-
-def _start_line(studies: list[dict]) -> list[str]:
-    sa = start_agreement(studies)
-    if not sa["n"]:
-        return []
-    return [f"Bias from slow mixing: prior- and copy-started chains (opposite sides of the transition) agree within "
-            f"2σ at {sa['n_within_2']} of {sa['n']} (study, attention, P, parameter) points (RMS z of the difference "
-            f"{g(sa['rms_z'])}; about 95% within 2σ if they sample the same posterior)."]
 
 
 def _per_study_section(studies: list[dict]) -> list[str]:
