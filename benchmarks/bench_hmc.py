@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -27,13 +26,14 @@ import torch  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from common import cpu_name, stamp, write_benchmark_page  # noqa: E402
 from copyhead import config as cfgmod  # noqa: E402
 from copyhead.analysis import convergence as cv  # noqa: E402
 from copyhead.config import RunConfig  # noqa: E402
 from copyhead.hmc import run_hmc  # noqa: E402
 from copyhead.model import CopyAttention  # noqa: E402
-from copyhead.provenance import code_version, product_record, write_product  # noqa: E402
 from copyhead.schedules import step_size  # noqa: E402
 from copyhead.task import make_data  # noqa: E402
 from copyhead.train import NoiseStreams, new_state, run_chains  # noqa: E402
@@ -123,16 +123,11 @@ def main(argv=None) -> int:
                          f"{s['ms_per_gradient_per_chain']:.3f} |")
     print("\n".join(lines))
     if a.md:
-        ver = code_version()
-        commit = ver["git_commit"][:7] or "unknown"
-        dirty = ver["git_dirty"]
-        cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                    if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
+        cpu = cpu_name()
         head = ["# HMC on the collapsed posterior against SGLD: ESS per CPU-second",
                 "",
                 f"Written by `python benchmarks/bench_hmc.py --points {a.points} --chains {a.chains} --md {a.md}` "
-                f"(commit {commit}{'-dirty' if dirty else ''}, {time.strftime('%Y-%m-%d')}, {cpu}, one thread, "
-                f"torch {torch.__version__}). {a.chains} chains per sampler on ONE training set (dataset seed "
+                f"({stamp()}). {a.chains} chains per sampler on ONE training set (dataset seed "
                 f"{a.seed}) from independent prior draws; R̂ (rank split-R̂) and bulk ESS across those chains "
                 f"(ArviZ); ESS/s over the CPU time of the whole batch, HMC's warm-up included.",
                 "",
@@ -145,13 +140,9 @@ def main(argv=None) -> int:
                 f"{SGLD['thin']}), η = {SGLD['eta']} scaled by σ² as the recipe does.",
                 "- ms/grad: CPU milliseconds per gradient evaluation per chain (HMC: n_leapfrog per iteration).",
                 ""]
-        Path(a.md).parent.mkdir(parents=True, exist_ok=True)
-        # a measurement of this machine, recorded like every published page (the audit names the training
-        # code it measured and warns when that code has changed since)
-        rec = product_record("bench_hmc", "train", {}, kind="benchmark",
-                             options={"points": a.points, "chains": a.chains, "seed": a.seed, "cpu": cpu,
-                                      "hmc_recipe": HMC, "sgld_recipe": SGLD})
-        write_product({Path(a.md): "\n".join(head + lines) + "\n"}, rec)
+        write_benchmark_page(Path(a.md), head + lines, "bench_hmc",
+                             {"points": a.points, "chains": a.chains, "seed": a.seed, "cpu": cpu,
+                              "hmc_recipe": HMC, "sgld_recipe": SGLD})
     return 0
 
 

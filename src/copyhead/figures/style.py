@@ -8,9 +8,10 @@ from ..attention import variant
 COL = 3.4   # paper single-column width, inches
 WIDE = 7.0  # two-column width
 
-MARKERS = {"adam": "o", "sgld": "D", "adam_map": "s", "sgld_copy": "^", "hmc": "*", "hmc_copy": "v"}
+MARKERS = {"adam": "o", "sgld": "D", "adam_map": "s", "sgld_copy": "^", "hmc": "*", "hmc_copy": "v",
+           "sgld_half": "X"}
 LABELS = {"adam": "Adam", "sgld": "SGLD", "adam_map": "Adam (plain MAP)", "sgld_copy": "SGLD, copy init",
-          "hmc": "HMC (reference)", "hmc_copy": "HMC, copy init"}
+          "hmc": "HMC (reference)", "hmc_copy": "HMC, copy init", "sgld_half": "SGLD, half step"}
 # one meaning per colour in a figure: blue and orange are the two order parameters (pooling, copy) and
 # nothing else; the methods' colours (test-loss and jump markers) avoid them
 C1_COLOR, CG_COLOR = "tab:blue", "tab:orange"
@@ -181,6 +182,12 @@ def rhat_panel(ax, rows, keys, colors, rhat_max):
     ax.set_title(f"convergence (red dashed: {rhat_max:g})", fontsize=6)
     for recipe, (mk, pooled, basis) in seen.items():
         ax.plot([], [], mk, color="0.6", mec="k" if pooled else "0.6", ms=3, ls="none",
-                label=recipe.replace("+", " + ") + (f" ({basis})" if basis else " (pooled)" if pooled else ""))
-    if seen:
-        ax.legend(fontsize=5, loc="upper left", handletextpad=0.2)
+                label=_rhat_label(recipe, pooled, basis))
+    if seen:   # beside the panel, never over its points
+        ax.legend(fontsize=5, loc="upper left", bbox_to_anchor=(1.0, 1.0), handletextpad=0.2, borderaxespad=0.2)
+
+
+def _rhat_label(recipe: str, pooled: bool, basis: str) -> str:
+    """Plain name of an R̂ row: 'HMC, prior + copy starts (per dataset)', 'SGLD, half step (within chain)'."""
+    name = opt_label(recipe.split("+")[0]).split(" (")[0] + (", prior + copy starts" if pooled else "")
+    return name + (f" ({basis})" if basis else " (pooled over seeds)" if pooled else "")
