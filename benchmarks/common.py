@@ -20,11 +20,12 @@ def cpu_name() -> str:
     return platform.processor()
 
 
-def write_benchmark_page(path: Path, lines: list[str], name: str, options: dict):
+def write_benchmark_page(path: Path, lines: list[str], name: str, options: dict, concern: str = "train"):
     """Write a benchmark's markdown page with its provenance record: a measurement of this machine and of
-    the training code it ran (the audit names that code and warns when it has changed since)."""
+    the code it ran (``concern`` of copyhead.provenance.CODE_MODULES, default the training code; the audit
+    names that code and warns when it has changed since)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    rec = product_record(name, "train", {}, kind="benchmark", options=options)
+    rec = product_record(name, concern, {}, kind="benchmark", options=options)
     write_product({path: "\n".join(lines) + "\n"}, rec)
 
 

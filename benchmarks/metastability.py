@@ -49,6 +49,7 @@ from copyhead.model import CopyAttention  # noqa: E402
 from copyhead.task import hmc_seed, make_data, torch_seed  # noqa: E402
 from copyhead.studies.spec import action_params  # noqa: E402
 from copyhead.theory.scaling import closed_form_transitions  # noqa: E402
+from copyhead.umbrella import mbar, run_windows, windows  # noqa: E402
 
 CONFIG = ROOT / "config" / "converged.yaml"
 SEEDS = (0, 1, 2, 3)
@@ -119,11 +120,93 @@ def per_dataset(ch: dict, P: int, spinodals: tuple[float, float]) -> list[dict]:
     return rows
 
 
+def umbrella(P: int, seed: int, n_windows: int, span: tuple[float, float], stiffness: float, steps: int,
+             burn_in: int, log) -> dict:
+    """Umbrella windows along âG on one training set (the converged study's data of ``seed`` at P), run
+    twice in one batch: from prior draws and from the copy solution (the recipes' own initial states).
+    Each run is combined by MBAR; their agreement is the check that the windows equilibrated. Returns the
+    MBAR posterior mean of âG, the weight of âG > the midpoint of ``span`` (the copy branch), the smallest
+    neighbour overlap and the acceptance, per start and for both runs pooled."""
+    cfg = cfgmod.validate(cfgmod.load(CONFIG))
+    rcs = {init: RunConfig.from_dict(cfgmod.run_config(cfg, "softmax", name))
+           for init, name in (("prior", "hmc"), ("copy", "hmc_copy"))}
+    rc, task = rcs["prior"], rcs["prior"].task
+    K = n_windows
+    model = CopyAttention([make_data(seed, task.V, task.L, P, task.n_test)] * (2 * K), "softmax", rc.model,
+                          torch.float64, "cpu")
+    post = CollapsedPosterior(model)
+    centres, kappa = windows(span[0], span[1], K)
+    kappa = kappa * stiffness
+    q0, gens = [], []
+    for j, init in enumerate(("prior", "copy")):
+        r = rcs[init].recipe
+        for k in range(K):
+            ss = np.random.SeedSequence(hmc_seed(seed, init, "sampler"), spawn_key=(1000 + k,))  # own streams
+            gen = torch.Generator().manual_seed(int(ss.generate_state(1, np.uint64)[0] & 0x7FFF_FFFF_FFFF_FFFF))
+            th = (model.init_copy(gen, r.copy_beta, chain=j * K + k) if init == "copy"
+                  else model.init_prior(gen, r.init_scale))
+            q0.append(th[:post.n_qk])
+            gens.append(gen)
+    t0 = time.process_time()
+    res = run_windows(post, torch.stack(q0), np.tile(centres, 2), np.tile(kappa, 2), gens, steps=steps,
+                      burn_in=burn_in, n_leapfrog=rc.recipe.n_leapfrog, step_size=rc.recipe.step_size,
+                      target_accept=rc.recipe.target_accept, log=log)
+    cpu = time.process_time() - t0
+    threshold = 0.5 * (span[0] + span[1])
+    out = {"P": P, "seed": seed, "centres": centres, "kappa": float(kappa[0]), "threshold": threshold,
+           "cpu_s": cpu, "steps": steps, "burn_in": burn_in}
+    x = res["s"]
+    for name, rows, c, k in (("prior", x[:K], centres, kappa), ("copy", x[K:], centres, kappa),
+                             ("both", x, np.tile(centres, 2), np.tile(kappa, 2))):
+        fit = mbar(list(rows), c, k)
+        half = rows.shape[1] // 2
+        halves = [mbar(list(rows[:, :half]), c, k).mean(), mbar(list(rows[:, half:]), c, k).mean()]
+        out[name] = {"mean": fit.mean(), "halves": halves, "copy_weight": fit.weight_above(threshold),
+                     "overlap": fit.overlap}
+    out["accept"] = (float(res["accept"].min()), float(res["accept"].max()))
+    out["n_divergent"] = int(res["n_divergent"].sum())
+    return out
+
+
+def umbrella_lines(u: dict) -> list[str]:
+    """The umbrella check's paragraph and table for the page."""
+    f4 = lambda x: f"{x:.4f}"
+    rows = ["| windows started from | MBAR posterior mean of âG | first half / second half | weight of âG > "
+            f"{u['threshold']:.3f} (copy branch) | smallest neighbour overlap |", "|---|---|---|---|---|"]
+    for name, label in (("prior", "prior draws"), ("copy", "the copy solution"), ("both", "both (pooled)")):
+        r = u[name]
+        rows.append(f"| {label} | {f4(r['mean'])} | {f4(r['halves'][0])} / {f4(r['halves'][1])} | "
+                    f"{r['copy_weight']:.3f} | {r['overlap']:.3f} |")
+    agree = abs(u["prior"]["mean"] - u["copy"]["mean"])
+    spread = max(abs(r["halves"][0] - r["halves"][1]) for r in (u["prior"], u["copy"]))
+    ok = min(u[n]["overlap"] for n in ("prior", "copy")) >= 0.03 and agree <= 2 * max(spread, 1e-3)
+    verdict = ("The two runs agree (difference {:.4f}, within twice the larger half-to-half change {:.4f}) and "
+               "neighbouring windows overlap: the umbrella estimate stands.".format(agree, spread) if ok else
+               "The two runs differ by {:.4f} (half-to-half change up to {:.4f}) or neighbouring windows do not "
+               "overlap (≥ 0.03 needed): the windows have not equilibrated along the directions orthogonal to "
+               "âG, and the umbrella estimate is not an answer at this length.".format(agree, spread))
+    c = u["centres"]
+    return ["## Umbrella sampling across the split training set", "",
+            f"P = {u['P']}, training set {u['seed']}: {len(c)} harmonic windows on âG, centres {c[0]:.3f}–"
+            f"{c[-1]:.3f} (spacing {c[1] - c[0]:.4f}), stiffness κ = {u['kappa']:.3g}; each window an HMC chain of "
+            f"{u['steps']} iterations ({u['burn_in']} warm-up, the step size adapted per window) on the collapsed "
+            "posterior plus its bias (copyhead.umbrella), the windows run twice in one batch — started from prior "
+            "draws and from the copy solution — and each run combined by MBAR. Acceptance after warm-up "
+            f"{u['accept'][0]:.2f}–{u['accept'][1]:.2f}, {u['n_divergent']} divergent transitions, "
+            f"{u['cpu_s'] / 60:.0f} CPU-minutes. {verdict}", ""] + rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--P", type=int, nargs="+", default=[12, 16, 20])
     ap.add_argument("--md", help="write the page (e.g. docs/benchmarks/metastability.md)")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--umbrella", type=int, nargs=2, metavar=("P", "SEED"),
+                    help="also run umbrella windows along âG on this (P, training set), e.g. 16 2")
+    ap.add_argument("--windows", type=int, default=16)
+    ap.add_argument("--span", type=float, nargs=2, default=(0.0, 0.09), help="range of âG the windows cover")
+    ap.add_argument("--stiffness", type=float, default=4.0, help="κ in units of 1/spacing²")
+    ap.add_argument("--umbrella-steps", type=int, nargs=2, default=(1000, 200), metavar=("STEPS", "BURN_IN"))
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
     log = None if a.quiet else (lambda line: print("   ", line, flush=True))
@@ -152,6 +235,8 @@ def main(argv=None) -> int:
     def span(key, f):
         lo, hi = min(r[key] for r in split), max(r[key] for r in split)
         return f(lo) if f(lo) == f(hi) else f"{f(lo)}–{f(hi)}"
+    cure = ("(umbrella sampling, copyhead.umbrella; the last section checks it on a split training set)."
+            if a.umbrella else "(umbrella sampling, copyhead.umbrella: `--umbrella P SEED` checks it).")
     answer = (f"{len(split)} of {len(rows)} (P, training set) points have their prior- and copy-started chains on "
               "different branches. " + (
                   f"Between the branches the log-likelihood differs by Δℓ = {span('latent_heat', '{:.0f}'.format)} "
@@ -160,15 +245,20 @@ def main(argv=None) -> int:
                   f"of {span('replicas', str)} replicas per training "
                   "set across the closed form's spinodals: tempering in the likelihood is not a practical cure "
                   "here (the latent heat is extensive in N = P·L). What would be: a bias along the order "
-                  "parameter âG itself (umbrella sampling or a flat-histogram method), not built."
+                  "parameter âG itself " + cure
                   if split else "No training set is split between branches at these P: nothing for tempering to cure."))
     print(answer)
     print("\n".join(lines))
+    umb = []
+    if a.umbrella:
+        u = umbrella(a.umbrella[0], a.umbrella[1], a.windows, tuple(a.span), a.stiffness, *a.umbrella_steps, log)
+        umb = [""] + umbrella_lines(u)
+        print("\n".join(umb))
     if a.md:
         cpu = cpu_name()
         head = ["# Metastability at the softmax jump: the latent heat between the branches", "",
                 answer, "",
-                f"Written by `python benchmarks/metastability.py --P {' '.join(map(str, a.P))} --md {a.md}` "
+                f"Written by `python benchmarks/metastability.py {' '.join(argv if argv is not None else sys.argv[1:])}` "
                 f"({stamp()}). The converged "
                 f"study's HMC chains (config/converged.yaml, recipes hmc and hmc_copy: {recipe.steps} iterations, "
                 f"{recipe.burn_in} warm-up, {recipe.n_leapfrog} leapfrog steps), softmax, V = {p.V}, L = {p.L}, "
@@ -182,8 +272,12 @@ def main(argv=None) -> int:
                 "β = P_sp,high/P (above it the pooling branch is gone) has the replica count of the last column; "
                 "a ladder dense only near each training set's own coexistence point would need fewer, but that "
                 "point differs between training sets and is what is unknown.", ""]
-        write_benchmark_page(Path(a.md), head + lines, "metastability",
-                             {"P": a.P, "config": str(CONFIG.relative_to(ROOT)), "cpu": cpu})
+        write_benchmark_page(Path(a.md), head + lines + umb, "metastability",
+                             {"P": a.P, "config": str(CONFIG.relative_to(ROOT)), "cpu": cpu,
+                              "umbrella": None if not a.umbrella else {
+                                  "P_seed": a.umbrella, "windows": a.windows, "span": list(a.span),
+                                  "stiffness": a.stiffness, "steps": list(a.umbrella_steps)}},
+                             concern="metastability")
     return 0
 
 

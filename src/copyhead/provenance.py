@@ -71,6 +71,10 @@ CODE_MODULES = {
                 "copyhead.order_params", "copyhead.task", "copyhead.resources", "copyhead.schedules",
                 "copyhead.config", "copyhead.attention", "copyhead.publish"),
 }
+# benchmarks/metastability.py's page: the reference chains and umbrella windows (copyhead.umbrella), read with
+# the studies' convergence and closed-form code; not a product of any workflow (the studies do not list it)
+CODE_MODULES["metastability"] = tuple(dict.fromkeys(CODE_MODULES["train"] + CODE_MODULES["studies"]
+                                                    + ("copyhead.umbrella",)))
 # product kind (the ``copyhead_kind`` attribute) -> the concern of CODE_MODULES that makes it
 KIND_CONCERN = {"run": "train", "theory": "theory", "theory_datasets": "theory", "aggregate": "aggregate",
                 "figure": "figures", "phase_map": "theory", "phase_map_exact": "theory", "prior_check": "theory",

@@ -1,0 +1,111 @@
+"""Umbrella sampling along the copy order parameter with MBAR (copyhead.umbrella) on known answers."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from copyhead.hmc import HMC
+from copyhead.umbrella import mbar, windows
+
+H, TILT = 30.0, 0.5          # a double well: barrier of 30 nats between minima at x = ±1, tilted
+
+
+def well(x):
+    return H * (x * x - 1) ** 2 + TILT * x
+
+
+def exact():
+    x = np.linspace(-3, 3, 200_001)
+    p = np.exp(-(well(x) - well(x).min()))
+    p /= p.sum()
+    return float((p * x).sum()), float(p[x > 0].sum())
+
+
+def _hmc_windows(centres, kappa, steps=1500, burn=300, start=-1.0, step_size=0.05):
+    c, k = torch.tensor(centres), torch.tensor(kappa)
+
+    def energy_grad(q):
+        x = q[:, 0]
+        d = x - c
+        U = H * (x * x - 1) ** 2 + TILT * x + 0.5 * k * d * d
+        g = 4 * H * x * (x * x - 1) + TILT + k * d
+        return U, g[:, None]
+    gens = [torch.Generator().manual_seed(100 + i) for i in range(len(centres))]
+    h = HMC(energy_grad, torch.full((len(centres), 1), start, dtype=torch.float64), gens, n_leapfrog=8,
+            step_size=step_size, target_accept=0.7)
+    out = []
+    for it in range(steps):
+        h.step(adapt=it < burn)
+        if it + 1 == burn:
+            h.end_warmup()
+        if it + 1 > burn:
+            out.append(h.q[:, 0].clone())
+    return torch.stack(out, 1).numpy()
+
+
+def test_umbrella_windows_and_mbar_recover_a_double_well_that_plain_hmc_cannot_cross():
+    mean, right = exact()
+    stuck = _hmc_windows(np.zeros(4), np.zeros(4), burn=0, step_size=0.02)   # no bias, a fixed small step
+    assert abs(stuck.mean() - (-1.0)) < 0.1 and abs(mean - stuck.mean()) > 0.3   # they never cross
+    c, k = windows(-1.6, 1.6, 65)
+    x = _hmc_windows(c, k)
+    fit = mbar(list(x), c, k)
+    assert fit.overlap > 0.03
+    assert fit.mean() == pytest.approx(mean, abs=0.03)
+    assert fit.weight_above(0.0) == pytest.approx(right, abs=0.02)
+    assert np.exp(fit.logw).sum() == pytest.approx(1.0)
+    # the free energies solve MBAR's self-consistent equation
+    N = x.shape[1]
+    b = 0.5 * k[:, None] * (fit.s[None, :] - c[:, None]) ** 2
+    log_den = np.logaddexp.reduce(np.log(N) + fit.f[:, None] - b, axis=0)
+    np.testing.assert_allclose(fit.f, -np.logaddexp.reduce(-b - log_den, axis=1) + np.logaddexp.reduce(
+        -b[0] - log_den), atol=1e-8)
+
+
+def test_mbar_of_unbiased_windows_is_the_plain_average():
+    rng = np.random.default_rng(0)
+    samples = [rng.normal(size=200) for _ in range(3)]
+    fit = mbar(samples, np.zeros(3), np.zeros(3))
+    assert np.allclose(fit.f, 0) and np.allclose(np.exp(fit.logw), 1 / 600)
+    assert fit.mean() == pytest.approx(np.concatenate(samples).mean())
+
+
+def test_windows_refuse_an_empty_range():
+    with pytest.raises(ValueError, match="hi > lo"):
+        windows(0.1, 0.1, 5)
+
+
+def test_umbrella_on_the_collapsed_posterior_matches_importance_sampling():
+    """At the tiny size of tests/test_hmc.py (softmax, V = 2, L = 3, d_k = 2) the MBAR mean of âG over
+    windows spanning its posterior equals the importance-sampling mean (50 000 prior draws weighted by
+    the exact likelihood) within 4 combined standard errors (the windows' error from two halves)."""
+    from copyhead.collapsed import CollapsedPosterior
+    from copyhead.umbrella import copy_coordinate, run_windows
+    from test_hmc import _tiny_model
+    B = 50_000
+    post = CollapsedPosterior(_tiny_model("softmax", B))
+    q = torch.randn(B, post.n_qk, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    logw = -post.neg_log_lik(q)
+    w = torch.exp(logw - logw.max())
+    w = (w / w.sum()).numpy()
+    s = copy_coordinate(post, q)[0].numpy()
+    is_mean = float((w * s).sum())
+    is_se = float(np.sqrt((w ** 2 * (s - is_mean) ** 2).sum()))
+    order = np.argsort(s)
+    cdf = np.cumsum(w[order])
+    lo, hi = s[order][np.searchsorted(cdf, 0.01)], s[order][np.searchsorted(cdf, 0.99)]
+    c, k = windows(lo, hi, 8)
+    K = len(c)
+    postK = CollapsedPosterior(_tiny_model("softmax", K))
+    q0 = torch.randn(K, postK.n_qk, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    gens = [torch.Generator().manual_seed(20 + i) for i in range(K)]
+    res = run_windows(postK, q0, c, k, gens, steps=600, burn_in=150, n_leapfrog=5, step_size=0.3)
+    x = res["s"]
+    fit = mbar(list(x), c, k)
+    assert (res["accept"] > 0.5).all() and fit.overlap > 0.03
+    est = fit.mean()
+    n = x.shape[1] // 2
+    halves = [mbar(list(x[:, :n]), c, k).mean(), mbar(list(x[:, n:]), c, k).mean()]
+    se = abs(halves[0] - halves[1]) / 2 + 1e-3      # two halves: a rough standard error (floored)
+    assert abs(est - is_mean) < 4 * math.hypot(se, is_se), (est, is_mean, se, is_se)
