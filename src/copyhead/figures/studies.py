@@ -32,6 +32,18 @@ def twin_label(c: dict, ref: bool = False) -> str:
     return f"σ² = {g(c['sigma2' + sfx])}" if c["differs"] == "σ²" else f"η = {g(c['eta' + sfx])}"
 
 
+# the prior-started recipes a study's figures show, by the sampler's name, in order of preference: HMC's where
+# the studies ran the reference sampler (its copy-started twin, hmc_copy, is the metastability check), else SGLD's
+STAGE_RECIPES = {"hmc": "HMC", "sgld": "SGLD"}
+
+
+def _stage(rows: list[dict]) -> tuple[str | None, str]:
+    """(recipe, sampler name) of the prior-started chains among ``rows`` (table rows with a ``recipe``)."""
+    present = {r["recipe"] for r in rows}
+    recipe = next((k for k in STAGE_RECIPES if k in present), None)
+    return recipe, STAGE_RECIPES.get(recipe, "SGLD")
+
+
 def _fit_line(ax, fit: dict, x, color, ls: str):
     """The fitted a + b·x over the data's own range of x only: with three sizes, a line drawn on to x = 0
     would show an extrapolation the data do not support (its value there, r_∞ with its error, is in the
@@ -44,13 +56,14 @@ def _fit_line(ax, fit: dict, x, color, ls: str):
 
 
 def draw_finite_size(fs: dict, title: str):
-    """Gaps (SGLD − same-dataset theory, prior starts) of both attention types and the transition ratios
+    """Gaps (sampler − same-dataset theory, prior starts: HMC's or SGLD's, :func:`_stage`) of both attention types and the transition ratios
     experiment/theory against 1/size, with their weighted fits (a ``finite_size`` table of studies.json)."""
     plt = _pyplot()
     B = fs["by"]
     fig, axes = plt.subplots(1, len(ATTENTIONS) + 1, figsize=(12.5, 5.0), dpi=150)
+    stage, method = _stage(fs["gaps"])
     for i, (ax, att) in enumerate(zip(axes, ATTENTIONS)):
-        rows = [r for r in fs["gaps"] if r["attention"] == att and r["recipe"] == "sgld"]
+        rows = [r for r in fs["gaps"] if r["attention"] == att and r["recipe"] == stage]
         ratios = sorted({r["ratio"] for r in rows})
         cmap = plt.get_cmap("viridis")
         for r in rows:
@@ -65,7 +78,7 @@ def draw_finite_size(fs: dict, title: str):
         ax.axhline(0, color="k", lw=0.6)
         ax.set_xlim(left=0)
         ax.set_xlabel(f"1/{B}")
-        ax.set_ylabel("SGLD − same-dataset theory")
+        ax.set_ylabel(f"{method} − same-dataset theory")
         ax.set_title(f"({'abcdefgh'[i]}) {att}: order parameters, prior starts (95% bars)", fontsize=9)
         ax.legend(fontsize=5.5, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.2))   # below: hides no point
     ax = axes[len(ATTENTIONS)]
@@ -85,7 +98,7 @@ def draw_finite_size(fs: dict, title: str):
     ax.axhline(1, color="k", lw=0.6)
     ax.set_xlim(left=0)
     ax.set_xlabel(f"1/{B}")
-    ax.set_ylabel("transition P: SGLD / closed-form theory")
+    ax.set_ylabel(f"transition P: {method} / closed-form theory")
     ax.set_title(f"(c) transition points (95% CI), fits r_∞ + b/{B}", fontsize=9)
     ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     fig.suptitle(title + " (dashed: weighted fits over the measured sizes)", fontsize=10)
@@ -123,7 +136,7 @@ def draw_scaling(rows: list[dict], theory_lines: dict):
     its rows and theory lines, keyed by (attention, prior))."""
     plt = _pyplot()
     method = "/".join(dict.fromkeys(r.get("method", "SGLD") for r in rows)) or "SGLD"
-    fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.8), dpi=150)
+    fig, axes = plt.subplots(1, 3, figsize=(12.5, 4.8), dpi=150)
     ax = axes[0]
     own = {"P_crossover": "crossover", "P_star": "first-order P*"}
     for att, v in ATTENTIONS.items():
@@ -198,7 +211,7 @@ def draw_scaling(rows: list[dict], theory_lines: dict):
     ax.set_xlabel("√(LV)")
     ax.set_ylabel("linear crossover P / softmax jump P")
     ax.set_title("(c) softmax advantage (paper: grows ∝ √(LV))", fontsize=9)
-    ax.legend(fontsize=6, loc="lower right")
+    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2))   # below: hides no point
     fig.tight_layout()
     return fig
 
@@ -209,7 +222,8 @@ def draw_twins(twins: list[dict]):
     fig, axes = plt.subplots(len(twins), len(ATTENTIONS), figsize=(9.5, 3.3 * len(twins)), squeeze=False, dpi=150)
     for row, c in zip(axes, twins):
         for ax, att in zip(row, ATTENTIONS):
-            rows = [r for r in c["rows"] if r["attention"] == att and r["recipe"] == "sgld"]
+            stage, method = _stage(c["rows"])
+            rows = [r for r in c["rows"] if r["attention"] == att and r["recipe"] == stage]
             for param, col in (("1", "C0"), ("G", "C3")):
                 rs = sorted((r for r in rows if r["param"].endswith(param)), key=lambda r: r["P_over_sigma2"])
                 if not rs:
@@ -223,7 +237,7 @@ def draw_twins(twins: list[dict]):
                 ax.plot(x, [r["theory_ref"] for r in rs], "--", lw=0.7, color=col, alpha=0.6)
             if rows:   # the sampled P/σ² as plain numbers on a log axis
                 log_P_axis(ax, [r["P_over_sigma2"] for r in rows], "P / σ²")
-            ax.set_ylabel("order parameter (SGLD, prior starts)")
+            ax.set_ylabel(f"order parameter ({method}, prior starts)")
             what = "σ² collapse" if c["differs"] == "σ²" else "step size"
             ax.set_title(f"{what}, {att}: {c['study']} (×) vs {c['ref']} (○)\n95% bars; same-dataset theory: "
                          f"solid {twin_label(c)}, dashed {twin_label(c, True)}", fontsize=8)

@@ -123,9 +123,9 @@ def render(rep: dict, json_name: str = "studies.json", converged: dict | None = 
            f"`copyhead studies-report` from each study's results; each study is the main workflow in `studies/<name>/`, "
            f"listed at the end{conv}); do not edit by hand. Rerun everything with "
            "`snakemake -s workflow/studies.smk --cores 2`.*", "",
-           f"Every study samples {_methods(rep)} chains (SGLD: 4 prior-started, 4 copy-started per (attention, P) "
-           "unless stated; HMC: the reference sampler, prior-started; each chain its own seed, training set and "
-           "noise stream) on a P grid at fixed multiples of its own "
+           f"Every study samples {_methods(rep)} chains (HMC, the reference sampler: a prior-started and a "
+           "copy-started chain per training set, recipes hmc and hmc_copy; SGLD: 4 prior-started, 4 copy-started "
+           "per (attention, P) unless stated; each chain its own seed, training set and noise stream) on a P grid at fixed multiples of its own "
            "closed-form transition P_ref (linear: crossover ĉG = ĉ1; softmax: first-order point P*), so the "
            "grids move with d_k, L, V and σ² as the transitions do — or on a dense grid listed in the spec. Errors: MCSE of the chain means (or the "
            "spread across chains when larger) combined with the theory's own error; transition CIs: 95% "
@@ -152,7 +152,7 @@ def render(rep: dict, json_name: str = "studies.json", converged: dict | None = 
                                     conclusion)
     tw = rep.get("twins")
     if tw:
-        out += _twins_section(tw, rep.get("paper_scale"))
+        out += _twins_section(tw, rep.get("paper_scale"), {x["name"]: x.get("method", "SGLD") for x in rep["studies"]})
     out += _per_study_section(rep["studies"])
     return out
 
@@ -239,7 +239,8 @@ def _scaling_section(sc: dict, number: str, title: str, figure: str) -> list[str
 
 
 
-def _twins_section(twins: list[dict], paper_scale: list[str] | None) -> list[str]:
+def _twins_section(twins: list[dict], paper_scale: list[str] | None, methods: dict[str, str]) -> list[str]:
+    """Section 3; ``methods`` names each study's sampler (its transitions are read from that sampler's chains)."""
     out = ["## 3. Twin studies: the σ² collapse (every transition P ∝ σ²) and the SGLD step size", "",
            f"![fig10]({FIGURES['twins']})", "",
            "Each twin pair samples the same P/σ² grid; the order parameters should be equal within errors (a "
@@ -261,7 +262,8 @@ def _twins_section(twins: list[dict], paper_scale: list[str] | None) -> list[str
         out.append("")
         rows = [[att, t["name"], f"{g(t['value'])} {ci(*t['ci'])}", f"{g(t['value_ref'])} {ci(*t['ci_ref'])}",
                  g(t["theory"]), g(t["theory_ref"])] for att, t in c["transitions"].items()]
-        out.append(table(["attention", "transition ÷ σ²", f"SGLD, {twin_label(c)}", f"SGLD, {twin_label(c, True)}",
+        method = methods.get(c["study"], "SGLD")
+        out.append(table(["attention", "transition ÷ σ²", f"{method}, {twin_label(c)}", f"{method}, {twin_label(c, True)}",
                           f"theory, {twin_label(c)}", f"theory, {twin_label(c, True)}"], rows))
         out.append("")
     if paper_scale:
