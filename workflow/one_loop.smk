@@ -16,6 +16,7 @@ from copyhead.provenance import code_fingerprint
 OUT = "docs/one_loop"
 STUDIES = ["finite_size", "finite_L"]
 CODE = {concern: code_fingerprint(concern) for concern in ("one_loop", "figures", "results")}
+RECIPE = "hmc"   # the measured chains: the reference posterior's prior-started recipe (the studies run no SGLD)
 
 
 rule all:
@@ -46,7 +47,7 @@ rule one_loop_predict:
         f"{OUT}/logs/{{study}}{{grid}}.bench.tsv"
     shell:
         "OMP_NUM_THREADS=1 copyhead one-loop predict --studies {input.studies:q} --base {input.base:q}"
-        " --spec {input.spec:q} --study {wildcards.study} {params.coarse} --out {output:q} > {log:q} 2>&1"
+        " --spec {input.spec:q} --study {wildcards.study} {params.coarse} --recipe {RECIPE} --out {output:q} > {log:q} 2>&1"
 
 
 rule one_loop_softmax:
@@ -64,7 +65,7 @@ rule one_loop_softmax:
         f"{OUT}/logs/finite_size_softmax.bench.tsv"
     shell:
         "OMP_NUM_THREADS=1 copyhead one-loop predict --studies {input.studies:q} --base {input.base:q}"
-        " --spec {input.spec:q} --study finite_size --attention softmax --out {output:q} > {log:q} 2>&1"
+        " --spec {input.spec:q} --study finite_size --attention softmax --recipe {RECIPE} --out {output:q} > {log:q} 2>&1"
 
 
 rule one_loop_converged:
@@ -79,7 +80,8 @@ rule one_loop_converged:
     benchmark:
         f"{OUT}/logs/converged.bench.tsv"
     shell:
-        "OMP_NUM_THREADS=1 copyhead one-loop predict --results {input:q} --study converged --out {output:q}"
+        "OMP_NUM_THREADS=1 copyhead one-loop predict --results {input:q} --study converged --recipe {RECIPE}"
+        " --out {output:q}"
         " > {log:q} 2>&1"
 
 

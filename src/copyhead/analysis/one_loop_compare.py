@@ -3,7 +3,8 @@ and the flags, as pure functions of the datasets of ``copyhead.theory.one_loop.p
 points of :mod:`copyhead.analysis.one_loop_points`).
 Used by the page (``one_loop_page``) and the figure (``copyhead.figures.one_loop``).
 
-The measured gap is SGLD (prior starts) minus the studies' same-dataset posterior mean; the predicted gap is
+The measured gap is the prior-started chains of the recipe named in the datasets' ``recipe`` attribute
+(HMC, the reference posterior) minus the studies' same-dataset posterior mean; the predicted gap is
 the one-loop shift of the equivalent-kernel posterior mean, ⟨O⟩_{S+ΔS} − ⟨O⟩_S (Eqs. (18), (32)); so the
 corrected theory a point is compared with is "same-dataset posterior mean + shift", the uncorrected one the
 same-dataset posterior mean itself (z = gap / error).

@@ -20,12 +20,13 @@ STUDIES = ("finite_size", "finite_L")      # the finite-size studies of docs/stu
 COMPARED = {"linear": ("c1", "cG"), "softmax": ("aG",)}
 
 
-def study_points(studies: dict, study: str, base: dict, recipe="sgld", attention="linear"):
+def study_points(studies: dict, study: str, base: dict, recipe="hmc", attention="linear"):
     """The measured gaps (``attention``: linear ĉ1, ĉG; softmax âG) of one finite-size study of
     docs/studies/studies.json (``finite_size``: d_k at L = 16; ``finite_L``: L at d_k = 2L): (ActionParams per
     size x, {(ratio, x, param): point}) with point = dict(P, experiment, error, theory (the same-dataset
     posterior mean), gap, closed (the studies' closed-form posterior mean at that P, large-deviation prior,
-    for a consistency check)). ``base``: the studies' base config (g_Q, g_K, g_O, prior;
+    for a consistency check)), measured by ``recipe``'s prior-started chains (default hmc: the reference
+    posterior; the studies run no SGLD chains). ``base``: the studies' base config (g_Q, g_K, g_O, prior;
     config/studies/base.yaml)."""
     fs = studies[study]
     names = {a["x"]: a["name"] for a in fs["agreement"] if a["attention"] == attention}
@@ -51,10 +52,10 @@ def study_points(studies: dict, study: str, base: dict, recipe="sgld", attention
     return params, points
 
 
-def converged_points(results: dict, recipe="sgld"):
+def converged_points(results: dict, recipe="hmc"):
     """The measured linear gaps of one pipeline run's results JSON (docs/results.json: the converged study at
     the default size), in the form of study_points: x = d_k, ratio = P / its closed-form crossover P_ref,
-    gap = SGLD − the same-dataset posterior mean, error = :func:`copyhead.analysis.fits.row_error` (the
+    gap = ``recipe``'s chains − the same-dataset posterior mean, error = :func:`copyhead.analysis.fits.row_error` (the
     row's error and its theory error in quadrature)."""
     cfg = json.loads(results["config"]["json"])
     lin = results["attentions"]["linear"]
@@ -71,12 +72,12 @@ def converged_points(results: dict, recipe="sgld"):
     return {p.d_k: p}, points
 
 
-def read_points(study, studies=None, base=None, spec=None, results=None, attention="linear", recipe="sgld") -> dict:
+def read_points(study, studies=None, base=None, spec=None, results=None, attention="linear", recipe="hmc") -> dict:
     """Everything the one-loop predictions of ``study`` need, read from its input files: dict(params,
     points, attrs (the dataset's attributes: study, by, recipe), seeds (the runs whose training sets the
     one_loop_g variant uses), inputs (the paths read)). ``finite_size``/``finite_L``: from the studies' results
     JSON ``studies``, their base config ``base`` and spec ``spec`` (its seeds; none for softmax);
-    ``converged``: from the results JSON ``results`` (the seeds of its linear sgld sweep; linear only)."""
+    ``converged``: from the results JSON ``results`` (the seeds of its linear ``recipe`` sweep; linear only)."""
     if study == "converged":
         res = json.loads(Path(results).read_text())
         params, points = converged_points(res, recipe)

@@ -38,7 +38,7 @@ def _cmd_one_loop(a) -> int:
         if a.study == "converged" and a.attention != "linear":
             raise ConfigError("copyhead one-loop predict --study converged compares linear attention only")
         read = _call("analysis.one_loop_points:read_points", a.study, studies=a.studies, base=a.base, spec=a.spec,
-                     results=a.results, attention=a.attention)
+                     results=a.results, attention=a.attention, recipe=a.recipe)
         _call("theory.one_loop.predict:write_predictions", a.out, coarse=a.coarse, attention=a.attention, **read)
     elif a.what == "figure":
         _call("figures.one_loop:write", a.finite_size, a.finite_L, a.out)
@@ -91,6 +91,8 @@ def register(sub) -> None:
     s.add_argument("--spec", help="the studies' spec (config/studies.yaml): its seeds are the runs whose training "
                                   "sets the one_loop_g variant uses (finite_size, finite_L)")
     s.add_argument("--results", help="a results JSON, e.g. docs/results.json (converged)")
+    s.add_argument("--recipe", default="hmc", help="the recipe whose prior-started chains are measured (default hmc: "
+                   "the reference posterior)")
     s.add_argument("--coarse", type=int, help="sub-grid size of the correction (default: the theory's setting)")
     s.add_argument("--attention", choices=["linear", "softmax"], default="linear",
                    help="softmax: âG at the finite-size study's points (Eqs. (32), (35))")

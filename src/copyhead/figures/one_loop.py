@@ -1,4 +1,5 @@
-"""The one-loop figure of docs/one_loop.md: the measured gap (SGLD − same-dataset theory) against 1/d_k with
+"""The one-loop figure of docs/one_loop.md: the measured gap (the reference sampler's
+prior-started chains − same-dataset theory) against 1/d_k with
 its error and the one-loop prediction (Eq. (32)) drawn through it, one panel per P/P_ref (columns) and order
 parameter (rows); the scaling study's points (d_k = 2L, L > 16) added in grey.
 ``copyhead one-loop figure --finite-size F.nc --finite-L G.nc --out fig_one_loop_gaps.png`` writes it with
@@ -10,6 +11,7 @@ import numpy as np
 
 from copyhead.analysis import one_loop_compare as cmp
 from copyhead.provenance import product_record, read_dataset
+from copyhead.results.format import METHOD
 
 from . import write_figure
 from .style import WIDE, pyplot
@@ -67,7 +69,8 @@ def draw(fs, fl):
                 axes[i, j].set_ylabel(f"gap of {NAME[param]}")
             if i == 1:
                 axes[i, j].set_xlabel("$1/d_k$")
-    fig.supylabel("gap = SGLD (prior starts) $-$ same-dataset theory", fontsize=8)
+    sampler = METHOD.get(fs.attrs["recipe"], fs.attrs["recipe"])
+    fig.supylabel(f"gap = {sampler} (prior starts) $-$ same-dataset theory", fontsize=8)
     h, lab = axes[0, 0].get_legend_handles_labels()
     order = sorted(range(len(lab)), key=lambda k: ("measured" not in lab[k], "2L" in lab[k]))
     fig.legend([h[k] for k in order], [lab[k] for k in order], loc="outside lower center", ncol=4)

@@ -12,7 +12,7 @@ import numpy as np
 from copyhead.analysis.finite_size import PRIOR_LABEL, Z95
 from copyhead.analysis.scaling import ratio_interval
 from copyhead.attention import ATTENTIONS, variant
-from copyhead.results.format import g
+from copyhead.results.format import METHOD, g
 
 from .style import fixed_ticks, log_P_axis
 
@@ -34,14 +34,14 @@ def twin_label(c: dict, ref: bool = False) -> str:
 
 # the prior-started recipes a study's figures show, by the sampler's name, in order of preference: HMC's where
 # the studies ran the reference sampler (its copy-started twin, hmc_copy, is the metastability check), else SGLD's
-STAGE_RECIPES = {"hmc": "HMC", "sgld": "SGLD"}
+STAGE_RECIPES = ("hmc", "sgld")
 
 
 def _stage(rows: list[dict]) -> tuple[str | None, str]:
     """(recipe, sampler name) of the prior-started chains among ``rows`` (table rows with a ``recipe``)."""
     present = {r["recipe"] for r in rows}
     recipe = next((k for k in STAGE_RECIPES if k in present), None)
-    return recipe, STAGE_RECIPES.get(recipe, "SGLD")
+    return recipe, METHOD.get(recipe, "SGLD")
 
 
 def _fit_line(ax, fit: dict, x, color, ls: str):

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from ..analysis.scaling import FORMS, jump_forms, mixing, ratio_interval, who_copies_first
 from ..analysis.summary import PAPER
-from .format import ci, g, ok, table, verdict_text
+from .format import METHOD, ci, g, ok, table, verdict_text
 
-METHOD = {"hmc": "HMC", "sgld": "SGLD", "adam": "Adam"}
 JUMP_SHARE = 0.5   # a jump: the steepest grid step carries at least half of âG's whole rise over the grid
 RULES = {
     "jump": f"first order is supported when the steepest grid step of âG carries ≥ {JUMP_SHARE:g} of its whole "

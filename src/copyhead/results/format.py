@@ -4,6 +4,10 @@ from __future__ import annotations
 from ..analysis.stats import is_number as ok
 
 
+# the samplers' names by optimizer method (a recipe's ``method``; the reference recipes are named after theirs)
+METHOD = {"hmc": "HMC", "sgld": "SGLD", "adam": "Adam"}
+
+
 def g(x, digits: int = 3) -> str:
     """A number with ``digits`` significant digits; '–' where there is none."""
     if isinstance(x, bool):

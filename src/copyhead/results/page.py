@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .claims import claims_section
 from .findings import headline
-from .format import P_, ci, g, ok, table, verdict_text
+from .format import METHOD, P_, ci, g, ok, table, verdict_text
 
 KEY_FIGURES = [("fig3_linear_order_params", "linear order parameters against P, residuals z, R̂",
                 "Linear attention: ĉ1 and ĉG of every method (points: seed means, 95% bars) against P with the "
@@ -23,7 +23,6 @@ KEY_FIGURES = [("fig3_linear_order_params", "linear order parameters against P, 
 OTHER_FIGURES = [("fig1_stages", "mean attention per stage"), ("fig2_landscapes", "action landscapes"),
                  ("fig5_coverage", "coverage of Ā by span{J, I}"), ("fig6_linear_loss_curves", "linear Adam loss"),
                  ("fig7_softmax_loss_curves", "softmax Adam loss")]
-METHOD = {"hmc": "HMC", "sgld": "SGLD", "adam": "Adam"}
 SOURCE = {"same": "same-dataset", "exact": "exact-average", "closed": "closed-form"}
 
 

@@ -79,7 +79,8 @@ def compute(params, points, attrs, settings=SETTINGS, log=print, seeds=(), atten
     ds.attrs.update({**attrs, "attention": attention, "prior": params[xs[0]].prior,
                      "g_Q": params[xs[0]].g_Q, "g_K": params[xs[0]].g_K, "g_O": params[xs[0]].g_O,
                      **{f"setting_{k}": v for k, v in settings.items()},
-                     "measured": "SGLD (prior starts) minus the studies' same-dataset posterior mean",
+                     "measured": f"recipe {attrs.get('recipe', '?')} (prior-started chains) minus the studies' "
+                                 "same-dataset posterior mean",
                      "mode_block_codes": " ".join(BLOCKS), "seeds": " ".join(map(str, seeds)),
                      **{f"variant_{k}": labels[k] for k in variants}})
     return ds
