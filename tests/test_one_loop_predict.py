@@ -155,14 +155,16 @@ def test_study_points_take_each_size_from_its_own_study():
     """The sizes' parameters come from the study named in the finite-size table's agreement rows (not from
     another study with the same L and d_k, e.g. L16_V8_dk32), the closed-form value from that study's rows."""
     def study(name, V, P, closed):
-        rows = [{"curve": "closed_mean", "recipe": "sgld", "P": P, "param": "cG", "theory": closed}]
+        rows = [{"curve": "closed_mean", "recipe": "hmc", "P": P, "param": "cG", "theory": closed}]
         return {"name": name, "L": 16, "V": V, "d_k": 32, "sigma2": 0.1, "attentions": {"linear": {"rows": rows}}}
     pt = {"x": 32, "P": 14.0, "experiment": 0.1, "error": 0.01, "theory": 0.2, "gap": -0.1}
     studies = {"studies": [study("L16_V8_dk32", 8, 14.0, 9.0), study("L16_dk32", 16, 14.0, 0.25)],
                "finite_size": {"by": "d_k", "agreement": [{"attention": "linear", "x": 32, "name": "L16_dk32"}],
-                               "gaps": [{"attention": "linear", "recipe": "sgld", "ratio": 1.35, "param": "cG",
+                               "gaps": [{"attention": "linear", "recipe": "hmc", "ratio": 1.35, "param": "cG",
                                          "points": [pt]},
-                                        {"attention": "softmax", "recipe": "sgld", "ratio": 1.4, "param": "aG",
+                                        {"attention": "linear", "recipe": "sgld", "ratio": 2.0, "param": "cG",
+                                         "points": [pt]},
+                                        {"attention": "softmax", "recipe": "hmc", "ratio": 1.4, "param": "aG",
                                          "points": [pt]}]}}
     base = {"model": {"g_Q": 1.0, "g_K": 1.0, "g_O": 1.0}, "theory": {"prior": "large_deviation"}}
     par, pts = one_loop_points.study_points(studies, "finite_size", base)
@@ -172,8 +174,8 @@ def test_study_points_take_each_size_from_its_own_study():
 
 
 def test_converged_points_read_a_results_json():
-    """The converged study's points: ratio = P / the run's closed-form crossover, the SGLD rows against the
-    same-dataset curve, the error of copyhead.analysis.fits.row_error (experiment and theory in quadrature)."""
+    """The converged study's points: ratio = P / the run's closed-form crossover, the rows of the measured
+    recipe (default hmc, the reference posterior; another by name) against the same-dataset curve, the error of copyhead.analysis.fits.row_error (experiment and theory in quadrature)."""
     import json
     cfg = {"task": {"V": 16, "L": 32}, "model": {"d_k": 32, "g_Q": 1.0, "g_K": 1.0, "g_O": 1.0, "sigma2": 0.1},
            "theory": {"prior": "large_deviation"}}
@@ -183,13 +185,16 @@ def test_converged_points_read_a_results_json():
                 "theory_error": 0.04, "theory": theory}
     results = {"config": {"json": json.dumps(cfg)},
                "attentions": {"linear": {"theory": {"P_crossover": 10.0},
-                                         "agreement": [row("same_mean", "sgld", 0.5), row("closed_mean", "sgld", 0.45),
-                                                       row("same_mean", "adam", 0.9), row("same_mean", "sgld", 0.5, "m1")]}}}
+                                         "agreement": [row("same_mean", "hmc", 0.5), row("closed_mean", "hmc", 0.45),
+                                                       row("same_mean", "sgld", 0.1), row("closed_mean", "sgld", 0.15),
+                                                       row("same_mean", "adam", 0.9), row("same_mean", "hmc", 0.5, "m1")]}}}
     par, pts = one_loop_points.converged_points(results)
     assert par[32].L == 32 and par[32].d_k == 32 and par[32].V == 16
     assert list(pts) == [(2.0, 32, "cG")]
     q = pts[(2.0, 32, "cG")]
     assert q["gap"] == pytest.approx(-0.2) and q["error"] == pytest.approx(0.05) and q["closed"] == 0.45
+    q = one_loop_points.converged_points(results, recipe="sgld")[1][(2.0, 32, "cG")]
+    assert q["gap"] == pytest.approx(0.2) and q["closed"] == 0.15
 
 
 def test_theory_option_one_loop_writes_the_corrected_linear_curve(tmp_path):

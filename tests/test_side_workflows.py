@@ -78,9 +78,9 @@ def test_one_loop_figure_gets_a_sidecar(tmp_path):
 def test_one_loop_predict_writes_its_provenance(tmp_path):
     """`copyhead one-loop predict` at one planted point of a tiny finite-size study: a netCDF of kind
     one_loop with the code fingerprint of its concern and the sha256 of each input file."""
-    rows = [{"curve": "closed_mean", "recipe": "sgld", "P": 24.0, "param": p, "theory": 0.2} for p in ("c1", "cG")]
+    rows = [{"curve": "closed_mean", "recipe": "hmc", "P": 24.0, "param": p, "theory": 0.2} for p in ("c1", "cG")]
     study = {"name": "L4_dk16", "L": 4, "V": 4, "d_k": 16, "sigma2": 0.1, "attentions": {"linear": {"rows": rows}}}
-    gaps = [{"attention": "linear", "recipe": "sgld", "ratio": 1.35, "param": p,
+    gaps = [{"attention": "linear", "recipe": "hmc", "ratio": 1.35, "param": p,
              "points": [{"x": 16, "P": 24.0, "experiment": 0.25, "error": 0.01, "theory": 0.2, "gap": 0.05}]}
             for p in ("c1", "cG")]
     studies = {"studies": [study], "finite_size": {"by": "d_k", "gaps": gaps,

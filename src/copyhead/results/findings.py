@@ -18,7 +18,12 @@ def _rms(rows: list[dict], att: str, by: str) -> tuple[list, list]:
     return [r[by] for r in rs], [r["same_mean"]["rms_z"] for r in rs]
 
 
-def _finite(fs: dict) -> list[str]:
+def samplers(rep: dict) -> str:
+    """The samplers of a report's studies, e.g. 'HMC' or 'SGLD' (each study's ``method``)."""
+    return " and ".join(dict.fromkeys(s.get("method", "SGLD") for s in rep.get("studies", []))) or "SGLD"
+
+
+def _finite(fs: dict, sampler: str) -> list[str]:
     by = fs.get("by", "d_k")
     out = []
     parts, falls, above = [], [], []
@@ -33,7 +38,7 @@ def _finite(fs: dict) -> list[str]:
                  f"at d_k/L = {g(fs['d_k_over_L'])}, L = {fs['values'][0]} → {fs['values'][-1]}")
         trend = ("falls" if all(falls) else "does not fall for every attention type") + f" as {by} grows"
         level = "still above 2 at the largest" if all(above) else "at or below 2 for some attention type at the largest"
-        out.append(f"RMS z of SGLD against the same-dataset theory {where}: {', '.join(parts)} — it {trend}, "
+        out.append(f"RMS z of {sampler} against the same-dataset theory {where}: {', '.join(parts)} — it {trend}, "
                    f"{level} {by} (rule: RMS z ≤ 2 is agreement).")
     trs = []
     for t in fs.get("transitions", []):
@@ -80,7 +85,7 @@ def headline(rep: dict) -> list[str]:
     out = []
     for key in ("finite_size", "finite_L"):   # along d_k and along L: both halves, whatever they say
         if rep.get(key):
-            out += _finite(rep[key])
+            out += _finite(rep[key], samplers(rep))
     for part in ([rep["scaling"]] if rep.get("scaling") else []) + list(rep.get("fixed_dk", [])):
         s = _ordering(part)
         if s:

@@ -23,7 +23,7 @@ from copyhead.analysis.twins import transitions_collapse
 from copyhead.figures import write_figure
 from copyhead.figures.studies import draw_finite_size, draw_scaling, draw_twins, twin_label
 from copyhead.provenance import DataFileError, product_record, sidecar_path, write_product
-from copyhead.results.findings import headline
+from copyhead.results.findings import headline, samplers
 from copyhead.results.format import ci, g, pm, table, yn
 from copyhead.studies.conclude import (RANK_NOTE, collapse_verdict, conclude_dk_over_L, conclude_finite_size,
                                        conclude_scaling, conclude_scaling_theory, convergence_summary, paper_scale)
@@ -123,7 +123,7 @@ def render(rep: dict, json_name: str = "studies.json", converged: dict | None = 
            f"`copyhead studies-report` from each study's results; each study is the main workflow in `studies/<name>/`, "
            f"listed at the end{conv}); do not edit by hand. Rerun everything with "
            "`snakemake -s workflow/studies.smk --cores 2`.*", "",
-           f"Every study samples {_methods(rep)} chains (HMC, the reference sampler: a prior-started and a "
+           f"Every study samples {samplers(rep)} chains (HMC, the reference sampler: a prior-started and a "
            "copy-started chain per training set, recipes hmc and hmc_copy; SGLD: 4 prior-started, 4 copy-started "
            "per (attention, P) unless stated; each chain its own seed, training set and noise stream) on a P grid at fixed multiples of its own "
            "closed-form transition P_ref (linear: crossover ĉG = ĉ1; softmax: first-order point P*), so the "
@@ -135,7 +135,7 @@ def render(rep: dict, json_name: str = "studies.json", converged: dict | None = 
     fs = rep.get("finite_size")
     if fs:
         out += _finite_size_section(fs, "1", f"Finite d_k at L = {fs['L']}: does the gap to the theory close?",
-                                    FIGURES["finite_size"], conclude_finite_size(fs))
+                                    FIGURES["finite_size"], conclude_finite_size(fs), samplers(rep))
     sc = rep.get("scaling")
     if sc:
         out += _scaling_section(sc, "2", f"Scaling in L and V along {sc['theory_lines']['label']}: the paper's two "
@@ -149,7 +149,7 @@ def render(rep: dict, json_name: str = "studies.json", converged: dict | None = 
         conclusion = conclude_finite_size(fl) + (conclude_dk_over_L(fs, fl) if fs else [])
         out += _finite_size_section(fl, "2b", f"The gap against L at fixed d_k/L = {g(fl['d_k_over_L'])} (the "
                                     "transverse directions of the attention matrix grow as L²)", FIGURES["finite_L"],
-                                    conclusion)
+                                    conclusion, samplers(rep))
     tw = rep.get("twins")
     if tw:
         out += _twins_section(tw, rep.get("paper_scale"), {x["name"]: x.get("method", "SGLD") for x in rep["studies"]})
@@ -157,10 +157,11 @@ def render(rep: dict, json_name: str = "studies.json", converged: dict | None = 
     return out
 
 
-def _finite_size_section(fs: dict, number: str, title: str, figure: str, conclusion: list[str]) -> list[str]:
+def _finite_size_section(fs: dict, number: str, title: str, figure: str, conclusion: list[str],
+                         sampler: str) -> list[str]:
     B, vals = fs["by"], fs["values"]
     out = [f"## {number}. {title}", "", f"![{figure}]({figure})", "",
-           f"### Agreement per {B} (SGLD, both starts, points away from the transitions)", ""]
+           f"### Agreement per {B} ({sampler}, both starts, points away from the transitions)", ""]
     rows = []
     for a in fs["agreement"]:
         rows.append([a["attention"], a["L"], a["d_k"], g(a["d_k_over_L"])] +
@@ -190,11 +191,6 @@ def _finite_size_section(fs: dict, number: str, title: str, figure: str, conclus
                      ["gap_∞ (fit)", "closes?"], rows))
     out += ["", "### Conclusion (rules applied to the tables above)", ""] + conclusion + [""]
     return out
-
-
-def _methods(rep: dict) -> str:
-    """The samplers of a report's studies, e.g. 'SGLD' or 'HMC'."""
-    return " and ".join(dict.fromkeys(s.get("method", "SGLD") for s in rep.get("studies", []))) or "SGLD"
 
 
 def _ratio_cell(rat: dict) -> str:
