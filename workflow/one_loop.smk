@@ -40,6 +40,7 @@ rule one_loop_predict:
         grid="|_coarse9",
     params:
         code=CODE["one_loop"],
+        recipe=RECIPE,
         coarse=lambda wc: "--coarse 9" if wc.grid else "",
     log:
         f"{OUT}/logs/{{study}}{{grid}}.log",
@@ -47,7 +48,7 @@ rule one_loop_predict:
         f"{OUT}/logs/{{study}}{{grid}}.bench.tsv"
     shell:
         "OMP_NUM_THREADS=1 copyhead one-loop predict --studies {input.studies:q} --base {input.base:q}"
-        " --spec {input.spec:q} --study {wildcards.study} {params.coarse} --recipe {RECIPE} --out {output:q} > {log:q} 2>&1"
+        " --spec {input.spec:q} --study {wildcards.study} {params.coarse} --recipe {params.recipe:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule one_loop_softmax:
@@ -59,13 +60,14 @@ rule one_loop_softmax:
         f"{OUT}/finite_size_softmax.nc",
     params:
         code=CODE["one_loop"],
+        recipe=RECIPE,
     log:
         f"{OUT}/logs/finite_size_softmax.log",
     benchmark:
         f"{OUT}/logs/finite_size_softmax.bench.tsv"
     shell:
         "OMP_NUM_THREADS=1 copyhead one-loop predict --studies {input.studies:q} --base {input.base:q}"
-        " --spec {input.spec:q} --study finite_size --attention softmax --recipe {RECIPE} --out {output:q} > {log:q} 2>&1"
+        " --spec {input.spec:q} --study finite_size --attention softmax --recipe {params.recipe:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule one_loop_converged:
@@ -75,12 +77,13 @@ rule one_loop_converged:
         f"{OUT}/converged.nc",
     params:
         code=CODE["one_loop"],
+        recipe=RECIPE,
     log:
         f"{OUT}/logs/converged.log",
     benchmark:
         f"{OUT}/logs/converged.bench.tsv"
     shell:
-        "OMP_NUM_THREADS=1 copyhead one-loop predict --results {input:q} --study converged --recipe {RECIPE}"
+        "OMP_NUM_THREADS=1 copyhead one-loop predict --results {input:q} --study converged --recipe {params.recipe:q}"
         " --out {output:q}"
         " > {log:q} 2>&1"
 
