@@ -66,8 +66,9 @@ def params(state, attention, L):
     return {"c1": s["c1"], "cG": s["cG"]} if attention == "linear" else {"aG": s["mP"] / L}
 
 
-def one(attention, P, sigma2, method, seed, n_chains, log):
-    recipe, model, state = setup(attention, P, sigma2, HMC if method == "hmc" else SGLD, seed, n_chains)
+def one(attention, P, sigma2, method, seed, n_chains, log, hmc=None):
+    """One batch of ``n_chains`` chains of ``method`` on dataset ``seed``; ``hmc`` replaces the HMC recipe."""
+    recipe, model, state = setup(attention, P, sigma2, (hmc or HMC) if method == "hmc" else SGLD, seed, n_chains)
     t0 = time.process_time()
     if method == "hmc":
         gens = [torch.Generator().manual_seed(77 + k) for k in range(n_chains)]

@@ -196,3 +196,35 @@ def test_the_metastability_measurement_reads_the_latent_heat_and_the_ladder_it_n
     assert r["dbeta"] == pytest.approx(math.log(5) / r["latent_heat"])
     assert r["replicas"] == math.ceil((22 - 11) / 16 / r["dbeta"]) + 1
     assert not any("latent_heat" in x for x in rows if x["agree"])
+
+
+def test_the_mixing_target_is_judged_per_training_set_and_leaves_out_metastable_ones():
+    """benchmarks/hmc_targets.py: R̂ and bulk ESS of one training set's prior- and copy-started chains
+    (never across seeds); independent draws meet ESS ≥ 400 and R̂ ≤ 1.01, slow chains do not, and a
+    training set whose two chains sit on different branches is named metastable and left out of the
+    target (its point is judged on the other training sets)."""
+    import importlib.util
+    import numpy as np
+    from pathlib import Path
+    from test_results import ar1, fake_aggregate
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "hmc_targets.py"
+    spec = importlib.util.spec_from_file_location("hmc_targets", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rng = np.random.default_rng(1)
+    Ps, seeds, n = [8, 16, 24], [0, 1], 2000
+    series = {}
+    for recipe, shift in (("hmc", 0.0), ("hmc_copy", 1.0)):
+        a = 0.05 + 0.001 * rng.standard_normal((3, 2, n))
+        b = 0.10 + 0.001 * rng.standard_normal((3, 2, n))
+        b[1, 1] += 0.02 * shift                                   # P = 16, seed 1: the copy chain on another branch
+        b[2, 0] = 0.10 + 0.001 * ar1(rng, n, rho=0.995)           # P = 24, seed 0: a slow chain (ESS ≪ 400)
+        series[recipe] = (a, b)
+    ag = fake_aggregate("linear", series, Ps, seeds)
+    rows = mod.point_rows(ag, "linear", "hmc", "hmc_copy", split=4.0)
+    assert {(r["P"], r["seed"], r["param"]) for r in rows} == {(P, s, k) for P in Ps for s in seeds for k in ("c1", "cG")}
+    pts = {p["P"]: p for p in mod.summarise(rows, 400, 1.01)}
+    assert pts[8]["met"] and not pts[8]["metastable"] and pts[8]["ess"] > 1000 and pts[8]["rhat"] < 1.01
+    assert pts[16]["metastable"] == [1] and pts[16]["met"]          # judged on seed 0 alone
+    assert not pts[24]["metastable"] and not pts[24]["met"] and pts[24]["ess"] < 400
+    assert pts[24]["worst"]["seed"] == 0 and pts[24]["worst"]["param"] == "cG"
