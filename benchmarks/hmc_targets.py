@@ -83,9 +83,10 @@ def main(argv=None) -> int:
     ap.add_argument("--md", help="also write the tables as a markdown page")
     a = ap.parse_args(argv)
     cfg = cfgmod.validate(cfgmod.load(a.config))
-    rows = []
+    rows, made = [], []
     for path in a.aggregates:
         ag = read_dataset(path)
+        made.append(f"`{path}` (code {ag.attrs.get('code_version', '?')}, config hash {ag.attrs.get('config_hash', '?')})")
         att = str(ag.attrs.get("attention", ""))
         recs = recipes(ag, cfg)
         for r in (a.prior, a.copy):
@@ -117,7 +118,8 @@ def main(argv=None) -> int:
                 f"Written by `{cmd}` ({stamp()}). Per training set its prior-started (`{a.prior}`) and copy-started "
                 f"(`{a.copy}`) chains together: rank split-R̂ and bulk ESS across those two chains (never across "
                 f"seeds). Metastable: the two chains' means differ by more than {a.split:g} pooled within-chain "
-                "standard deviations (different branches; left out of the target, named).", "",
+                "standard deviations (different branches; left out of the target, named). The aggregates: "
+                + ", ".join(made) + ".", "",
                 "**Answer.** " + answer, ""]
         write_benchmark_page(Path(a.md), head + table, "benchmark_hmc_targets",
                              {"aggregates": a.aggregates, "ess": a.ess, "rhat": a.rhat, "split": a.split})
