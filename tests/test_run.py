@@ -30,6 +30,8 @@ def tiny_config() -> dict:
         rec["log_points"] = 8
         if rec["method"] == "sgld":
             rec.update(burn_in=60, thin=10, checkpoint_every=20)
+        if rec["method"] == "hmc":   # warm-up and thinning fit the 120 iterations, whatever config.yaml runs
+            rec.update(burn_in=100, thin=4, checkpoint_every=100)
     return cfgmod.validate(cfg)
 
 
