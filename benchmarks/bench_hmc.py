@@ -38,10 +38,11 @@ from copyhead.schedules import step_size  # noqa: E402
 from copyhead.task import make_data  # noqa: E402
 from copyhead.train import NoiseStreams, new_state, run_chains  # noqa: E402
 
-HMC = {"method": "hmc", "init": "prior", "init_scale": 1.0, "copy_beta": 3.0, "steps": int(os.environ.get("BENCH_HMC_STEPS", 2400)), "n_leapfrog": 8,
-       "step_size": 0.05, "target_accept": 0.7, "burn_in": int(os.environ.get("BENCH_HMC_STEPS", 2400)) // 6, "thin": 1, "checkpoint_every": 0, "log_points": 10}
-SGLD = {"method": "sgld", "init": "prior", "init_scale": 1.0, "copy_beta": 3.0, "steps": int(os.environ.get("BENCH_SGLD_STEPS", 60000)), "eta": 0.001,
-        "temperature": 1.0, "burn_in": int(os.environ.get("BENCH_SGLD_STEPS", 60000)) // 3, "thin": 100, "checkpoint_every": 0, "log_points": 10}
+HMC_STEPS, SGLD_STEPS = int(os.environ.get("BENCH_HMC_STEPS", 2400)), int(os.environ.get("BENCH_SGLD_STEPS", 60000))
+HMC = {"method": "hmc", "init": "prior", "init_scale": 1.0, "copy_beta": 3.0, "steps": HMC_STEPS, "n_leapfrog": 8,
+       "step_size": 0.05, "target_accept": 0.7, "burn_in": HMC_STEPS // 6, "thin": 1, "checkpoint_every": 0, "log_points": 10}
+SGLD = {"method": "sgld", "init": "prior", "init_scale": 1.0, "copy_beta": 3.0, "steps": SGLD_STEPS, "eta": 0.001,
+        "temperature": 1.0, "burn_in": SGLD_STEPS // 3, "thin": 100, "checkpoint_every": 0, "log_points": 10}
 POINTS = {"default": [("linear", 16, 0.1), ("softmax", 24, 0.1)],
           "all": [("linear", 16, 0.1), ("softmax", 24, 0.1), ("linear", 300, 1.0), ("softmax", 300, 1.0)]}
 

@@ -95,16 +95,14 @@ def render(rows: list[dict], a, when: str) -> int:
                          f"| {min(x['step_size']):.3g}–{max(x['step_size']):.3g} | {p['mean']:.4f} |")
     summary = ["| attention | P | σ² | param | fastest n_leapfrog | its ESS/s | ESS/s at " + ", ".join(f"n = {n}" for n in a.leapfrog) + " |",
                "|---|---|---|---|---|---|" + "---|"]
+    ratio = {n: [] for n in a.leapfrog}     # per n: its ESS/s over the fastest n's, per (point, param)
     for key, (rate, n) in best.items():
         per_n = {r["n_leapfrog"]: r[key[3]]["ess_per_s"] for r in rows
                  if (r["attention"], r["P"], r["sigma2"]) == key[:3]}
         summary.append(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {n} | {rate:.1f} | "
                        + ", ".join(f"{per_n[m]:.1f}" for m in a.leapfrog) + " |")
-    ratio = {n: [] for n in a.leapfrog}     # per n: its ESS/s over the fastest n's, per (point, param)
-    for key, (rate, _) in best.items():
-        for r in rows:
-            if (r["attention"], r["P"], r["sigma2"]) == key[:3]:
-                ratio[r["n_leapfrog"]].append(r[key[3]]["ess_per_s"] / rate)
+        for m, x in per_n.items():
+            ratio[m].append(x / rate)
     geo = {n: math.exp(sum(math.log(max(x, 1e-12)) for x in v) / len(v)) for n, v in ratio.items() if v}
     verdict = ("Over the " + str(len(best)) + " (point, parameter) rows, ESS/s as a share of the fastest n_leapfrog's "
                "(geometric mean, smallest): " + "; ".join(f"n = {n}: {geo[n]:.0%} ({min(ratio[n]):.0%})" for n in geo) + ".")
