@@ -171,17 +171,12 @@ def test_hmc_needs_position_scores():
         cfgmod.validate(cfg)
 
 
-def test_the_metastability_measurement_reads_the_latent_heat_and_the_ladder_it_needs():
+def test_the_metastability_measurement_reads_the_latent_heat_and_the_ladder_it_needs(bench_script):
     """benchmarks/metastability.py: a training set whose two starts sit on different branches gets the
     latent heat Δℓ = ℓ̄(pooling) − ℓ̄(copy) and a ladder spacing ln 5/Δℓ over the spinodals' β range; one
     whose chains agree gets neither."""
-    import importlib.util
     import numpy as np
-    from pathlib import Path
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "metastability.py"
-    spec = importlib.util.spec_from_file_location("metastability", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = bench_script("metastability")
     rng = np.random.default_rng(0)
     n = 400
     pool = lambda: {"aG": 0.007 + 0.001 * rng.standard_normal(n), "nll": 670 + 10 * rng.standard_normal(n)}
@@ -198,19 +193,14 @@ def test_the_metastability_measurement_reads_the_latent_heat_and_the_ladder_it_n
     assert not any("latent_heat" in x for x in rows if x["agree"])
 
 
-def test_the_mixing_target_is_judged_per_training_set_and_leaves_out_metastable_ones():
+def test_the_mixing_target_is_judged_per_training_set_and_leaves_out_metastable_ones(bench_script):
     """benchmarks/hmc_targets.py: R̂ and bulk ESS of one training set's prior- and copy-started chains
     (never across seeds); independent draws meet ESS ≥ 400 and R̂ ≤ 1.01, slow chains do not, and a
     training set whose two chains sit on different branches is named metastable and left out of the
     target (its point is judged on the other training sets)."""
-    import importlib.util
     import numpy as np
-    from pathlib import Path
     from test_results import ar1, fake_aggregate
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "hmc_targets.py"
-    spec = importlib.util.spec_from_file_location("hmc_targets", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = bench_script("hmc_targets")
     rng = np.random.default_rng(1)
     Ps, seeds, n = [8, 16, 24], [0, 1], 2000
     series = {}

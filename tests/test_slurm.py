@@ -39,19 +39,32 @@ PACK = 20  # training jobs per submission the issue asks for
 # ---------------------------------------------------------------------------------------------------
 # The profile (no cluster needed)
 
-def _parse_profile(env: dict | None = None) -> dict:
+# stand-ins for sinfo (what the profile asks for the node size): one that fails, as where no controller
+# answers (the real one then takes ~9 s), and one that reports two nodes
+SINFO_FAILS = "#!/bin/sh\nexit 1\n"
+SINFO_TWO_NODES = '#!/bin/sh\ncase "$3" in\n  %c) echo 16; echo 32 ;;\n  %m) echo 64000; echo 128000+ ;;\nesac\n'
+
+
+def _parse_profile(env: dict | None = None, sinfo: str = SINFO_FAILS) -> dict:
+    """The profile as Snakemake reads it, with ``env`` set and a stand-in ``sinfo`` first on PATH (the host's
+    Slurm, if any, is not asked: the real-Slurm tests below do that)."""
+    import tempfile
     from snakemake.profiles import ProfileConfigFileParser
 
     old = dict(os.environ)
-    try:
-        for k in [k for k in os.environ if k.startswith("COPYHEAD_SLURM_")]:
-            del os.environ[k]
-        os.environ.update(env or {})
-        with open(PROFILE) as fh:
-            return dict(ProfileConfigFileParser().parse(fh))
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
+    with tempfile.TemporaryDirectory() as bin_dir:
+        (Path(bin_dir) / "sinfo").write_text(sinfo)
+        (Path(bin_dir) / "sinfo").chmod(0o755)
+        try:
+            for k in [k for k in os.environ if k.startswith("COPYHEAD_SLURM_")]:
+                del os.environ[k]
+            os.environ.update(env or {})
+            os.environ["PATH"] = f"{bin_dir}{os.pathsep}{old.get('PATH', '')}"
+            with open(PROFILE) as fh:
+                return dict(ProfileConfigFileParser().parse(fh))
+        finally:
+            os.environ.clear()
+            os.environ.update(old)
 
 
 def test_profile_resolves_from_repo_root():
@@ -73,9 +86,14 @@ def test_profile_contents_without_environment():
     assert "train=20" in p["group-components"]
     assert "gpu=1" in p["resources"] and "gpu=local" in p["set-resource-scopes"]
     assert "mem_mb=local" in p["set-resource-scopes"]
-    assert any(r.startswith("mem_mb=") for r in p["resources"]) and int(p["cores"]) >= 1
+    assert p["cores"] == "8" and "mem_mb=32000" in p["resources"]       # no sinfo answer: the fallbacks
     assert not any(r.startswith(("slurm_account", "slurm_partition")) for r in p["default-resources"])
     assert "set-resources" not in p  # an empty --set-resources is a command-line error
+
+
+def test_profile_caps_a_submission_at_the_smallest_node_sinfo_reports():
+    p = _parse_profile(sinfo=SINFO_TWO_NODES)
+    assert p["cores"] == "16" and "mem_mb=64000" in p["resources"]
 
 
 def test_profile_takes_account_and_partitions_from_environment():

@@ -379,6 +379,25 @@ def test_leading_zero_targets_do_not_alias(tmp_path):
     assert smk(wd, "-n", "results/runs/linear/adam/P4/seed0.nc").returncode == 0
 
 
+def test_slurm_node_memory_is_asked_once_per_workflow_not_per_job(tmp_path):
+    """Every copyhead command checks that its jobs fit the largest SLURM node before any compute. The
+    workflow asks sinfo once (config validation) and its jobs inherit the answer: a sinfo that cannot reach a
+    controller takes ~9 s to fail, which every job paid before. A stand-in sinfo counts its calls."""
+    wd = _fresh_workflow(tmp_path / "wd")
+    bin_dir, calls = tmp_path / "bin", tmp_path / "sinfo_calls"
+    bin_dir.mkdir()
+    (bin_dir / "sinfo").write_text(f"#!/bin/sh\necho \"$*\" >> '{calls}'\necho 64000\n")
+    (bin_dir / "sinfo").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "COPYHEAD_MAX_NODE_MEM_MB"}
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    targets = [f"results/runs/linear/adam/P{P}/seed0.nc" for P in (4, 8)]
+    r = subprocess.run([*SNAKEMAKE, "--cores", "2", *targets], cwd=wd, capture_output=True, text=True,
+                       timeout=900, env=env)
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert all((wd / t).is_file() for t in targets)
+    assert calls.read_text().splitlines() == ["-h -o %m"]      # the workflow's one query; none by the 2 jobs
+
+
 def test_killed_snakemake_is_recovered_by_the_next_run(tmp_path):
     """kill -9 of snakemake (and its jobs) leaves its directory locks and, in a killed write, a temporary
     file; the next `snakemake` must run (no LockException) and remove the temporary file."""

@@ -6,7 +6,7 @@ from functools import lru_cache
 from copyhead import config as chcfg
 from copyhead.figures import FIGURES
 from copyhead.provenance import CODE_MODULES, code_fingerprint
-from copyhead.resources import train_resources
+from copyhead.resources import memory_limits, train_resources
 
 # Validate against workflow/schemas/config.schema.yaml (the package's schema) plus the cross-field rules:
 # a typo stops here, naming the key and the allowed values, before any job starts. `--config` values are
@@ -18,6 +18,12 @@ try:
     )
 except chcfg.ConfigError as err:
     raise WorkflowError(str(err)) from None
+
+# The validation asked SLURM once for its largest node's memory (sinfo; cached). The jobs inherit the answer
+# instead of each asking again: every copyhead command checks that a job fits before any compute, and a
+# sinfo that cannot reach a controller takes ~9 s to fail (docs/workflow.md "Failures"). A value the user
+# set is kept; 0 means no SLURM node is known, as when sinfo fails.
+os.environ.setdefault("COPYHEAD_MAX_NODE_MEM_MB", str(memory_limits()["slurm_node"]))
 
 ATTENTIONS = [a for a in chcfg.ATTENTIONS if a in CONFIG["sweep"]]
 RUNS = chcfg.runs(CONFIG)
