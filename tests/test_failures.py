@@ -166,6 +166,31 @@ def test_train_into_an_unwritable_folder_refuses_before_training(tmp_path):
         assert "step" not in r.stdout, (what, r.stdout)      # no training progress: refused first
 
 
+def test_a_file_copyhead_did_not_write_is_never_overwritten(tmp_path):
+    """A user's file at an --out path (a text file, a netCDF file of someone else's, a page without a
+    provenance record) is refused before any compute, in one line naming it, and left as it was; a product
+    of copyhead's own at the same path is rewritten (tests/test_failures: the figure written twice)."""
+    import xarray as xr
+    notes = tmp_path / "notes.nc"
+    notes.write_text("my notes\n")
+    theirs = tmp_path / "theirs.nc"
+    xr.Dataset({"x": ("i", [1.0, 2.0])}, attrs={"title": "someone else's data"}).to_netcdf(theirs)
+    page = tmp_path / "page.pdf"
+    page.write_bytes(b"%PDF-1.4 a paper\n")
+    before = tree(tmp_path)
+    for out, why in ((notes, "not a readable netCDF file"), (theirs, "without copyhead's record")):
+        r = copyhead("train", "--config", ROOT / "tests/configs/tiny.yaml", "--attention", "linear", "--optimizer",
+                     "adam", "--P", "4", "--seeds", "0", "--out", out, cwd=tmp_path)
+        err = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(err) == 1, r.stderr
+        assert f"{out}: exists and was not written by copyhead (" in err[0] and why in err[0], err
+        assert "nothing was computed" in err[0]
+        assert "step" not in r.stdout                        # refused before training
+    r = _figure(_fig_inputs(tmp_path / "in"), page, tmp_path)
+    assert r.returncode == 2 and "no copyhead provenance record lists it" in r.stderr, r.stderr
+    assert {k: v for k, v in tree(tmp_path).items() if not k.startswith("in/")} == before
+
+
 def _fig_inputs(tmp_path):
     from test_figures import synthetic_aggregate
 

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 from .. import config as cfgmod
-from ..datafiles import check_writable
-from ..provenance import DataFileError
+from ..datafiles import check_not_foreign, check_writable
+from ..provenance import DataFileError, sidecar_path
 from . import pipeline, studies, theory_maps
 from .lazy import call
 
@@ -56,10 +56,13 @@ def _stopped(args) -> str:
 
 
 def _check_outputs(args) -> None:
-    """Every ``--out`` file of a command can be written: refuse now (one line) rather than after the
-    compute (a training job would run to its end, then fail on a read-only or missing folder)."""
+    """Every ``--out`` file of a command can be written and, if it exists, is copyhead's own (a netCDF
+    product, or listed by its provenance record): refuse now (one line) rather than after the compute (a
+    training job would run to its end, then fail on a read-only or missing folder), and never overwrite
+    a user's file."""
     outs = getattr(args, "out", None)
     for out in [outs] if isinstance(outs, str) else outs or []:
+        check_not_foreign(out, sidecar_path(out))
         check_writable(out)
 
 
