@@ -98,3 +98,21 @@ def test_a_missing_committed_input_fails(checkout):
     (checkout / "docs" / "tables" / "table.json").unlink()
     (rep,) = audit_published([Path("docs/page.md")], checkout)
     assert rep.problems == ["docs/tables/table.json: missing (committed input table of docs/page.md)"]
+
+
+def test_a_data_file_made_by_other_code_warns_only_where_it_cannot_be_remade_here(checkout):
+    """The studies' tables are made from each study's results (outside the checkout) and the committed spec:
+    made by other code, workflow/docs.smk cannot remake them, so the audit says where to remake them (a
+    warning, as for a study's aggregates). A data file made from committed inputs alone is remade by
+    docs.smk: other code there is a problem."""
+    (checkout / "docs" / "spec.yaml").write_text("studies: {}\n")
+    for name, inputs in (("mixed", {"spec": "docs/spec.yaml", "runs": "results/runs.json"}),
+                         ("committed", {"spec": "docs/spec.yaml"})):
+        rec = dict(product_record("table", "studies", inputs, kind="table"), data=True,
+                   code_fingerprint="0123456789abcdef")
+        write_product({Path(f"docs/tables/{name}.json"): '{"x": 1}\n'}, rec)
+    mixed, committed = audit_published([Path("docs/tables/mixed.json"), Path("docs/tables/committed.json")],
+                                       checkout)
+    assert mixed.ok and any("made by other studies code" in w and "remake it where they are" in w
+                            for w in mixed.warnings), mixed.warnings
+    assert not committed.ok and "workflow/docs.smk` remakes it" in committed.problems[0]

@@ -14,9 +14,9 @@ attributes (``copyhead_kind``, ``code_fingerprint``, ``inputs_json``). For each 
 - the code: the record's fingerprint of the code that makes it (``code_fingerprint`` of its concern,
   :data:`copyhead.provenance.CODE_MODULES`) must equal the current code's. A page or figure made by other
   code is a problem (``snakemake -s workflow/docs.smk`` remakes it from the committed inputs); a data file
-  whose inputs all live outside the checkout (a study's published aggregate) cannot be remade here, and a
-  benchmark page is a measurement of one machine, so other code there is a warning that says where to
-  remake or how to measure it again.
+  made from any input outside the checkout (a study's published aggregate, the studies' tables) cannot be
+  remade here, and a benchmark page is a measurement of one machine, so other code there is a warning that
+  says where to remake or how to measure it again.
 
 Files without a record: a generated file (netCDF, JSON, image, or a page that says it was generated or
 written by a command) is a problem; a hand-written page (docs/theory.md) is listed as hand-written.
@@ -196,8 +196,7 @@ class PublishedAuditor:
         if rec.get("results"):                         # a figure that marks a results JSON's transitions
             inputs["results"] = rec["results"]
         self._check_inputs(rep, path, inputs)
-        self._check_code(rep, path, rec, data_only=bool(rec.get("data")), all_outside=bool(inputs)
-                         and len(rep.outside) == len(inputs))
+        self._check_code(rep, path, rec, data_only=bool(rec.get("data")), needs_outside=bool(rep.outside))
         return rep
 
     def _check_outputs(self, rep: ProductReport, path: Path, rec: dict) -> None:
@@ -232,7 +231,11 @@ class PublishedAuditor:
                 rep.problems.append(f"{path}: older than its committed input {recorded} (changed since: sha256 "
                                     f"{self._sha256(real)[:12]} != recorded {sha[:12]})")
 
-    def _check_code(self, rep: ProductReport, path: Path, rec: dict, data_only: bool, all_outside: bool) -> None:
+    def _check_code(self, rep: ProductReport, path: Path, rec: dict, data_only: bool, needs_outside: bool) -> None:
+        """The record's code fingerprint against the current code's. Made by other code: a benchmark page or a
+        data file made from any input outside the checkout (a study's aggregates; the studies' tables, made
+        from each study's results and the committed spec) cannot be remade here, so that is a warning saying
+        where to remake it; anything else is remade from committed inputs by workflow/docs.smk, so a problem."""
         concern = rec.get("concern") or ("figures" if rec.get("kind") == "figure" else "")
         if concern not in self.current:
             if concern:
@@ -247,9 +250,9 @@ class PublishedAuditor:
                f"made by {rep.code_version or 'unknown'})")
         if rec.get("kind") == "benchmark":       # a measurement of one machine: not remade by the DAG
             rep.warnings.append(f"{path}: measured {why}; measure again: {rec.get('command') or 'its command'}")
-        elif data_only and all_outside:
-            rep.warnings.append(f"{path}: {why}; its inputs live outside the checkout: remake it where they "
-                                "are (the study's folder) and publish it again")
+        elif data_only and needs_outside:
+            rep.warnings.append(f"{path}: {why}; it is made from inputs outside the checkout: remake it where "
+                                "they are (the study's folder) and publish it again")
         else:
             rep.problems.append(f"{path}: {why}; `snakemake -s workflow/docs.smk` remakes it")
 

@@ -49,6 +49,9 @@ def _optional(inputs, role):
 MARKED = {a: v.marked for a, v in ATTENTIONS.items()}   # the results' kinds marked per attention
 
 
+LABEL_BOX = dict(boxstyle="square,pad=0.05", fc="white", ec="none", alpha=0.75)   # text over the P* lines
+
+
 def _mark_experimental_transitions(ax, summary, attention):
     """The results model's transitions (analysis.summary) as horizontal 95% CI bars in a strip at the top of
     ``ax``, one row per (kind, method), beside the theory's vertical lines; the hysteresis window of the
@@ -70,7 +73,8 @@ def _mark_experimental_transitions(ax, summary, attention):
             ax.plot([c["estimate"]], [y], opt_marker(c["recipe"]), color=color, ms=3.5, mec="k", mew=0.4,
                     transform=tr, zorder=7)
             ax.text(hi if hi is not None else c["estimate"], y, f" {opt_label(c['recipe'])} {rows[kind]['label'].split()[0]}",
-                    transform=tr, fontsize=5, va="center", ha="left", color=color, clip_on=True)
+                    transform=tr, fontsize=5, va="center", ha="left", color=color, clip_on=True, zorder=9,
+                    bbox=LABEL_BOX)
             y -= 0.055
             n += 1
     lo_, hi_ = rows.get("hysteresis_lower", {}).get("sgld"), rows.get("hysteresis_upper", {}).get("sgld")
@@ -78,7 +82,7 @@ def _mark_experimental_transitions(ax, summary, attention):
         ax.plot([lo_["estimate"], hi_["estimate"]], [y, y], "-", color=OPT_COLORS["sgld_copy"], lw=1.6,
                 transform=tr, zorder=6)
         ax.text(hi_["estimate"], y, " SGLD starts disagree", transform=tr, fontsize=5, va="center",
-                color=OPT_COLORS["sgld_copy"], clip_on=True)
+                color=OPT_COLORS["sgld_copy"], clip_on=True, zorder=9, bbox=LABEL_BOX)
         n += 1
     return n
 
@@ -152,7 +156,6 @@ def fig_order_params(inputs, options, attention):
                         color=OPT_COLORS.get(opt, "k"), ms=3, capsize=2, lw=0.8, label=opt_label(opt))
         ax.plot([], [], opt_marker(opt), color="0.35", ms=4, ls="none", label=opt_label(opt))
         mark_nonfinite(ax, ag, opt)
-    mark_transitions(ax, th, variant(attention).theory_marks)
     summary = results_summary(inputs)
     _mark_experimental_transitions(ax, summary, attention)
     if summary is None:
@@ -164,6 +167,7 @@ def fig_order_params(inputs, options, attention):
     rhat_panel(axr, stats["convergence"], KEYS[attention], (C1_COLOR, CG_COLOR), rhat_max)
     for a in (axz, axr):
         log_P_axis(a, P)
+    mark_transitions(ax, th, variant(attention).theory_marks)
     for a in (ax, axl):
         a.set_xlabel("")
         a.tick_params(labelbottom=False)

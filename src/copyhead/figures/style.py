@@ -112,18 +112,29 @@ def errorbar_points(ax, P, mean, sem, **kw):
 
 
 def mark_transitions(ax, th, kinds):
-    """Vertical lines at theory transition points, labelled along the line (name and value); both are
-    clipped to the axes, so a point outside the swept P range leaves no stray label."""
+    """Vertical lines at theory transition points, named (name and value) as the tick labels of an axis on
+    top of ``ax``, above the data, in each line's colour (labels inside the panel covered the markers);
+    line and label are clipped to the axes, so a point outside the swept P range shows neither. Returns
+    the number of named lines."""
+    from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
+    ticks, names, colors = [], [], []
     for k in kinds:
         if k not in th or not np.isfinite(float(th[k])):
             continue
         label, color, ls = TRANSITION_STYLES[k]
         P = float(th[k])
         ax.axvline(P, color=color, ls=ls, lw=0.8, zorder=0)
-        if label:  # clipped like the line: a transition outside the swept P range is not labelled
-            ax.text(P, 0.5, f"{label} {P:.3g}", transform=ax.get_xaxis_transform(), fontsize=5,
-                    rotation=90, va="center", ha="right", color=color, clip_on=True, zorder=9,
-                    bbox=dict(boxstyle="square,pad=0.05", fc="white", ec="none", alpha=0.75))
+        if label:
+            ticks.append(P), names.append(f"{label} {P:.3g}"), colors.append(color)
+    if ticks:   # after the x scale is set (setting it resets a secondary axis' locators and labels)
+        top = ax.secondary_xaxis("top")
+        top.xaxis.set_major_locator(FixedLocator(ticks))
+        top.xaxis.set_major_formatter(FixedFormatter(names))
+        top.xaxis.set_minor_locator(NullLocator())
+        top.tick_params(length=2, pad=1, labelsize=5, labelrotation=90)
+        for t, c in zip(top.get_xticklabels(), colors):
+            t.set_color(c)
+    return len(ticks)
 
 
 def hollow_points(ax, P, y, marker, color, ms=4):
