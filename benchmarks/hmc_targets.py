@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from copyhead import config as cfgmod  # noqa: E402
-from copyhead.analysis.convergence import ess_bulk, split_rhat  # noqa: E402
-from copyhead.analysis.experiments import KEYS, chain_series, recipes, swept_P  # noqa: E402
+from copyhead.analysis.convergence import ess_bulk, seed_pairs, split_rhat  # noqa: E402
+from copyhead.analysis.experiments import recipes, swept_P  # noqa: E402
 from copyhead.provenance import read_dataset  # noqa: E402
 
 
@@ -36,18 +36,14 @@ def point_rows(ag, attention: str, prior: str, copy: str, split: float) -> list[
     sit on different branches."""
     rows = []
     for P in sorted(set(swept_P(ag, prior)) & set(swept_P(ag, copy))):
-        s_a, a = chain_series(ag, attention, prior, P)
-        s_b, b = chain_series(ag, attention, copy, P)
-        for seed in sorted(set(s_a.tolist()) & set(s_b.tolist())):
-            for k in KEYS[attention]:
-                x, y = a[k][list(s_a).index(seed)], b[k][list(s_b).index(seed)]
-                n = min(len(x), len(y))
-                pair = np.vstack([x[:n], y[:n]])
-                sd = float(np.sqrt(0.5 * (x[:n].var() + y[:n].var())))
-                rows.append({"attention": attention, "P": float(P), "seed": int(seed), "param": k, "draws": n,
+        for seed, two in seed_pairs(ag, attention, prior, copy, P).items():
+            for k, pair in two.items():
+                x, y = pair
+                sd = float(np.sqrt(0.5 * (x.var() + y.var())))
+                rows.append({"attention": attention, "P": float(P), "seed": seed, "param": k, "draws": len(x),
                              "rhat": split_rhat(pair), "ess": ess_bulk(pair),
-                             "mean_prior": float(x[:n].mean()), "mean_copy": float(y[:n].mean()),
-                             "split": bool(abs(x[:n].mean() - y[:n].mean()) > split * max(sd, 1e-300))})
+                             "mean_prior": float(x.mean()), "mean_copy": float(y.mean()),
+                             "split": bool(abs(x.mean() - y.mean()) > split * max(sd, 1e-300))})
     return rows
 
 

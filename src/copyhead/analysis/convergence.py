@@ -131,6 +131,20 @@ def _conv_row(attention, recipe, starts, P, key, x, rhat_max) -> dict:
     return row
 
 
+def seed_pairs(ag, attention: str, prior: str, copy: str, P) -> dict[int, dict[str, np.ndarray]]:
+    """One training set's two chains at ``P``, per seed ok in both recipes (its prior- and copy-started runs):
+    {seed: {parameter: (2, n) draws}}, both cut to the shorter chain's length n. R̂ and ESS of such a pair
+    judge mixing on one dataset, free of the spread between datasets."""
+    s_a, a = chain_series(ag, attention, prior, P)
+    s_b, b = chain_series(ag, attention, copy, P)
+    out = {}
+    for seed in sorted(set(s_a.tolist()) & set(s_b.tolist())):
+        i, j = list(s_a).index(seed), list(s_b).index(seed)
+        out[int(seed)] = {k: np.vstack([a[k][i, :(n := min(a[k].shape[1], b[k].shape[1]))], b[k][j, :n]])
+                          for k in KEYS[attention]}
+    return out
+
+
 def convergence_table(ag, attention: str, recs: dict[str, Recipe], rhat_max: float = RHAT_MAX) -> list[dict]:
     """Per (sampling recipe: SGLD or HMC, P, plotted order parameter): n_chains, n_draws, mean of the
     chain means, rank split-R̂ across the chains, rhat_within_max (the largest single-chain split-R̂:
@@ -160,14 +174,14 @@ def convergence_table(ag, attention: str, recs: dict[str, Recipe], rhat_max: flo
         if r.init != "copy" or not r.twin or not recs[r.twin].sampler:
             continue
         for P in sorted(set(swept_P(ag, r.twin)) & set(swept_P(ag, r.name))):
-            s_a, a = chain_series(ag, attention, r.twin, P)
-            s_b, b = chain_series(ag, attention, r.name, P)
+            _, a = chain_series(ag, attention, r.twin, P)
+            _, b = chain_series(ag, attention, r.name, P)
+            by_seed = seed_pairs(ag, attention, r.twin, r.name, P)
             for k in KEYS[attention]:
                 n = min(a[k].shape[1], b[k].shape[1]) if len(a[k]) and len(b[k]) else 0
                 pooled = np.vstack([a[k][:, :n], b[k][:, :n]]) if n else np.zeros((0, 0))
                 row = _conv_row(attention, f"{r.twin}+{r.name}", "prior+copy", P, k, pooled, rhat_max)
-                pairs = [np.vstack([a[k][list(s_a).index(s), :n], b[k][list(s_b).index(s), :n]])
-                         for s in sorted(set(s_a) & set(s_b))] if n >= 4 else []
+                pairs = [two[k] for two in by_seed.values()] if n >= 4 else []
                 paired = [x for x in (split_rhat(p) for p in pairs) if np.isfinite(x)]
                 ess_p = [x for x in (ess_bulk(p) for p in pairs) if np.isfinite(x)]
                 row["rhat_paired_max"] = float(max(paired)) if paired else NAN

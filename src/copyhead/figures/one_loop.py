@@ -11,7 +11,7 @@ import numpy as np
 
 from copyhead.analysis import one_loop_compare as cmp
 from copyhead.provenance import product_record, read_dataset
-from copyhead.results.format import METHOD
+from copyhead.results.format import sampler_name
 
 from . import write_figure
 from .style import WIDE, pyplot
@@ -69,7 +69,7 @@ def draw(fs, fl):
                 axes[i, j].set_ylabel(f"gap of {NAME[param]}")
             if i == 1:
                 axes[i, j].set_xlabel("$1/d_k$")
-    sampler = METHOD.get(fs.attrs["recipe"], fs.attrs["recipe"])
+    sampler = sampler_name(fs.attrs["recipe"])
     fig.supylabel(f"gap = {sampler} (prior starts) $-$ same-dataset theory", fontsize=8)
     h, lab = axes[0, 0].get_legend_handles_labels()
     order = sorted(range(len(lab)), key=lambda k: ("measured" not in lab[k], "2L" in lab[k]))

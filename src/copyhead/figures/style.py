@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..attention import variant
+from ..results.format import sampler_name
 
 COL = 3.4   # paper single-column width, inches
 WIDE = 7.0  # two-column width
@@ -157,11 +158,10 @@ def residual_axis(ax, reference: dict):
     fixed_ticks(ax.yaxis, sorted({0.0, *ticks, *(-t for t in ticks)}))
     ax.set_ylim(-1.2 * top, 1.2 * top)
     ax.set_ylabel("$z$")
-    names = {"sgld": "SGLD", "adam": "Adam", "hmc": "HMC"}
     by: dict[str, list[str]] = {}
     for m, c in reference.items():
         if c:
-            by.setdefault(c, []).append(names.get(m, m))
+            by.setdefault(c, []).append(sampler_name(m))
     what = "; ".join(f"{', '.join(ms)} vs {c}" for c, ms in by.items())
     ax.set_title(f"residuals: {what}" if what else "residuals: no theory curve with errors", fontsize=6)
 

@@ -8,6 +8,11 @@ from ..analysis.stats import is_number as ok
 METHOD = {"hmc": "HMC", "sgld": "SGLD", "adam": "Adam"}
 
 
+def sampler_name(method: str) -> str:
+    """The sampler's name of a method or reference recipe (``METHOD``); any other recipe by its own name."""
+    return METHOD.get(method, method)
+
+
 def g(x, digits: int = 3) -> str:
     """A number with ``digits`` significant digits; '–' where there is none."""
     if isinstance(x, bool):

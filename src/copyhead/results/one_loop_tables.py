@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis import one_loop_compare as cmp
-from .format import METHOD, g
+from .format import g, sampler_name
 
 TABLE_RATIOS = (1.0, 1.35, 2.0)
 NAME = {"c1": "ĉ1", "cG": "ĉG", "aG": "âG"}
@@ -161,7 +161,7 @@ def softmax_lines(sm):
              f"median {100 * np.median(q):.0f} % ({100 * q.min():.0f}–{100 * q.max():.0f} %, {len(q)} points)"
              if len(q) else "")
     n_flag = int((cmp.flags(sm)["soft"] | cmp.flags(sm)["none"]).sum())
-    head = [f"- Softmax (âG = mP/L, finite-size study, prior-started {METHOD.get(sm.attrs['recipe'], sm.attrs['recipe'])}; "
+    head = [f"- Softmax (âG = mP/L, finite-size study, prior-started {sampler_name(sm.attrs['recipe'])}; "
             "Eqs. (32) and (35), Section 5): RMS z "
             "uncorrected → one loop, d_k = " + ", ".join(
                 f"{int(x)}: {g(float(a))} → {g(float(b))}" for x, a, b in

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .claims import claims_section
 from .findings import headline
-from .format import METHOD, P_, ci, g, ok, table, verdict_text
+from .format import METHOD, P_, ci, g, ok, sampler_name, table, verdict_text
 
 KEY_FIGURES = [("fig3_linear_order_params", "linear order parameters against P, residuals z, R̂",
                 "Linear attention: ĉ1 and ĉG of every method (points: seed means, 95% bars) against P with the "
@@ -51,7 +51,7 @@ def _theory(r: dict) -> str:
     cells = [(m, r[m]["theory"]) for m in METHOD if r.get(m) and r[m]["theory"]]
     if len(cells) > 1 and len({t["label"] for _, t in cells}) == 1:
         cells = [("both" if len(cells) == 2 else "all", cells[0][1])]
-    parts = [f"{value(t)} ({METHOD.get(m, m)}: {_curve(t)})" for m, t in cells]
+    parts = [f"{value(t)} ({sampler_name(m)}: {_curve(t)})" for m, t in cells]
     if ok(r["closed_form"]["value"]):
         parts.append(f"closed form {value(r['closed_form'])}")
     parts += [f"{t['label'].split(' (')[0]} {g(t['value'])} (not compared)" for t in r.get("theory_points", [])]

@@ -31,6 +31,7 @@ from copyhead.config import ActionParams
 from copyhead.order_params import paper_order_parameters
 from copyhead.provenance import DataFileError, product_record, write_product
 from copyhead.resources import sweep_seconds
+from copyhead.results.format import METHOD
 from copyhead.studies.spec import REFERENCE, load_spec
 from copyhead.theory.scaling import closed_form_transitions
 
@@ -44,7 +45,6 @@ CURVE_LABEL = {"same_mean": "same dataset, posterior mean (large-deviation prior
                "closed_mean_gaussian": "closed form, posterior mean, Gaussian prior"}
 CLOSED_CURVE = {"linear": "closed form, posterior mean",
                 "softmax": "closed form, posterior mean (seed mean, swept P, steepest rise)"}
-METHOD_NAME = {"sgld": "SGLD", "hmc": "HMC", "adam": "Adam"}
 # the sentence the results page's findings look for (copyhead.results.findings.headline)
 COLLAPSE_LINE = ("The transition points collapse at equal P/σ² within their 95% CIs (studies report, section 3), "
                  "so a study's transitions divided by its σ² are its transitions on the paper's σ² = 1 scale.")
@@ -153,7 +153,7 @@ def load_study(path: str | Path) -> dict:
         (r for r in swept if cfg["optimizers"][r]["method"] != "adam"), swept[0])
     method = cfg["optimizers"][stage]["method"]
     own = [r for r in swept if cfg["optimizers"][r]["method"] == method]
-    study.update(seconds=_job_seconds(root), cost=_cost(cfg), attentions={}, method=METHOD_NAME[method],
+    study.update(seconds=_job_seconds(root), cost=_cost(cfg), attentions={}, method=METHOD[method],
                  recipe=stage)
     for att, a in d["attentions"].items():
         grid = sorted({float(P) for r in own if r in cfg["sweep"].get(att, {})
