@@ -135,13 +135,18 @@ def seed_pairs(ag, attention: str, prior: str, copy: str, P) -> dict[int, dict[s
     """One training set's two chains at ``P``, per seed ok in both recipes (its prior- and copy-started runs):
     {seed: {parameter: (2, n) draws}}, both cut to the shorter chain's length n. R̂ and ESS of such a pair
     judge mixing on one dataset, free of the spread between datasets."""
-    s_a, a = chain_series(ag, attention, prior, P)
-    s_b, b = chain_series(ag, attention, copy, P)
+    return _by_seed(*chain_series(ag, attention, prior, P), *chain_series(ag, attention, copy, P), KEYS[attention])
+
+
+def _by_seed(s_a, a, s_b, b, keys) -> dict[int, dict[str, np.ndarray]]:
+    """:func:`seed_pairs` from the two recipes' series (:func:`chain_series`: seeds, parameter -> (seeds, draws))."""
     out = {}
     for seed in sorted(set(s_a.tolist()) & set(s_b.tolist())):
         i, j = list(s_a).index(seed), list(s_b).index(seed)
-        out[int(seed)] = {k: np.vstack([a[k][i, :(n := min(a[k].shape[1], b[k].shape[1]))], b[k][j, :n]])
-                          for k in KEYS[attention]}
+        out[int(seed)] = {}
+        for k in keys:
+            n = min(a[k].shape[1], b[k].shape[1])
+            out[int(seed)][k] = np.vstack([a[k][i, :n], b[k][j, :n]])
     return out
 
 
@@ -174,9 +179,9 @@ def convergence_table(ag, attention: str, recs: dict[str, Recipe], rhat_max: flo
         if r.init != "copy" or not r.twin or not recs[r.twin].sampler:
             continue
         for P in sorted(set(swept_P(ag, r.twin)) & set(swept_P(ag, r.name))):
-            _, a = chain_series(ag, attention, r.twin, P)
-            _, b = chain_series(ag, attention, r.name, P)
-            by_seed = seed_pairs(ag, attention, r.twin, r.name, P)
+            s_a, a = chain_series(ag, attention, r.twin, P)
+            s_b, b = chain_series(ag, attention, r.name, P)
+            by_seed = _by_seed(s_a, a, s_b, b, KEYS[attention])   # one training set's two chains
             for k in KEYS[attention]:
                 n = min(a[k].shape[1], b[k].shape[1]) if len(a[k]) and len(b[k]) else 0
                 pooled = np.vstack([a[k][:, :n], b[k][:, :n]]) if n else np.zeros((0, 0))

@@ -42,11 +42,11 @@ def pyplot():
     return plt
 
 
-def fixed_ticks(axis, values):
-    """Ticks exactly at ``values``, labelled as plain numbers, no minor ticks."""
-    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+def fixed_ticks(axis, values, labels=None):
+    """Ticks exactly at ``values``, labelled as plain numbers (or with ``labels``), no minor ticks."""
+    from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator, ScalarFormatter
     axis.set_major_locator(FixedLocator(values))
-    axis.set_major_formatter(ScalarFormatter())
+    axis.set_major_formatter(ScalarFormatter() if labels is None else FixedFormatter(labels))
     axis.set_minor_locator(NullLocator())
 
 
@@ -117,7 +117,6 @@ def mark_transitions(ax, th, kinds):
     top of ``ax``, above the data, in each line's colour (labels inside the panel covered the markers);
     line and label are clipped to the axes, so a point outside the swept P range shows neither. Returns
     the number of named lines."""
-    from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
     ticks, names, colors = [], [], []
     for k in kinds:
         if k not in th or not np.isfinite(float(th[k])):
@@ -129,9 +128,7 @@ def mark_transitions(ax, th, kinds):
             ticks.append(P), names.append(f"{label} {P:.3g}"), colors.append(color)
     if ticks:   # after the x scale is set (setting it resets a secondary axis' locators and labels)
         top = ax.secondary_xaxis("top")
-        top.xaxis.set_major_locator(FixedLocator(ticks))
-        top.xaxis.set_major_formatter(FixedFormatter(names))
-        top.xaxis.set_minor_locator(NullLocator())
+        fixed_ticks(top.xaxis, ticks, names)
         top.tick_params(length=2, pad=1, labelsize=5, labelrotation=90)
         for t, c in zip(top.get_xticklabels(), colors):
             t.set_color(c)
