@@ -24,6 +24,8 @@ rule all:
     input:
         "docs/one_loop.md",
         f"{OUT}/fig_one_loop_gaps.png",
+        f"{OUT}/fig_one_loop_dataset_linear.png",
+        f"{OUT}/fig_one_loop_dataset_softmax.png",
 
 
 # {study}.nc: the default sub-grid (copyhead.theory.one_loop.posterior.SETTINGS); {study}_coarse9.nc: a 9²
@@ -102,6 +104,24 @@ rule one_loop_figure:
     shell:
         "copyhead one-loop figure --finite-size {input.finite_size:q} --finite-L {input.finite_L:q}"
         " --out {output[0]:q} > {log:q} 2>&1"
+
+
+# the per-dataset one loop against the equivalent-kernel one, one figure per attention type: linear at the
+# default size (the converged study), softmax at the finite-size study's points
+rule one_loop_dataset_figure:
+    input:
+        lambda wc: f"{OUT}/converged.nc" if wc.attention == "linear" else f"{OUT}/finite_size_softmax.nc",
+    output:
+        f"{OUT}/fig_one_loop_dataset_{{attention}}.png",
+        f"{OUT}/fig_one_loop_dataset_{{attention}}.provenance.json",
+    wildcard_constraints:
+        attention="linear|softmax",
+    params:
+        code=CODE["figures"],
+    log:
+        f"{OUT}/logs/figure_dataset_{{attention}}.log",
+    shell:
+        "copyhead one-loop dataset-figure --predictions {input:q} --out {output[0]:q} > {log:q} 2>&1"
 
 
 rule one_loop_page:

@@ -22,26 +22,38 @@ def flag_weight(ds) -> float:
     return float(ds.attrs["setting_flag"])
 
 
+# the per-dataset one loop (copyhead.theory.one_loop.dataset): its shift is taken against its own uncorrected
+# mean (each run's 2-D action) and its flags from its own weights
+DATASET = "one_loop_dataset"
+
+
+def _suffix(variant):
+    return "_dataset" if variant == DATASET else ""
+
+
 def shift(ds, variant="one_loop"):
-    """Predicted gap ⟨O⟩_variant − ⟨O⟩_S (ratio, x, param); variant "none" gives 0."""
-    return ds[f"mean_{variant}"] - ds["mean_none"]
+    """Predicted gap ⟨O⟩_variant − ⟨O⟩_S (ratio, x, param); variant "none" gives 0. The per-dataset one
+    loop (DATASET) is taken against its own uncorrected mean (mean_none_dataset)."""
+    return ds[f"mean_{variant}"] - ds[f"mean_none{_suffix(variant)}"]
 
 
-def flags(ds, weight=None):
-    """Boolean (ratio, x) masks: "soft" (most of the one-loop posterior weight on sub-grid points with a
-    near-critical transverse mode, 1 + eig Σ^½H_E⊥Σ^½ < ds.setting_soft: the Gaussian order is not reliable,
-    no prediction), "near" (most of it within one sub-grid cell of a point where Eq. (33) fails: a
-    prediction, marked), "none" (no stable sub-grid point)."""
+def flags(ds, weight=None, variant="one_loop"):
+    """Boolean (ratio, x) masks of ``variant``'s correction (one_loop: the equivalent kernel's; DATASET: the
+    per-dataset one, from its weights averaged over the runs): "soft" (most of the one-loop posterior weight
+    on sub-grid points with a near-critical transverse mode, 1 + eig Σ^½H_E⊥Σ^½ < ds.setting_soft: the
+    Gaussian order is not reliable, no prediction), "near" (most of it within one sub-grid cell of a point
+    where Eq. (33) fails: a prediction, marked), "none" (no stable sub-grid point)."""
     weight = flag_weight(ds) if weight is None else weight
-    nan = ~np.isfinite(ds["mean_one_loop"]).all("param")
-    return {"soft": (ds["soft_weight"] > weight) & ~nan, "near": (ds["near_unstable_weight"] > weight) & ~nan,
-            "none": nan}
+    sfx = _suffix(variant)
+    nan = ~np.isfinite(ds[f"mean_{'one_loop' if not sfx else DATASET}"]).all("param")
+    return {"soft": (ds[f"soft_weight{sfx}"] > weight) & ~nan,
+            "near": (ds[f"near_unstable_weight{sfx}"] > weight) & ~nan, "none": nan}
 
 
-def usable(ds, weight=None, exclude_near=False):
-    """(ratio, x): a point with a measured gap and a one-loop prediction that is not soft-flagged (nor
-    near-unstable, with exclude_near)."""
-    f = flags(ds, weight)
+def usable(ds, weight=None, exclude_near=False, variant="one_loop"):
+    """(ratio, x): a point with a measured gap and a one-loop prediction (of ``variant``: its own flags) that
+    is not soft-flagged (nor near-unstable, with exclude_near)."""
+    f = flags(ds, weight, variant)
     ok = np.isfinite(ds["gap"]).all("param") & ~f["soft"] & ~f["none"]
     return ok & ~f["near"] if exclude_near else ok
 
@@ -52,9 +64,13 @@ def z(ds, variant=None):
     return (ds["gap"] - pred) / ds["error"]
 
 
-def rms_z(ds, variant=None, weight=None, exclude_near=False):
-    """RMS z per x over the usable points (all ratios, both parameters): (x → (rms, n))."""
-    m = usable(ds, weight, exclude_near).broadcast_like(ds["gap"])
+def rms_z(ds, variant=None, weight=None, exclude_near=False, over="one_loop"):
+    """RMS z per x over the points usable under the flags of ``over`` (a variant, or a tuple of them: usable
+    under each) (all ratios, both parameters): (x → (rms, n))."""
+    m = True
+    for v in (over,) if isinstance(over, str) else over:
+        m = usable(ds, weight, exclude_near, v) & m
+    m = m.broadcast_like(ds["gap"])
     zz = z(ds, variant).where(m)
     n = m.sum(("ratio", "param"))
     return np.sqrt((zz**2).sum(("ratio", "param")) / n.where(n > 0)), n

@@ -75,8 +75,8 @@ def converged_points(results: dict, recipe="hmc"):
 def read_points(study, studies=None, base=None, spec=None, results=None, attention="linear", recipe="hmc") -> dict:
     """Everything the one-loop predictions of ``study`` need, read from its input files: dict(params,
     points, attrs (the dataset's attributes: study, by, recipe), seeds (the runs whose training sets the
-    one_loop_g variant uses), inputs (the paths read)). ``finite_size``/``finite_L``: from the studies' results
-    JSON ``studies``, their base config ``base`` and spec ``spec`` (its seeds; none for softmax);
+    one_loop_g variant and the per-dataset one loop use), inputs (the paths read)). ``finite_size``/``finite_L``:
+    from the studies' results JSON ``studies``, their base config ``base`` and spec ``spec`` (its seeds);
     ``converged``: from the results JSON ``results`` (the seeds of its linear ``recipe`` sweep; linear only)."""
     if study == "converged":
         res = json.loads(Path(results).read_text())
@@ -88,6 +88,6 @@ def read_points(study, studies=None, base=None, spec=None, results=None, attenti
         raise ValueError(f"study {study!r} is not allowed; allowed values: {[*STUDIES, 'converged']}")
     data = json.loads(Path(studies).read_text())
     params, points = study_points(data, study, load_yaml(base), recipe, attention)
-    seeds = [] if attention == "softmax" else list(load_yaml(spec)["seeds"])
+    seeds = list(load_yaml(spec)["seeds"])
     return {"params": params, "points": points, "seeds": seeds, "inputs": [studies, base, spec],
             "attrs": {"study": study, "by": data[study]["by"], "recipe": recipe}}

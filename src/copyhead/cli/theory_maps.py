@@ -42,6 +42,8 @@ def _cmd_one_loop(a) -> int:
         _call("theory.one_loop.predict:write_predictions", a.out, coarse=a.coarse, attention=a.attention, **read)
     elif a.what == "figure":
         _call("figures.one_loop:write", a.finite_size, a.finite_L, a.out)
+    elif a.what == "dataset-figure":
+        _call("figures.one_loop:write_dataset", a.predictions, a.out)
     else:
         _call("results.one_loop_page:write_page", a.finite_size, a.finite_L, a.out, check=a.check,
               converged=a.converged, softmax=a.softmax)
@@ -89,7 +91,8 @@ def register(sub) -> None:
     s.add_argument("--studies", help="the studies' results JSON (docs/studies/studies.json; finite_size, finite_L)")
     s.add_argument("--base", help="the studies' base config (config/studies/base.yaml; finite_size, finite_L)")
     s.add_argument("--spec", help="the studies' spec (config/studies.yaml): its seeds are the runs whose training "
-                                  "sets the one_loop_g variant uses (finite_size, finite_L)")
+                                  "sets the one_loop_g variant and the per-dataset one loop use (finite_size, "
+                                  "finite_L)")
     s.add_argument("--results", help="a results JSON, e.g. docs/results.json (converged)")
     s.add_argument("--recipe", default="hmc", help="the recipe whose prior-started chains are measured (default hmc: "
                    "the reference posterior)")
@@ -100,6 +103,11 @@ def register(sub) -> None:
     s = os_.add_parser("figure", help="fig_one_loop_gaps.png with its provenance sidecar")
     s.add_argument("--finite-size", required=True, help="predictions at the finite-size study's points")
     s.add_argument("--finite-L", required=True, help="predictions at the d_k = 2L study's points")
+    s.add_argument("--out", required=True, help="output .png")
+    s = os_.add_parser("dataset-figure", help="the per-dataset one loop against the equivalent-kernel one and the "
+                                              "measured gaps, from one predictions file (png + provenance sidecar)")
+    s.add_argument("--predictions", required=True, help="predictions with the per-dataset variant (converged: "
+                                                        "linear; finite_size_softmax: softmax)")
     s.add_argument("--out", required=True, help="output .png")
     s = os_.add_parser("page", help="the Markdown page (docs/one_loop.md) with its provenance record")
     s.add_argument("--finite-size", required=True, help="predictions at the finite-size study's points")

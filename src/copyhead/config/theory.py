@@ -78,9 +78,11 @@ class ScalingSettings(_Normalised):
 class FluctuationSettings(_Normalised):
     """``theory.fluctuations`` (optional): ``kind`` none (the 2-D theory) or one_loop (the transverse
     Gaussian correction of docs/theory.md Sec. 13, linear attention) at the P of ``P`` (empty: the
-    exact-average P, else 12 log-spaced P in [P_min, P_max])."""
+    exact-average P, else 12 log-spaced P in [P_min, P_max]); with one_loop, ``per_dataset`` adds the
+    per-dataset one loop (Eq. (36)) of every run's training set to the same-dataset theory."""
     kind: str = "none"
     P: tuple[float, ...] = _dc.field(default=(), metadata=_P_SET)
+    per_dataset: bool = False
 
 
 @_dc.dataclass(frozen=True)

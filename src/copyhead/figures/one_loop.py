@@ -17,7 +17,7 @@ from . import write_figure
 from .style import WIDE, pyplot
 
 RATIOS = (1.0, 1.35, 2.0)
-NAME = {"cG": r"$\hat c_G$", "c1": r"$\hat c_1$"}
+NAME = {"cG": r"$\hat c_G$", "c1": r"$\hat c_1$", "aG": r"$\hat a_G$"}
 PRED = "tab:red"
 
 
@@ -83,3 +83,60 @@ def write(finite_size, finite_L, out) -> dict:
     rec = product_record("fig_one_loop_gaps", "figures", {"finite_size": finite_size, "finite_L": finite_L},
                          kind="figure")
     return write_figure(draw(read_dataset(finite_size), read_dataset(finite_L)), out, rec, formats=("png",))
+
+
+DS_COLOR = "tab:blue"
+
+
+def _line(ax, r, y, bad, color, marker, label):
+    """A predicted curve: solid with filled markers where it is a prediction, dashed with hollow markers
+    where flagged."""
+    ax.plot(r, np.where(bad, np.nan, y), "-", color=color, marker=marker, ms=3.5, zorder=2, label=label)
+    if bad.any():
+        ax.plot(r, y, "--", color=color, lw=0.8, zorder=1)
+        ax.plot(r[bad], y[bad], marker, mfc="white", mec=color, ms=4, ls="none", zorder=2)
+
+
+def draw_dataset(ds):
+    """The per-dataset one loop against the equivalent-kernel one and the measured gap (× d_k) against
+    P/P_ref (linear) or P/P* (softmax): one panel per (size, order parameter) of ``ds``."""
+    plt = pyplot()
+    xs, params = ds["x"].values, [str(p) for p in ds["param"].values]
+    panels = [(x, q) for x in xs for q in params]
+    ncol = min(len(panels), 5)
+    nrow = -(-len(panels) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(WIDE, 2.4 * nrow + 0.6), constrained_layout=True, squeeze=False)
+    softmax = ds.attrs["attention"] == "softmax"
+    fe, fd = cmp.flags(ds), cmp.flags(ds, variant=cmp.DATASET)
+    for ax, (x, q) in zip(axes.ravel(), panels):
+        s = ds.sel(x=x, param=q)
+        d_k = float(ds["d_k"].sel(x=x))
+        r = ds["ratio"].values
+        ok = np.isfinite(s["gap"].values)
+        ax.axhline(0.0, color="0.6", lw=0.7, zorder=0)
+        ax.errorbar(r[ok], s["gap"].values[ok] * d_k, s["error"].values[ok] * d_k, fmt="o", color="k", ms=3.5,
+                    capsize=2, zorder=3, label=f"measured ({sampler_name(ds.attrs['recipe'])} − same-dataset theory)")
+        for variant, flags, color, marker, label in (
+                ("one_loop", fe, PRED, "D", "one loop, equivalent kernel (Eq. (32))"),
+                (cmp.DATASET, fd, DS_COLOR, "s", "one loop, per dataset (own H_E⊥, g⊥)")):
+            y = cmp.shift(ds, variant).sel(x=x, param=q).values * d_k
+            bad = (flags["soft"] | flags["none"]).sel(x=x).values
+            _line(ax, r[ok], y[ok], bad[ok], color, marker, label)
+        size = f"$L = {int(ds['L'].sel(x=x))}$, $d_k = {int(d_k)}$"
+        ax.set_title(f"{NAME[q]}, {size}", fontsize=8)
+        ax.set_xlabel("$P/P^*$" if softmax else "$P/P_{ref}$")
+    for ax in axes.ravel()[len(panels):]:
+        ax.set_visible(False)
+    for row in axes:
+        row[0].set_ylabel(r"gap $\times\, d_k$")
+    h, lab = axes[0, 0].get_legend_handles_labels()
+    fig.legend(h, lab, loc="outside lower center", ncol=3, fontsize=7)
+    return fig
+
+
+def write_dataset(predictions, out) -> dict:
+    """Draw the per-dataset figure from one one-loop file (the converged study, linear; the finite-size
+    softmax points) and write ``out`` (png) with its ``<stem>.provenance.json``."""
+    name = out.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    rec = product_record(name, "figures", {"predictions": predictions}, kind="figure")
+    return write_figure(draw_dataset(read_dataset(predictions)), out, rec, formats=("png",))

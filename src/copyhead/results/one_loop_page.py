@@ -10,6 +10,7 @@ import numpy as np
 
 from ..analysis import one_loop_compare as cmp
 from ..provenance import product_record, read_dataset, write_product
+from . import one_loop_dataset as dataset
 from .format import g, sampler_name
 from .one_loop_tables import (NAME, TABLE_RATIOS, coefficient_table, converged_lines, f2, flagged_lines,
                               points_table, rms_table, softmax_lines)
@@ -131,6 +132,24 @@ def ds_label(by, x):
     return f"{by} = {int(x)}"
 
 
+def dataset_figures(named):
+    """The per-dataset figures (copyhead.figures.one_loop.write_dataset: one per attention type) under
+    Section 0, where their inputs carry the per-dataset variant."""
+    have = {key for key, ds, _, _ in named if dataset.has_dataset(ds)}
+    out = []
+    if "converged" in have:
+        out += ["![per-dataset one loop, linear](one_loop/fig_one_loop_dataset_linear.png)", "",
+                "*Figure: linear attention at the default size (converged study): the measured gap × d_k "
+                "(reference chains − same-dataset theory) against P/P_ref with its error, the equivalent-kernel "
+                "one-loop shift and the per-dataset one; hollow markers on a dashed line: flagged, not a "
+                "prediction.*", ""]
+    if "softmax" in have:
+        out += ["![per-dataset one loop, softmax](one_loop/fig_one_loop_dataset_softmax.png)", "",
+                "*Figure: softmax attention, finite-size study, one panel per d_k: the measured gap × d_k of âG "
+                "against P/P* with the equivalent-kernel and the per-dataset one-loop shifts.*", ""]
+    return out
+
+
 def render(fs, fl, command=COMMAND, check=None, converged=None, softmax=None):
     c_fs, c_fl = cmp.consistency(fs), cmp.consistency(fl)
     k1, kn, nbig = naive_sign(fs)
@@ -166,12 +185,19 @@ def render(fs, fl, command=COMMAND, check=None, converged=None, softmax=None):
     cv_head, cv_section = converged_lines(converged)
     sm_head, sm_section = softmax_lines(softmax)
     out += cv_head + sm_head
+    named = [("finite_size", fs, "d_k", f"Finite-size study (L = {L})"),
+             ("finite_L", fl, "L", "Scaling study (d_k = 2L)"),
+             ("converged", converged, "d_k", "Converged study at the default size"
+              + (f" (L = {int(converged['L'].values[0])}, d_k = {int(converged['d_k'].values[0])})" if converged is not None else "")),
+             ("softmax", softmax, "d_k", "Softmax, finite-size study")]
+    out += dataset.answer_lines(named)
     out += ["", f"Gap × d_k of {NAME['cG']}, measured ± error / one-loop prediction ({NAME['c1']}: Section 1):", ""]
     out += coefficient_table(fs, "cG") + ["", CAPTION]
     out += ["", "![gap against 1/d_k](one_loop/fig_one_loop_gaps.png)", "",
             f"*Figure: measured gap ({sampler} − same-dataset theory) against 1/d_k with its error, the one-loop "
             "prediction drawn through it (dashed and hollow where flagged: not a prediction), one panel per "
             "P/P_ref; the scaling-study points (L = 24, 32 at d_k = 2L) in grey; †: as in the table.*", "",
+            *dataset.section(named), *dataset_figures(named),
             f"## 1. The 1/d_k coefficient, {NAME['c1']} ({NAME['cG']}: the table of the answer)", "",
             "b is the coefficient of 1/d_k, so the aim “predicted within 2σ of the measured” is |z_b| ≤ 2.", ""]
     out += coefficient_table(fs, "c1")

@@ -23,6 +23,7 @@ from typing import Callable, Iterable
 import numpy as np
 import xarray as xr
 
+from copyhead.attention import variant
 from copyhead.config import ActionParams, TheoryParams, runs, theory_params
 from copyhead.provenance import provenance_attrs, write_dataset
 from copyhead.task import make_data
@@ -156,6 +157,8 @@ def same_dataset_theory(th: TheoryParams, attention: str, pairs: Iterable[tuple[
         log(f"same-dataset theory {attention}: warning: the global minimum is on the grid boundary for "
             f"{hits} (P, seed) pairs (grid range {ranges})")
     ds = _dataset(attention, p, Ps, seeds, recs)
+    if th.fluctuations.kind == "one_loop" and th.fluctuations.per_dataset:
+        ds = _per_dataset_one_loop(ds, p, attention, pairs, tokens, log)
     ds.attrs.update({
         "attention": attention, "prior": p.prior, "grid_n": th.grid_n,
         "grid_range": json.dumps(list(np.atleast_1d(ranges).astype(float))), "grid_boundary_hits": int(hits),
@@ -166,6 +169,47 @@ def same_dataset_theory(th: TheoryParams, attention: str, pairs: Iterable[tuple[
         "branches": "; ".join(f"{k}: {v}" for k, v in SIDES.items()),
         "compute_seconds": round(time.perf_counter() - t0, 2), "docs": "docs/theory.md Sec. 4.4"})
     log(f"same-dataset theory {attention}: {len(pairs)} (P, seed) pairs in {time.perf_counter() - t0:.1f} s")
+    return ds
+
+
+def _per_dataset_one_loop(ds, p, attention, pairs, tokens, log) -> xr.Dataset:
+    """``theory.fluctuations: {kind: one_loop, per_dataset: true}``: each pair's posterior means without and
+    with the per-dataset one loop (docs/theory.md Sec. 13, Eq. (36); copyhead.theory.one_loop.dataset) and
+    the weight behind its flag, as ``<k>_mean_same_none`` / ``<k>_mean_same_one_loop`` (linear c1, cG;
+    softmax aG = mP/L) and ``one_loop_soft_weight_same``."""
+    # imported here: the one-loop package reads the runs' training sets through this module
+    from .one_loop.dataset import dataset_posterior_means
+    from .one_loop.posterior import SETTINGS
+    t0 = time.perf_counter()
+    linear = variant(attention).theory == "linear"
+    grid = (SETTINGS["coarse_dataset"], SETTINGS["fine"]) if linear else (SETTINGS["coarse_beta"], SETTINGS["fine_beta"])
+    prms = ("c1", "cG") if linear else ("aG",)
+    Ps, seeds = [float(P) for P in ds["P"].values], [int(s) for s in ds["seed"].values]
+    shape = (len(Ps), len(seeds))
+    vals = {f"{k}_{v}": np.full(shape, np.nan) for k in prms for v in ("none", "one_loop")}
+    soft = np.full(shape, np.nan)
+    for P, seed in pairs:
+        r = dataset_posterior_means(p, P, [seed], *grid, SETTINGS["cut"], SETTINGS["soft"], tokens=tokens,
+                                    attention="linear" if linear else "softmax")
+        i, j = Ps.index(float(P)), seeds.index(int(seed))
+        for k in prms:
+            for v in ("none", "one_loop"):
+                vals[f"{k}_{v}"][i, j] = r[v][k]
+        soft[i, j] = r["soft_weight"]
+    names = {"c1": "ĉ1", "cG": "ĉG", "aG": "âG = mP/L"}
+    for k in prms:
+        ds[f"{k}_mean{SUFFIX}_none"] = (("P", "seed"), vals[f"{k}_none"], {
+            "long_name": f"{names[k]} posterior mean over the run's own action, on the per-dataset one loop's "
+                         "grid (Eq. (18))", "units": "1"})
+        ds[f"{k}_mean{SUFFIX}_one_loop"] = (("P", "seed"), vals[f"{k}_one_loop"], {
+            "long_name": f"{names[k]} posterior mean with the per-dataset one loop (docs/theory.md Eq. (36)); "
+                         f"flagged where one_loop_soft_weight{SUFFIX} > {SETTINGS['flag']}", "units": "1"})
+    ds[f"one_loop_soft_weight{SUFFIX}"] = (("P", "seed"), soft, {
+        "long_name": "share of the per-dataset one-loop posterior weight on near-critical transverse modes "
+                     "(docs/theory.md Sec. 13)", "units": "1"})
+    ds.attrs.update({f"one_loop_setting_{k}": v for k, v in SETTINGS.items()})
+    log(f"same-dataset theory {attention}: per-dataset one loop for {len(pairs)} pairs in "
+        f"{time.perf_counter() - t0:.1f} s")
     return ds
 
 

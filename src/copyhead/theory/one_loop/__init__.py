@@ -13,6 +13,8 @@ Modules, in the order they build on each other:
   equivalent kernel (Eq. (32)), the softest mode, a dataset's gradient term (Eq. (34));
 - ``softmax``: the softmax expansion point and the observable's second-order term (Eq. (35));
 - ``posterior``: the posterior means with and without the correction at one P (Eq. (18));
+- ``dataset``: the consistent per-dataset one loop: each run's own evidence Hessian and gradient (in closed
+  form from its second moments) around its own 2-D action;
 - ``predict``: those means at given measured points, as the dataset of docs/one_loop/*.nc;
 - ``curve``: the theory option ``theory.fluctuations: {kind: one_loop}`` along a P grid.
 Vectorisation convention: vec(M) = M.reshape(-1) (row-major, index a·L + b).

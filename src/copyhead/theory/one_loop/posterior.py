@@ -42,7 +42,8 @@ FLAG = 0.5       # a point is flagged (no prediction) when more than this share 
                  # weight lies on such sub-grid points
 CUT = 30.0       # the window: S − S_min < CUT
 BOX = ((0.0, 0.6), (-0.4, 0.8))      # the first (c1, cG) box the window is searched in (widened if hit)
-SETTINGS = {"coarse": 11, "fine": 161, "soft": SOFT, "cut": CUT, "flag": FLAG, "coarse_beta": 21, "fine_beta": 801}
+SETTINGS = {"coarse": 11, "fine": 161, "soft": SOFT, "cut": CUT, "flag": FLAG, "coarse_beta": 21, "fine_beta": 801,
+            "coarse_dataset": 7}     # the per-dataset one loop's sub-grid (dataset.py; 0: not computed)
 VARIANTS = ("none", "one_loop", "one_loop_pref", "one_loop_g", "naive")
 VARIANT_LABEL = {"none": "2-D closed form exp(−S) (Eqs. (16), (18)), uncorrected",
                  "one_loop": "exp(−S − ΔS_EK), one loop (Eq. (32))",
@@ -56,14 +57,16 @@ SOFTMAX_LABEL = {"none": "1-D closed form exp(−S(β)) (Eqs. (16), (18)), uncor
 BETA_BOX = (-3.0, 15.0)     # where the softmax window S(β) − S_min < CUT is searched
 
 
-def window(p: ActionParams, P, n=161, cut=CUT, box=BOX, max_widen=6):
+def window(p: ActionParams, P, n=161, cut=CUT, box=BOX, max_widen=6, action=None):
     """((c1_lo, c1_hi), (cG_lo, cG_hi)): the box (c1 ≥ 0) where S − S_min < cut, padded by one step; the
-    search box is widened (×2 on the side it touches) until the window lies inside it."""
+    search box is widened (×2 on the side it touches) until the window lies inside it. ``action(C1, CG)``:
+    the 2-D action (default: the closed form at P, Eq. (16))."""
+    action = (lambda C1, CG: action_linear(C1, CG, P, p)) if action is None else action
     (a1, b1), (a2, b2) = box
     for _ in range(max_widen):
         c1, cG = np.linspace(a1, b1, n), np.linspace(a2, b2, n)
         C1, CG = np.meshgrid(c1, cG, indexing="ij")
-        S = action_linear(C1, CG, P, p)
+        S = action(C1, CG)
         i, j = np.where(S - S.min() < cut)
         hit_1, hit_lo, hit_hi = i.max() == n - 1, j.min() == 0, j.max() == n - 1
         if not (hit_1 or hit_lo or hit_hi):
@@ -105,19 +108,23 @@ def ek_correction(p: ActionParams, P, seeds=()):
     return corr
 
 
-def posterior_means(p: ActionParams, P, coarse=11, fine=161, correction=None, soft=SOFT, cut=CUT, seeds=()):
-    """Posterior means of (c1, cG) under each variant of VARIANTS at one P (module docstring).
+def posterior_means(p: ActionParams, P, coarse=11, fine=161, correction=None, soft=SOFT, cut=CUT, seeds=(),
+                    action=None, variants=VARIANTS):
+    """Posterior means of (c1, cG) under each variant of ``variants`` (default VARIANTS) at one P (module
+    docstring).
 
     ``correction(c1, cG) -> dict(dS, rel, pref, naive, g0, g1, …)`` (default: ek_correction(p, P, seeds));
-    ``one_loop_g`` is NaN without seeds. Returns {"window", variant: {"c1", "cG"}, "unstable_weight" (under
-    exp(−S), on fine points nearest an unstable sub-grid point), "near_unstable_weight" and "soft_weight"
-    (under the one-loop posterior), "n_unstable"}.
+    ``one_loop_g`` is NaN without seeds. ``action(C1, CG)``: the 2-D action the correction is added to
+    (default: the closed form at P, Eq. (16); one dataset's: ``dataset.dataset_action``). Returns {"window",
+    variant: {"c1", "cG"}, "unstable_weight" (under exp(−S), on fine points nearest an unstable sub-grid
+    point), "near_unstable_weight" and "soft_weight" (under the one-loop posterior), "n_unstable"}.
     """
     correction = ek_correction(p, P, seeds) if correction is None else correction
-    (a1, b1), (a2, b2) = window(p, P, cut=cut)
+    action = (lambda C1, CG: action_linear(C1, CG, P, p)) if action is None else action
+    (a1, b1), (a2, b2) = window(p, P, cut=cut, action=action)
     c1f, cGf = np.linspace(a1, b1, fine), np.linspace(a2, b2, fine)
     C1, CG = np.meshgrid(c1f, cGf, indexing="ij")
-    S = action_linear(C1, CG, P, p)
+    S = action(C1, CG)
     w = np.where(c1f[:, None] > 0, 1.0, 0.5) * np.ones_like(S)     # c1 = 0 is the symmetry line (c → −c)
     c1c, cGc = np.linspace(a1, b1, coarse), np.linspace(a2, b2, coarse)
     grid = {}
@@ -134,7 +141,7 @@ def posterior_means(p: ActionParams, P, coarse=11, fine=161, correction=None, so
     out = {"window": ((a1, b1), (a2, b2)), "unstable_weight": float(q0[badf].sum() / q0.sum()),
            "n_unstable": int(bad.sum())}
     if bad.all():
-        for name in VARIANTS:
+        for name in variants:
             out[name] = {"c1": np.nan, "cG": np.nan} if name != "none" else _means(q0, C1, CG)
         out.update(near_unstable_weight=np.nan, soft_weight=np.nan)
         return out
@@ -149,35 +156,48 @@ def posterior_means(p: ActionParams, P, coarse=11, fine=161, correction=None, so
     def means(dS, keep):
         q = w * np.exp(-(S + dS - (S + dS)[keep].min())) * keep
         return _means(q, C1, CG), q
-    for name, dS in {"none": 0.0 * S, "one_loop": one, "one_loop_pref": one + interp(grid["pref"]),
-                     "naive": one + interp(grid["naive"])}.items():
-        out[name], q = means(dS, np.ones_like(badf) if name == "none" else ~badf)
+    extra = {"none": lambda: 0.0 * S, "one_loop": lambda: one, "one_loop_pref": lambda: one + interp(grid["pref"]),
+             "naive": lambda: one + interp(grid["naive"])}
+    for name in ("none", "one_loop", *(v for v in variants if v not in ("none", "one_loop", "one_loop_g"))):
+        out[name], q = means(extra[name](), np.ones_like(badf) if name == "none" else ~badf)
         if name == "one_loop":
             out["near_unstable_weight"] = float(q[dilf].sum() / q.sum())
             out["soft_weight"] = float(q[softf].sum() / q.sum())
-    per_run = [means(one + interp(grid[k][nearest]), ~badf)[0] for k in gkeys]
-    out["one_loop_g"] = {prm: float(np.mean([m[prm] for m in per_run])) if per_run else np.nan
-                         for prm in PARAMS}
+    if "one_loop_g" in variants:
+        per_run = [means(one + interp(grid[k][nearest]), ~badf)[0] for k in gkeys]
+        out["one_loop_g"] = {prm: float(np.mean([m[prm] for m in per_run])) if per_run else np.nan
+                             for prm in PARAMS}
     return out
 
 
-def softmax_posterior_means(p: ActionParams, P, coarse=21, fine=801, soft=SOFT, cut=CUT):
+def ek_softmax_correction(p: ActionParams, P):
+    """The equivalent-kernel softmax correction at one β: a function returning (OneLoop of Eq. (32), the
+    observable's term of Eq. (35))."""
+    E = evidence_ek(p, P, "softmax")
+    return lambda beta: one_loop_softmax(p, P, beta, E=E)
+
+
+def softmax_posterior_means(p: ActionParams, P, coarse=21, fine=801, soft=SOFT, cut=CUT, action=None,
+                            correction=None):
     """Softmax: posterior means of âG over the copy logit β (Eq. (18), uniform in β) inside the window
     S(β) − S_min < cut, uncorrected (``none``), with ΔS_EK (Eq. (32), at M = β(I − J/L)) and the observable's
     second-order term (Eq. (35)) (``one_loop``), and with ΔS_EK but âG(β) alone (``one_loop_no_obs``: what
     the observable's term adds). Corrections on a ``coarse`` sub-grid, cubic interpolation; unstable
-    sub-grid points as in :func:`posterior_means`. Returns {"window", variant: {"aG"}, "soft_weight",
+    sub-grid points as in :func:`posterior_means`. ``action(β)``: the 1-D action (default: the closed form
+    at P); ``correction(β) -> (OneLoop, observable term)`` (default: :func:`ek_softmax_correction`; one
+    dataset's: ``dataset.dataset_softmax_correction``). Returns {"window", variant: {"aG"}, "soft_weight",
     "unstable_weight", "near_unstable_weight", "n_unstable"}."""
+    action = (lambda beta: action_softmax(beta, P, p)) if action is None else action
+    correction = ek_softmax_correction(p, P) if correction is None else correction
     b = np.linspace(*BETA_BOX, 4001)
-    S = action_softmax(b, P, p)
+    S = action(b)
     k = np.where(S - S.min() < cut)[0]
     lo, hi = b[max(k.min() - 1, 0)], b[min(k.max() + 1, len(b) - 1)]
     bf, bc = np.linspace(lo, hi, fine), np.linspace(lo, hi, coarse)
-    Sf = action_softmax(bf, P, p)
-    E = evidence_ek(p, P, "softmax")
+    Sf = action(bf)
     dS, rel, obs = np.full(coarse, np.nan), np.full(coarse, np.nan), np.full(coarse, np.nan)
     for i, x in enumerate(bc):
-        r, o = one_loop_softmax(p, P, float(x), E=E)
+        r, o = correction(float(x))
         dS[i], rel[i], obs[i] = r.dS, r.min_rel_eig, o
     bad = ~np.isfinite(dS)
     aG = softmax_coeffs(bf, p.L)[1] / p.L                       # âG = mP/L (copyhead.results.inputs)

@@ -13,6 +13,7 @@ import xarray as xr
 from copyhead.provenance import input_checksums, provenance_attrs, write_dataset
 
 from .blocks import BLOCKS
+from .dataset import DATASET_LABEL, DATASET_VARIANTS, dataset_posterior_means
 from .posterior import (PARAMS, SETTINGS, SOFTMAX_LABEL, SOFTMAX_PARAMS, SOFTMAX_VARIANTS, VARIANT_LABEL,
                         VARIANTS, mode_at, posterior_means, softmax_posterior_means)
 
@@ -25,10 +26,13 @@ def compute(params, points, attrs, settings=SETTINGS, log=print, seeds=(), atten
     ``params``: ActionParams per size x; ``points``: {(ratio, x, param): dict(P, experiment, error, theory,
     gap, closed)} (what copyhead.analysis.one_loop_points reads from the studies' results); ``attrs``: the
     dataset's attributes (study, by, recipe, ...); ``seeds``: the runs whose training sets the one_loop_g
-    variant uses."""
+    variant (linear) and the per-dataset one loop (``dataset.DATASET_VARIANTS``, its weights ``*_dataset``;
+    skipped where settings["coarse_dataset"] is 0) use."""
     study = attrs["study"]
     linear = attention == "linear"
+    per_dataset = bool(seeds) and settings.get("coarse_dataset", 0) > 0
     prms, variants = (PARAMS, VARIANTS) if linear else (SOFTMAX_PARAMS, SOFTMAX_VARIANTS)
+    variants = variants + (DATASET_VARIANTS if per_dataset else ())
     ratios = sorted({k[0] for k in points})
     xs = sorted(params)
     shape3, shape2 = (len(ratios), len(xs), len(prms)), (len(ratios), len(xs))
@@ -38,7 +42,9 @@ def compute(params, points, attrs, settings=SETTINGS, log=print, seeds=(), atten
     v2 = {k: np.full(shape2, np.nan) for k in ("P", "unstable_weight", "near_unstable_weight", "soft_weight",
                                                 "n_unstable", "seconds") + window
           + (tuple(f"mode_{k}_{at}" for k in ("rel", "column", "block") for at in ("none", "one_loop"))
-             if linear else ())}
+             if linear else ())
+          + (tuple(f"{k}_dataset" for k in ("soft_weight", "unstable_weight", "near_unstable_weight", "seconds"))
+             if per_dataset else ())}
     for a, ratio in enumerate(ratios):
         for b, x in enumerate(xs):
             if (ratio, x, prms[-1]) not in points:
@@ -59,6 +65,18 @@ def compute(params, points, attrs, settings=SETTINGS, log=print, seeds=(), atten
                                             soft=settings["soft"], cut=settings["cut"])
                 v2["beta_lo"][a, b], v2["beta_hi"][a, b] = r["window"]
                 extra = f"(without the observable's term {r['one_loop_no_obs']['aG'] - r['none']['aG']:+.4f}), "
+            if per_dataset:
+                t1 = time.perf_counter()
+                grid = (settings["coarse_dataset"], settings["fine"]) if linear else \
+                    (settings["coarse_beta"], settings["fine_beta"])
+                rd = dataset_posterior_means(params[x], P, seeds, *grid, settings["cut"], settings["soft"],
+                                             attention=attention)
+                r.update({"none_dataset": rd["none"], "one_loop_dataset": rd["one_loop"]})
+                for k in ("soft_weight", "unstable_weight", "near_unstable_weight"):
+                    v2[f"{k}_dataset"][a, b] = rd[k]
+                v2["seconds_dataset"][a, b] = time.perf_counter() - t1
+                extra += (f"per dataset {rd['one_loop'][prms[-1]] - rd['none'][prms[-1]]:+.4f} (soft weight "
+                          f"{rd['soft_weight']:.2g}, {v2['seconds_dataset'][a, b]:.1f} s), ")
             for k in ("unstable_weight", "near_unstable_weight", "soft_weight", "n_unstable"):
                 v2[k][a, b] = r[k]
             v2["P"][a, b], v2["seconds"][a, b] = P, time.perf_counter() - t0
@@ -75,7 +93,7 @@ def compute(params, points, attrs, settings=SETTINGS, log=print, seeds=(), atten
                     coords={"ratio": ratios, "x": xs, "param": list(prms),
                             "d_k": ("x", [params[x].d_k for x in xs]), "L": ("x", [params[x].L for x in xs]),
                             "V": ("x", [params[x].V for x in xs]), "sigma2": ("x", [params[x].sigma2 for x in xs])})
-    labels = VARIANT_LABEL if linear else SOFTMAX_LABEL
+    labels = {**(VARIANT_LABEL if linear else SOFTMAX_LABEL), **DATASET_LABEL}
     ds.attrs.update({**attrs, "attention": attention, "prior": params[xs[0]].prior,
                      "g_Q": params[xs[0]].g_Q, "g_K": params[xs[0]].g_K, "g_O": params[xs[0]].g_O,
                      **{f"setting_{k}": v for k, v in settings.items()},
