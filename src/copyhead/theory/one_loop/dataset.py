@@ -143,6 +143,24 @@ def dataset_one_loop(p: ActionParams, moments: DatasetMoments, m1, mP, attention
     return OneLoop(dS, ld, gr, ok, lmin, T @ bad, rel)
 
 
+def transverse_mean(p: ActionParams, tokens, c1, cG) -> np.ndarray:
+    """The Gaussian-order posterior mean of the off-plane part of the score matrix of one dataset (linear
+    attention) at the plane point (c1, cG): x̄ = −T (H⊥ + d_k H_I⊥)⁻¹ g⊥ (L×L; the mean of the transverse
+    Gaussian of Eq. (31)); NaN where Eq. (33) fails. Its column share (``correction.column_share``) is the
+    one-loop prediction of how much of the mean attention's off-plane part the column modes 1wᵀ carry."""
+    L = p.L
+    m1, mP = map(float, order_to_coeffs(c1, cG, L))
+    M = plane_point(m1, mP, L)
+    T = transverse_basis(L)
+    g, H = DatasetMoments(tokens, p.V, p.g_O, p.sigma2).grad_hessian_M(M)
+    HI = p.d_k * prior_rate_form(M, p.g_Q * p.g_K, block_dirs(L).reshape(-1, L, L), p.prior)
+    A = T.T @ H @ T + prior_precision_transverse(HI, L)
+    A = 0.5 * (A + A.T)
+    if np.linalg.eigvalsh(A)[0] <= 0:
+        return np.full((L, L), np.nan)
+    return -(T @ np.linalg.solve(A, T.T @ g)).reshape(L, L)
+
+
 def dataset_action(p: ActionParams, tokens, P, attention="linear"):
     """S_s of one dataset at P (Eq. (16) with that dataset's exact evidence, Eq. (4); Sec. 4.4): linear, a
     function of broadcastable (C1, CG) arrays; softmax, of β (the 1-D action with the gauge integrated out,
