@@ -146,3 +146,25 @@ def test_per_dataset_without_one_loop_is_a_config_error():
     cfg["theory"]["fluctuations"] = {"kind": "none", "per_dataset": True}
     with pytest.raises(ConfigError, match="theory.fluctuations.kind"):
         validate(cfg)
+
+
+def test_off_plane_part_and_column_share_of_the_benchmark(bench_script):
+    """benchmarks/one_loop_column_share.py: the off-plane part is orthogonal to J and I, a column mode keeps
+    its share 1, and the cosine of a matrix with itself is 1."""
+    mod = bench_script("one_loop_column_share")
+    L = 6
+    w = np.arange(L) - (L - 1) / 2.0
+    A = 0.3 * np.eye(L) + 0.1 * np.ones((L, L)) + np.outer(np.ones(L), w) * 0.05
+    D = mod.off_plane(A)
+    assert abs(np.sum(D)) < 1e-12 and abs(np.trace(D)) < 1e-12
+    np.testing.assert_allclose(D, np.outer(np.ones(L), w) * 0.05, atol=1e-12)
+    assert mod.column_share(D) == pytest.approx(1.0) and mod.cosine(D, 2 * D) == pytest.approx(1.0)
+
+
+def test_exact_sampling_benchmark_samples_the_posterior_of_one_training_set(bench_script):
+    """benchmarks/one_loop_exact.py draws with the project's HMC: a short run gives order parameters in the
+    sign gauge (ĉ1 ≥ 0) near the per-dataset theory at a size where the posterior is narrow."""
+    mod = bench_script("one_loop_exact")
+    s = mod.sample(32, 16, 0, iters=150, burn=50, chains=2)
+    assert s["c1"].shape == (2, 100) and (s["c1"] >= 0).all() and s["divergent"] == 0
+    assert float(s["cG"].mean()) == pytest.approx(0.317, abs=0.03)       # exact 0.3175 ± 0.0005 (the page)

@@ -254,3 +254,31 @@ def test_softmax_posterior_means_uncorrected_is_the_closed_form_mean_and_the_cor
 def test_the_compared_parameters_are_the_predicted_ones():
     """The measured points are read for exactly the order parameters the theory predicts."""
     assert one_loop_points.COMPARED == {"linear": lp.PARAMS, "softmax": lp.SOFTMAX_PARAMS}
+
+
+def test_per_dataset_section_of_the_page_reads_its_own_shift_and_flags():
+    """results.one_loop_dataset on a synthetic study whose per-dataset shift equals the measured gap and whose
+    per-dataset flag sits on another row than the equivalent kernel's: RMS z 0 over its own usable points,
+    the counts of each column, and the aim line of the converged study."""
+    from copyhead.results import one_loop_dataset as rd
+    ds = synthetic(pred_b=-1.0)
+    ds["mean_none_dataset"] = ds["mean_none"] + 0.001
+    ds["mean_one_loop_dataset"] = ds["mean_none_dataset"] + ds["gap"]
+    soft = np.zeros((3, 4))
+    soft[2, 0] = 0.9                                           # per dataset: only (2.0, d_k = 16) flagged
+    ds["soft_weight_dataset"] = (("ratio", "x"), soft)
+    ds["near_unstable_weight_dataset"] = (("ratio", "x"), 0 * soft)
+    ds["theory"] = ds["mean_none"]
+    ds["P"] = (("ratio", "x"), np.full((3, 4), 10.0))
+    ds = ds.assign_coords(L=("x", [16] * 4))
+    ds.attrs.update(by="d_k", recipe="hmc", attention="linear")
+    r, n = cmp.rms_z(ds, cmp.DATASET, over=cmp.DATASET)
+    assert np.allclose(r, 0) and n.values.tolist() == [4, 6, 6, 6]
+    _, nb = cmp.rms_z(ds, cmp.DATASET, over=("one_loop", cmp.DATASET))
+    assert nb.values.tolist() == [2, 4, 4, 4]                  # ratio 1 soft for the EK correction
+    rows = rd.rms_rows(ds, "d_k")
+    assert rows[2].startswith("| 16 | 2 | 20 | 10 | 0 | 4 |")
+    assert rd.consistency_text(ds).startswith("0.001 (")
+    line = rd.answer_lines([("converged", ds.isel(x=[1]), "d_k", "Converged")])[0]
+    assert "RMS z 0 — the aim ≤ 5 is met" in line
+    assert any(s.startswith("## 0.") for s in rd.section([("converged", ds.isel(x=[1]), "d_k", "Converged")]))

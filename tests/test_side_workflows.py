@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -75,6 +76,14 @@ def test_one_loop_figure_gets_a_sidecar(tmp_path):
     _check_figure_sidecar(out, {"finite_size": fs, "finite_L": fl})
 
 
+@pytest.mark.parametrize("name", ["converged", "finite_size_softmax"])
+def test_one_loop_dataset_figure_gets_a_sidecar(tmp_path, name):
+    pred = str(ROOT / "docs/one_loop" / f"{name}.nc")
+    out = tmp_path / "fig.png"
+    assert main(["one-loop", "dataset-figure", "--predictions", pred, "--out", str(out)]) == 0
+    _check_figure_sidecar(out, {"predictions": pred})
+
+
 def test_one_loop_predict_writes_its_provenance(tmp_path):
     """`copyhead one-loop predict` at one planted point of a tiny finite-size study: a netCDF of kind
     one_loop with the code fingerprint of its concern and the sha256 of each input file."""
@@ -98,6 +107,9 @@ def test_one_loop_predict_writes_its_provenance(tmp_path):
     assert json.loads(ds.attrs["inputs_json"]) == {str(f): sha256_file(f) for f in files.values()}
     assert float(ds["P"].sel(ratio=1.35, x=16)) == 24.0 and ds.attrs["setting_coarse"] == 5
     assert float(ds["gap"].sel(ratio=1.35, x=16, param="cG")) == 0.05
+    # the per-dataset one loop of the spec's seeds: its own uncorrected mean and a finite corrected one
+    assert np.isfinite(ds["mean_one_loop_dataset"].sel(ratio=1.35, x=16)).all()
+    assert float(ds["seconds_dataset"].sel(ratio=1.35, x=16)) > 0
 
 
 def test_one_loop_predict_refuses_missing_inputs(capsys):

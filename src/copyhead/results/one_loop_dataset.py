@@ -139,7 +139,11 @@ def section(named):
            "to that run's own 2-D action and averaged over the runs like the same-dataset curve. Softmax: the "
            "same on the run's 1-D action in β, with the observable's term ½ tr[∇²âG⊥(C + x̄x̄ᵀ)] of the run's "
            "own transverse covariance C = (H_E⊥ + d_k H_I⊥)⁻¹ and mean x̄ = −C g⊥. A point is flagged by the "
-           "rule of Section 3 applied to the per-dataset weights (averaged over the runs).", "",
+           "rule of Section 3 applied to the per-dataset weights (averaged over the runs). Checks outside this page: "
+           "against exact sampling of the full posterior at L = V = 4 "
+           "([benchmarks/one_loop_exact.md](benchmarks/one_loop_exact.md)), and the off-plane part of the "
+           "reference chains' mean attention against the Gaussian-order transverse mean, with the column modes' "
+           "share ([benchmarks/one_loop_column_share.md](benchmarks/one_loop_column_share.md)).", "",
            "Columns: n = the points neither correction flags (RMS z over both parameters and every P there); "
            "n′ = every point the per-dataset correction does not flag. Prime columns: RMS z over those.", ""]
     for key, ds, by, what in named:
