@@ -150,7 +150,7 @@ def section(named):
         if not has_dataset(ds):
             continue
         out += [f"**{what}.**", ""] + rms_rows(ds, by) + [
-            "", f"Flagged (no prediction), P/P_ref ({by}): {flagged_text(ds)}. The per-dataset uncorrected mean "
+            "", f"Flagged (no prediction), {'P/P*' if key == 'softmax' else 'P/P_ref'} ({by}): {flagged_text(ds)}. The per-dataset uncorrected mean "
             f"against the studies' same-dataset curve: largest difference {consistency_text(ds)}.", ""]
         if key in ("converged", "softmax"):
             out += point_rows(ds, "P/P*" if key == "softmax" else "P/P_ref") + [""]

@@ -174,6 +174,13 @@ def render(fs, fl, command=COMMAND, check=None, converged=None, softmax=None):
            "posterior mean (Eq. (18) with Eq. (32)); the dataset-specific g⊥ term of Eq. (31) (Eq. (34)) only "
            "in the column “one loop + g⊥” and the line on it. "
            "Errors: the measured errors only.", "", "## Answer", ""]
+    named = [("finite_size", fs, "d_k", f"Finite-size study (L = {L})"),
+             ("finite_L", fl, "L", "Scaling study (d_k = 2L)"),
+             ("converged", converged, "d_k", "Converged study at the default size"
+              + (f" (L = {int(converged['L'].values[0])}, d_k = {int(converged['d_k'].values[0])})" if converged is not None else "")),
+             ("softmax", softmax, "d_k", "Softmax, finite-size study")]
+    out += dataset.answer_lines(named)
+    out += ["- The equivalent-kernel correction (Eq. (32)), Sections 1–5:"] if dataset.answer_lines(named) else []
     out += verdict(fs, "d_k") + explained(fs, "d_k") + g_perp_line(fs, "d_k") + transition_line(fs)
     out += [f"- Flagged (no prediction): P/P_ref = {', '.join(g(r) for r in soft_at) or 'none'} — at least one "
             f"d_k has more than {g(cmp.flag_weight(fs))} of the one-loop posterior weight on near-critical "
@@ -185,12 +192,6 @@ def render(fs, fl, command=COMMAND, check=None, converged=None, softmax=None):
     cv_head, cv_section = converged_lines(converged)
     sm_head, sm_section = softmax_lines(softmax)
     out += cv_head + sm_head
-    named = [("finite_size", fs, "d_k", f"Finite-size study (L = {L})"),
-             ("finite_L", fl, "L", "Scaling study (d_k = 2L)"),
-             ("converged", converged, "d_k", "Converged study at the default size"
-              + (f" (L = {int(converged['L'].values[0])}, d_k = {int(converged['d_k'].values[0])})" if converged is not None else "")),
-             ("softmax", softmax, "d_k", "Softmax, finite-size study")]
-    out += dataset.answer_lines(named)
     out += ["", f"Gap × d_k of {NAME['cG']}, measured ± error / one-loop prediction ({NAME['c1']}: Section 1):", ""]
     out += coefficient_table(fs, "cG") + ["", CAPTION]
     out += ["", "![gap against 1/d_k](one_loop/fig_one_loop_gaps.png)", "",
