@@ -12,7 +12,8 @@ from copyhead.config import ActionParams, theory_params
 from copyhead.theory.one_loop.blocks import block_dirs, transverse_basis
 from copyhead.theory.one_loop.correction import one_loop, plane_point
 from copyhead.theory.one_loop.dataset import (DatasetMoments, dataset_one_loop, dataset_posterior_means,
-                                              dataset_softmax_correction, prior_precision_transverse)
+                                              dataset_softmax_correction, prior_precision_transverse,
+                                              transverse_system)
 from copyhead.theory.one_loop.evidence import copy_weight, evidence_dataset, grad_hessian
 from copyhead.theory.one_loop.prior import prior_rate_form, prior_rate_hessian
 from copyhead.theory.one_loop.softmax import softmax_point
@@ -78,17 +79,16 @@ def test_softmax_observable_term_against_monte_carlo():
     large d_k (small C, x̄) it equals the Monte Carlo mean of âG(M + x) − âG(M) to a few per cent."""
     p = _params(L=4, V=3, d_k=400)
     tok = run_training_tokens(p, 2, 10)
-    corr = dataset_softmax_correction(p, tok)
+    mom = DatasetMoments(tok, p.V, p.g_O, p.sigma2)
+    corr = dataset_softmax_correction(p, mom)
     beta = 1.5
     r, obs = corr(beta)
     assert r.stable and np.isfinite(obs)
     L = p.L
     M = plane_point(*softmax_point(beta, L), L)
-    T = transverse_basis(L)
-    g, H = DatasetMoments(tok, p.V, p.g_O, p.sigma2).grad_hessian_M(M, "softmax")
-    HI = p.d_k * prior_rate_form(M, 1.0, block_dirs(L).reshape(-1, L, L), p.prior)
-    C = np.linalg.inv(T.T @ H @ T + prior_precision_transverse(HI, L))
-    xbar = -C @ (T.T @ g)
+    Ht, gt, Sinv, T = transverse_system(p, mom, M, "softmax")
+    C = np.linalg.inv(Ht + Sinv)
+    xbar = -C @ gt
     rng = np.random.default_rng(0)
     x = rng.multivariate_normal(xbar, C, size=20000)
     a0 = copy_weight(M)
@@ -168,3 +168,21 @@ def test_exact_sampling_benchmark_samples_the_posterior_of_one_training_set(benc
     s = mod.sample(32, 16, 0, iters=150, burn=50, chains=2)
     assert s["c1"].shape == (2, 100) and (s["c1"] >= 0).all() and s["divergent"] == 0
     assert float(s["cG"].mean()) == pytest.approx(0.317, abs=0.03)       # exact 0.3175 ± 0.0005 (the page)
+
+
+def test_transverse_system_prior_precision_is_the_full_projection_of_eq28():
+    """The shared transverse system's Σ⁻¹ (block form: K ⊗ 1_{L−1} and two scalars) equals d_k Tᵀ H_I T of the
+    full L²×L² rate Hessian (Eq. (28)), and its H⊥, g⊥ are the dataset's full ones projected on T."""
+    p = _params(L=5, V=3, d_k=10)
+    tok = run_training_tokens(p, 1, 8)
+    mom = DatasetMoments(tok, p.V, p.g_O, p.sigma2)
+    M = plane_point(0.04, 0.3, p.L)
+    Ht, gt, Sinv, T = transverse_system(p, mom, M)
+    np.testing.assert_allclose(T, transverse_basis(p.L))
+    full = p.d_k * (T.T @ prior_rate_hessian(M, p.g_Q * p.g_K, p.prior) @ T)
+    np.testing.assert_allclose(Sinv, full, atol=1e-10 * np.abs(full).max())
+    g, H = mom.grad_hessian_M(M)
+    np.testing.assert_allclose(Ht, T.T @ H @ T, atol=1e-12 * np.abs(H).max())
+    np.testing.assert_allclose(gt, T.T @ g, atol=1e-12 * np.abs(g).max())
+    blocks = prior_rate_form(M, 1.0, block_dirs(p.L).reshape(-1, p.L, p.L), p.prior) * p.d_k
+    np.testing.assert_allclose(prior_precision_transverse(blocks, p.L), Sinv)

@@ -25,27 +25,34 @@ def flag_weight(ds) -> float:
 # the per-dataset one loop (copyhead.theory.one_loop.dataset): its shift is taken against its own uncorrected
 # mean (each run's 2-D action) and its flags from its own weights
 DATASET = "one_loop_dataset"
+# the same with the pooling sector (Eq. (37)): against the same base, with its own weights
+POOLING = "pooling_dataset"
 
 
 def _suffix(variant):
-    return "_dataset" if variant == DATASET else ""
+    """The suffix of ``variant``'s base (mean_none<suffix>) and weights (soft_weight<weights>)."""
+    return "_dataset" if variant in (DATASET, POOLING) else ""
+
+
+def _weights(variant):
+    return {DATASET: "_dataset", POOLING: "_pooling_dataset"}.get(variant, "")
 
 
 def shift(ds, variant="one_loop"):
     """Predicted gap ⟨O⟩_variant − ⟨O⟩_S (ratio, x, param); variant "none" gives 0. The per-dataset one
-    loop (DATASET) is taken against its own uncorrected mean (mean_none_dataset)."""
+    loop (DATASET, POOLING) is taken against its own uncorrected mean (mean_none_dataset)."""
     return ds[f"mean_{variant}"] - ds[f"mean_none{_suffix(variant)}"]
 
 
 def flags(ds, weight=None, variant="one_loop"):
-    """Boolean (ratio, x) masks of ``variant``'s correction (one_loop: the equivalent kernel's; DATASET: the
-    per-dataset one, from its weights averaged over the runs): "soft" (most of the one-loop posterior weight
+    """Boolean (ratio, x) masks of ``variant``'s correction (one_loop: the equivalent kernel's; DATASET, POOLING:
+    the per-dataset one, from its own weights averaged over the runs): "soft" (most of the one-loop posterior weight
     on sub-grid points with a near-critical transverse mode, 1 + eig Σ^½H_E⊥Σ^½ < ds.setting_soft: the
     Gaussian order is not reliable, no prediction), "near" (most of it within one sub-grid cell of a point
     where Eq. (33) fails: a prediction, marked), "none" (no stable sub-grid point)."""
     weight = flag_weight(ds) if weight is None else weight
-    sfx = _suffix(variant)
-    nan = ~np.isfinite(ds[f"mean_{'one_loop' if not sfx else DATASET}"]).all("param")
+    sfx = _weights(variant)
+    nan = ~np.isfinite(ds[f"mean_{variant if sfx else 'one_loop'}"]).all("param")
     return {"soft": (ds[f"soft_weight{sfx}"] > weight) & ~nan,
             "near": (ds[f"near_unstable_weight{sfx}"] > weight) & ~nan, "none": nan}
 

@@ -7,6 +7,8 @@ its provenance sidecar (:func:`write`).
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from copyhead.analysis import one_loop_compare as cmp
@@ -86,6 +88,7 @@ def write(finite_size, finite_L, out) -> dict:
 
 
 DS_COLOR = "tab:blue"
+POOL_COLOR = "tab:green"
 
 
 def _line(ax, r, y, bad, color, marker, label):
@@ -116,9 +119,12 @@ def draw_dataset(ds):
         ax.axhline(0.0, color="0.6", lw=0.7, zorder=0)
         ax.errorbar(r[ok], s["gap"].values[ok] * d_k, s["error"].values[ok] * d_k, fmt="o", color="k", ms=3.5,
                     capsize=2, zorder=3, label=f"measured ({sampler_name(ds.attrs['recipe'])} − same-dataset theory)")
-        for variant, flags, color, marker, label in (
-                ("one_loop", fe, PRED, "D", "one loop, equivalent kernel (Eq. (32))"),
-                (cmp.DATASET, fd, DS_COLOR, "s", "one loop, per dataset (own H_E⊥, g⊥)")):
+        lines = [("one_loop", fe, PRED, "D", "one loop, equivalent kernel (Eq. (32))"),
+                 (cmp.DATASET, fd, DS_COLOR, "s", "one loop, per dataset (own H_E⊥, g⊥)")]
+        if f"mean_{cmp.POOLING}" in ds:
+            lines.append((cmp.POOLING, cmp.flags(ds, variant=cmp.POOLING), POOL_COLOR, "^",
+                          "pooling sector (Eq. (37)) + per-dataset rest"))
+        for variant, flags, color, marker, label in lines:
             y = cmp.shift(ds, variant).sel(x=x, param=q).values * d_k
             bad = (flags["soft"] | flags["none"]).sel(x=x).values
             _line(ax, r[ok], y[ok], bad[ok], color, marker, label)
@@ -137,6 +143,5 @@ def draw_dataset(ds):
 def write_dataset(predictions, out) -> dict:
     """Draw the per-dataset figure from one one-loop file (the converged study, linear; the finite-size
     softmax points) and write ``out`` (png) with its ``<stem>.provenance.json``."""
-    name = out.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    rec = product_record(name, "figures", {"predictions": predictions}, kind="figure")
+    rec = product_record(Path(out).stem, "figures", {"predictions": predictions}, kind="figure")
     return write_figure(draw_dataset(read_dataset(predictions)), out, rec, formats=("png",))

@@ -11,11 +11,16 @@ from .format import g
 from .one_loop_tables import NAME, f2
 
 DS = cmp.DATASET
+POOL = cmp.POOLING
 AIM_LINEAR = 5.0        # the issue's aim: linear RMS z ≤ 5 at the default size against the reference chains
 
 
 def has_dataset(ds) -> bool:
     return ds is not None and f"mean_{DS}" in ds
+
+
+def has_pooling(ds) -> bool:
+    return ds is not None and f"mean_{POOL}" in ds
 
 
 def _rms(ds, variant, over):
@@ -32,12 +37,18 @@ def rms_rows(ds, label):
     rds, _ = _rms(ds, DS, both)
     r0d, nd = _rms(ds, None, DS)
     rdd, _ = _rms(ds, DS, DS)
-    lines = [f"| {label} | n | uncorrected | one loop (EK) | per dataset | n′ | uncorrected′ | per dataset′ |",
-             "|---|---|---|---|---|---|---|---|"]
+    pool = has_pooling(ds)
+    if pool:
+        r0p, npl = _rms(ds, None, POOL)
+        rpp, _ = _rms(ds, POOL, POOL)
+    lines = [f"| {label} | n | uncorrected | one loop (EK) | per dataset | n′ | uncorrected′ | per dataset′ |"
+             + (" n″ | uncorrected″ | pooling sector″ |" if pool else ""),
+             "|---|---|---|---|---|---|---|---|" + ("---|---|---|" if pool else "")]
     for x in ds["x"].values:
         c = [int(n.sel(x=x)), r0.sel(x=x), rek.sel(x=x), rds.sel(x=x), int(nd.sel(x=x)), r0d.sel(x=x), rdd.sel(x=x)]
         lines.append(f"| {int(x)} | {c[0]} | " + " | ".join(g(float(v)) for v in c[1:4]) + f" | {c[4]} | "
-                     + " | ".join(g(float(v)) for v in c[5:]) + " |")
+                     + " | ".join(g(float(v)) for v in c[5:]) + " |"
+                     + (f" {int(npl.sel(x=x))} | {g(float(r0p.sel(x=x)))} | {g(float(rpp.sel(x=x)))} |" if pool else ""))
     return lines
 
 
@@ -75,11 +86,16 @@ def consistency_text(ds):
 
 def point_rows(ds, ratio_name="P/P_ref"):
     """Every point: measured gap ± error, the two predicted shifts, z of each, the per-dataset soft weight."""
+    pool = has_pooling(ds)
     lines = [f"| P | {ratio_name} | {ds.attrs['by']} | param | measured gap ± err | EK shift | per-dataset shift | "
-             "z uncorr. | z EK | z per dataset | soft weight (per dataset) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             + ("pooling-sector shift | " if pool else "")
+             + "z uncorr. | z EK | z per dataset | " + ("z pooling | " if pool else "") + "soft weight (per dataset) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if pool else "")]
     zu, ze, zd = cmp.z(ds), cmp.z(ds, "one_loop"), cmp.z(ds, DS)
     she, shd = cmp.shift(ds), cmp.shift(ds, DS)
     fe, fd = cmp.flags(ds), cmp.flags(ds, variant=DS)
+    if pool:
+        zp, shp, fp = cmp.z(ds, POOL), cmp.shift(ds, POOL), cmp.flags(ds, variant=POOL)
     for ratio in ds["ratio"].values:
         for x in ds["x"].values:
             s = ds.sel(ratio=ratio, x=x)
@@ -93,8 +109,10 @@ def point_rows(ds, ratio_name="P/P_ref"):
                     return f"({f2(float(v.sel(**q)), 4)})" if bad else f2(float(v.sel(**q)), 4)
                 lines.append(f"| {g(float(s['P']))} | {g(float(ratio), 2)} | {int(x)} | {NAME[str(param)]} | "
                              f"{f2(float(s['gap'].sel(param=param)), 4)} ± {float(s['error'].sel(param=param)):.4f} | "
-                             f"{cell(she, fe)} | {cell(shd, fd)} | {g(float(zu.sel(**q)))} | {g(float(ze.sel(**q)))} | "
-                             f"{g(float(zd.sel(**q)))} | {g(float(s['soft_weight_dataset']), 2)} |")
+                             f"{cell(she, fe)} | {cell(shd, fd)} | " + (f"{cell(shp, fp)} | " if pool else "")
+                             + f"{g(float(zu.sel(**q)))} | {g(float(ze.sel(**q)))} | {g(float(zd.sel(**q)))} | "
+                             + (f"{g(float(zp.sel(**q)))} | " if pool else "")
+                             + f"{g(float(s['soft_weight_dataset']), 2)} |")
     return lines
 
 
@@ -114,6 +132,20 @@ def _share_text(ds, param="cG", above=1.2):
             "scaling-study table of Section 0).")
 
 
+def _pool_moves(ds):
+    """Where the pooling sector moves the prediction most against the per-dataset one loop: the point and the
+    size of the difference of the two shifts (ĉ1), in measured errors."""
+    d = (cmp.shift(ds, POOL) - cmp.shift(ds, DS)).sel(param="c1")
+    zz = np.abs(d / ds["error"].sel(param="c1"))
+    if not np.isfinite(zz).any():
+        return "no point to compare"
+    i = np.unravel_index(int(np.nanargmax(zz.values)), zz.shape)
+    s = ds.isel(ratio=i[0], x=i[1])
+    return (f"largest change of the ĉ1 shift against the per-dataset one loop at P = {g(float(s['P']))} "
+            f"(P/P_ref {g(float(s['ratio']), 2)}, {ds.attrs['by']} {int(s['x'])}): {f2(float(d.values[i]), 4)} "
+            f"({g(float(zz.values[i]), 2)} measured errors; measured gap {f2(float(s['gap'].sel(param='c1')), 4)})")
+
+
 def answer_lines(named):
     """The answer's lines: per study, RMS z uncorrected → equivalent kernel → per dataset, and the aims."""
     out = []
@@ -129,6 +161,13 @@ def answer_lines(named):
             line += (f" Over every point it does not flag (n = {int(n.sel(x=x))}): RMS z {g(v)} — the aim "
                      f"≤ {g(AIM_LINEAR)} is {'met' if v <= AIM_LINEAR else f'**not** met (by a factor {g(v / AIM_LINEAR, 2)})'}"
                      f"; flagged: {flagged_text(ds)}." + _share_text(ds))
+        if has_pooling(ds):
+            rp, npl = _rms(ds, POOL, POOL)
+            r0p, _ = _rms(ds, None, POOL)
+            line += (" With the pooling sector (Eq. (37): the column modes beyond Gaussian order), over the points it "
+                     "does not flag: " + ", ".join(f"{int(x)}: {g(float(r0p.sel(x=x)))} → {g(float(rp.sel(x=x)))} "
+                                                   f"(n = {int(npl.sel(x=x))})" for x in ds["x"].values)
+                     + f"; {_pool_moves(ds)}.")
         if key == "softmax":
             r0, _ = _rms(ds, None, DS)
             rd, _ = _rms(ds, DS, DS)
@@ -161,7 +200,12 @@ def section(named):
            "reference chains' mean attention against the Gaussian-order transverse mean, with the column modes' "
            "share ([benchmarks/one_loop_column_share.md](benchmarks/one_loop_column_share.md)).", "",
            "Columns: n = the points neither correction flags (RMS z over both parameters and every P there); "
-           "n′ = every point the per-dataset correction does not flag. Prime columns: RMS z over those.", ""]
+           "n′ = every point the per-dataset correction does not flag. Prime columns: RMS z over those. "
+           "Linear studies also have the *pooling sector* (Eq. (37), `copyhead.theory.one_loop.pooling`): the column "
+           "modes M = 1wᵀ — the unstable and soft modes of the flags — integrated beyond Gaussian order (their norm "
+           "exactly, under the equivalent kernel's evidence and the prior rate; their direction exactly under the "
+           "run's own column gradient), the other transverse modes as in the per-dataset one loop; n″ = the points "
+           "it does not flag (double-prime columns).", ""]
     for key, ds, by, what in named:
         if not has_dataset(ds):
             continue

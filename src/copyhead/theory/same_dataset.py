@@ -176,7 +176,8 @@ def _per_dataset_one_loop(ds, p, attention, pairs, tokens, log) -> xr.Dataset:
     """``theory.fluctuations: {kind: one_loop, per_dataset: true}``: each pair's posterior means without and
     with the per-dataset one loop (docs/theory.md Sec. 13, Eq. (36); copyhead.theory.one_loop.dataset) and
     the weight behind its flag, as ``<k>_mean_same_none`` / ``<k>_mean_same_one_loop`` (linear c1, cG;
-    softmax aG = mP/L) and ``one_loop_soft_weight_same``."""
+    softmax aG = mP/L) and ``one_loop_soft_weight_same``. The pooling sector (Eq. (37)) is not computed here
+    (it doubles the cost; docs/one_loop.md compares it)."""
     # imported here: the one-loop package reads the runs' training sets through this module
     from .one_loop.dataset import dataset_posterior_means
     from .one_loop.posterior import SETTINGS
@@ -190,7 +191,7 @@ def _per_dataset_one_loop(ds, p, attention, pairs, tokens, log) -> xr.Dataset:
     soft = np.full(shape, np.nan)
     for P, seed in pairs:
         r = dataset_posterior_means(p, P, [seed], *grid, SETTINGS["cut"], SETTINGS["soft"], tokens=tokens,
-                                    attention="linear" if linear else "softmax")
+                                    attention="linear" if linear else "softmax", pooling=False)
         i, j = Ps.index(float(P)), seeds.index(int(seed))
         for k in prms:
             for v in ("none", "one_loop"):

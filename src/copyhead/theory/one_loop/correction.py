@@ -27,24 +27,27 @@ class OneLoop:
     min_rel_eig: float = np.nan  # smallest eigenvalue of 1 + Σ^½ H_E⊥ Σ^½ (< 0 unstable, → 0⁺ critical)
 
 
-def gaussian_correction(H, g, Sinv, tol=1e-10):
+def gaussian_correction(H, g, Sinv, tol=1e-10, cov=False):
     """−ln E_{x∼N(0,Σ)} exp(−gᵀx − ½xᵀHx) = ½ ln det(1 + ΣH) − ½ gᵀ(H + Σ⁻¹)⁻¹g (Eq. (31)), with its
     parts: (ΔS, ln det part, gradient part, stable, λ_min(H + Σ⁻¹), unstable directions, smallest
     eigenvalue of 1 + Σ^½HΣ^½); ΔS = NaN, stable = False where H + Σ⁻¹ is not positive definite (the
     integral diverges). Near 0⁺ of the last number the mode is critical and ½ ln det → −∞: the Gaussian
-    order is not reliable there (Sec. 13)."""
+    order is not reliable there (Sec. 13). ``cov``: append the posterior covariance (H + Σ⁻¹)⁻¹ from the same
+    eigendecomposition (NaN where unstable)."""
     Sinv = 0.5 * (Sinv + Sinv.T)
     A = 0.5 * (H + H.T) + Sinv
     ev, evec = np.linalg.eigh(A)
     bad = ev <= tol * np.abs(ev).max()
     rel = float(sla.eigh(A, Sinv, eigvals_only=True)[0])
     if bad.any():
-        return np.nan, np.nan, np.nan, False, float(ev[0]), evec[:, bad], rel
+        out = (np.nan, np.nan, np.nan, False, float(ev[0]), evec[:, bad], rel)
+        return out + (np.full_like(A, np.nan),) if cov else out
     ls = np.linalg.eigvalsh(Sinv)
     logdet = 0.5 * (np.sum(np.log(ev)) - np.sum(np.log(ls)))
     y = evec.T @ g
     grad = -0.5 * float(np.sum(y**2 / ev))
-    return logdet + grad, logdet, grad, True, float(ev[0]), evec[:, :0], rel
+    out = (logdet + grad, logdet, grad, True, float(ev[0]), evec[:, :0], rel)
+    return out + ((evec / ev) @ evec.T,) if cov else out
 
 
 def one_loop(H_E, g_E, H_I, d_k, basis=None):

@@ -33,18 +33,23 @@ from .blocks import BLOCK_SLICES, block_dirs, transverse_basis
 from .correction import OneLoop, gaussian_correction, plane_point
 from .evidence import _softmax, copy_weight, grad_hessian
 from .posterior import CUT, SOFT, posterior_means, softmax_posterior_means
+from .pooling import PoolingSector
 from .prior import prior_prefactor, prior_rate_form
 from .softmax import softmax_point
 
 
-# the variants this module adds to posterior.VARIANTS (per run's training set, averaged over the runs)
-DATASET_VARIANTS = ("none_dataset", "one_loop_dataset")
+# the variants this module adds to posterior.VARIANTS (per run's training set, averaged over the runs; the
+# names of dataset_variants with the suffix _dataset)
 DATASET_LABEL = {"none_dataset": "exp(−S_s), each run's own 2-D (softmax 1-D) action (Sec. 4.4), averaged over "
                                  "the runs",
                  "one_loop_dataset": "exp(−S_s − ΔS_s), ΔS_s Eq. (31) with the run's own H_E⊥ and g⊥ (linear: "
                                      "+ ΔS_pref, Eq. (30); softmax: and the observable's term with the run's own "
                                      "transverse mean and covariance), averaged over the runs (per-dataset one "
-                                     "loop)"}
+                                     "loop)",
+                 "pooling_dataset": "exp(−S_s − ΔS_pool − ΔS_R − ΔS_pref): the column modes 1wᵀ integrated "
+                                    "beyond Gaussian order (Eq. (37), their norm exactly, their direction under "
+                                    "the run's own column gradient), the other transverse modes Eq. (31) with the "
+                                    "run's own H_E⊥ and g⊥, averaged over the runs (linear only)"}
 
 
 class DatasetMoments:
@@ -131,34 +136,34 @@ def prior_precision_transverse(HI, L):
     return sla.block_diag(np.kron(HI[st, st], np.eye(L - 1)), HI[3, 3] * np.eye(n22), HI[4, 4] * np.eye(n211))
 
 
-def dataset_one_loop(p: ActionParams, moments: DatasetMoments, m1, mP, attention="linear", basis=None) -> OneLoop:
-    """Eq. (31) with one dataset's own transverse Hessian and gradient at the plane point (m1, mP) (softmax:
-    the point of ``softmax.softmax_point``), the prior's Σ⁻¹ = d_k H_I⊥ in block form."""
+def transverse_system(p: ActionParams, moments: DatasetMoments, M, attention="linear", basis=None):
+    """One dataset's transverse system at the plane point M: (H⊥, g⊥, Σ⁻¹, T) — its evidence Hessian and
+    gradient projected on the transverse basis T (default ``blocks.transverse_basis``), and the prior's
+    Σ⁻¹ = d_k H_I⊥ there in block form (:func:`prior_precision_transverse`)."""
     L = p.L
-    M = plane_point(m1, mP, L)
     T = transverse_basis(L) if basis is None else basis
     g, H = moments.grad_hessian_M(M, attention)
     HI = p.d_k * prior_rate_form(M, p.g_Q * p.g_K, block_dirs(L).reshape(-1, L, L), p.prior)
-    dS, ld, gr, ok, lmin, bad, rel = gaussian_correction(T.T @ H @ T, T.T @ g, prior_precision_transverse(HI, L))
+    return T.T @ H @ T, T.T @ g, prior_precision_transverse(HI, L), T
+
+
+def dataset_one_loop(p: ActionParams, moments: DatasetMoments, m1, mP, attention="linear", basis=None) -> OneLoop:
+    """Eq. (31) with one dataset's own transverse Hessian and gradient at the plane point (m1, mP) (softmax:
+    the point of ``softmax.softmax_point``), the prior's Σ⁻¹ = d_k H_I⊥ in block form."""
+    Ht, gt, Sinv, T = transverse_system(p, moments, plane_point(m1, mP, p.L), attention, basis)
+    dS, ld, gr, ok, lmin, bad, rel = gaussian_correction(Ht, gt, Sinv)
     return OneLoop(dS, ld, gr, ok, lmin, T @ bad, rel)
 
 
-def transverse_mean(p: ActionParams, tokens, c1, cG) -> np.ndarray:
+def transverse_mean(p: ActionParams, moments: DatasetMoments, c1, cG) -> np.ndarray:
     """The Gaussian-order posterior mean of the off-plane part of the score matrix of one dataset (linear
     attention) at the plane point (c1, cG): x̄ = −T (H⊥ + d_k H_I⊥)⁻¹ g⊥ (L×L; the mean of the transverse
     Gaussian of Eq. (31)); NaN where Eq. (33) fails. Its column share (``correction.column_share``) is the
     one-loop prediction of how much of the mean attention's off-plane part the column modes 1wᵀ carry."""
     L = p.L
-    m1, mP = map(float, order_to_coeffs(c1, cG, L))
-    M = plane_point(m1, mP, L)
-    T = transverse_basis(L)
-    g, H = DatasetMoments(tokens, p.V, p.g_O, p.sigma2).grad_hessian_M(M)
-    HI = p.d_k * prior_rate_form(M, p.g_Q * p.g_K, block_dirs(L).reshape(-1, L, L), p.prior)
-    A = T.T @ H @ T + prior_precision_transverse(HI, L)
-    A = 0.5 * (A + A.T)
-    if np.linalg.eigvalsh(A)[0] <= 0:
-        return np.full((L, L), np.nan)
-    return -(T @ np.linalg.solve(A, T.T @ g)).reshape(L, L)
+    Ht, gt, Sinv, T = transverse_system(p, moments, plane_point(*map(float, order_to_coeffs(c1, cG, L)), L))
+    C = gaussian_correction(Ht, gt, Sinv, cov=True)[-1]
+    return -(T @ (C @ gt)).reshape(L, L)
 
 
 def dataset_action(p: ActionParams, tokens, P, attention="linear"):
@@ -176,75 +181,90 @@ def dataset_action(p: ActionParams, tokens, P, attention="linear"):
     return S
 
 
-def dataset_correction(p: ActionParams, tokens):
+def dataset_correction(p: ActionParams, moments: DatasetMoments, pooling=None):
     """The per-dataset linear correction at a plane point, in the form :func:`posterior.posterior_means`
     takes: (c1, cG) -> dict(dS = Eq. (31) with the dataset's own H_E⊥ and g⊥ plus the plane prefactor
     ΔS_pref of Eq. (30) (the same order in 1/d_k; NaN where Eq. (33) fails), rel = the smallest eigenvalue of
-    1 + Σ^½H_E⊥Σ^½, and the parts: logdet, grad (of Eq. (31)), pref)."""
-    mom = DatasetMoments(tokens, p.V, p.g_O, p.sigma2)
+    1 + Σ^½H_E⊥Σ^½, and the parts: logdet, grad (of Eq. (31)), pref). With ``pooling`` (a
+    ``pooling.PoolingSector`` at the dataset's P) also the pooling-sector variant of Eq. (37): ``pooling``
+    (its ΔS + ΔS_pref) and ``pooling_rel`` (the smallest eigenvalue of the modes it leaves Gaussian)."""
     T = transverse_basis(p.L)
 
     def corr(c1, cG):
         m1, mP = map(float, order_to_coeffs(c1, cG, p.L))
-        r = dataset_one_loop(p, mom, m1, mP, "linear", T)
+        system = transverse_system(p, moments, plane_point(m1, mP, p.L), "linear", T)
+        dS, ld, gr, ok, lmin, bad, rel = gaussian_correction(*system[:3])
         pref = prior_prefactor(m1, mP, p.L, p.g_Q * p.g_K, p.prior)
-        return {"dS": r.dS + pref, "rel": r.min_rel_eig, "logdet": r.logdet, "grad": r.grad_term, "pref": pref}
+        out = {"dS": dS + pref, "rel": rel, "logdet": ld, "grad": gr, "pref": pref}
+        if pooling is not None:
+            r = pooling.correction(m1, mP, *system[:3])
+            out.update(pooling=r["dS"] + pref, pooling_rel=r["rel"])
+        return out
     return corr
 
 
-def dataset_softmax_correction(p: ActionParams, tokens):
+def dataset_softmax_correction(p: ActionParams, moments: DatasetMoments):
     """The per-dataset softmax correction at the copy logit β, in the form
     :func:`posterior.softmax_posterior_means` takes: β -> (OneLoop of Eq. (31) with the dataset's own H_E⊥
     and g⊥ at M = β(I − J/L), the observable's term). The observable's term is Eq. (35) with the dataset's
     transverse covariance C = (H_E⊥ + d_k H_I⊥)⁻¹ and its transverse mean x̄ = −C g⊥:
     ½ tr[∇²âG⊥ (C + x̄x̄ᵀ)] (∇âG has no transverse part at an invariant point)."""
-    mom = DatasetMoments(tokens, p.V, p.g_O, p.sigma2)
     L = p.L
     T = transverse_basis(L)
 
     def corr(beta):
-        m1, mP = softmax_point(beta, L)
-        M = plane_point(m1, mP, L)
-        g, H = mom.grad_hessian_M(M, "softmax")
-        HI = p.d_k * prior_rate_form(M, p.g_Q * p.g_K, block_dirs(L).reshape(-1, L, L), p.prior)
-        Sinv = prior_precision_transverse(HI, L)
-        Ht, gt = T.T @ H @ T, T.T @ g
-        dS, ld, gr, ok, lmin, bad, rel = gaussian_correction(Ht, gt, Sinv)
+        M = plane_point(*softmax_point(beta, L), L)
+        Ht, gt, Sinv, _ = transverse_system(p, moments, M, "softmax", T)
+        dS, ld, gr, ok, lmin, bad, rel, C = gaussian_correction(Ht, gt, Sinv, cov=True)
         r = OneLoop(dS, ld, gr, ok, lmin, T @ bad, rel)
         if not ok:
             return r, np.nan
         Ho = T.T @ grad_hessian(copy_weight, M)[1] @ T
-        C = np.linalg.inv(0.5 * (Ht + Ht.T) + Sinv)
         xbar = -C @ gt
         return r, 0.5 * float(np.sum(C * Ho) + xbar @ Ho @ xbar)
     return corr
 
 
-def dataset_posterior_means(p: ActionParams, P, seeds, coarse=7, fine=161, cut=None, soft=None,
-                            tokens=run_training_tokens, attention="linear"):
-    """The consistent per-dataset one loop at P for the training sets of runs ``seeds``: for each, the
-    posterior means (linear (c1, cG), :func:`posterior.posterior_means` on a ``coarse``² sub-grid; softmax âG,
-    :func:`posterior.softmax_posterior_means` on ``coarse`` β points and ``fine`` β) under that dataset's own
-    2-D (1-D) action without (``none``: the same-dataset mean of Sec. 4.4) and with its own Eq. (31)
-    (``one_loop``; linear with ΔS_pref, softmax with the observable's term); returns {"per_seed": [...], "none", "one_loop"
-    (means over the seeds), "soft_weight", "unstable_weight", "near_unstable_weight" (means)}.
-    ``tokens(p, seed, P)``: the dataset (default: the run's)."""
+def dataset_means(p: ActionParams, P, tokens, moments=None, coarse=7, fine=161, cut=None, soft=None,
+                  attention="linear", pooling=True):
+    """One training set's posterior means at P (``tokens`` (P, L); ``moments`` its :class:`DatasetMoments`,
+    made here if None): linear (c1, cG), :func:`posterior.posterior_means` on a ``coarse``² sub-grid; softmax
+    âG, :func:`posterior.softmax_posterior_means` on ``coarse`` β points and ``fine`` β; under its own 2-D
+    (1-D) action without (``none``: the same-dataset mean of Sec. 4.4) and with its own Eq. (31)
+    (``one_loop``; linear with ΔS_pref, softmax with the observable's term) and, linear with ``pooling``, with
+    the pooling sector of Eq. (37) (``pooling``, with its own weights ``pooling_*_weight``)."""
     cut = CUT if cut is None else cut
     soft = SOFT if soft is None else soft
-    per_seed = []
-    for s in seeds:
-        tok = tokens(p, int(s), int(round(P)))
-        S = dataset_action(p, tok, int(round(P)), attention)
-        if attention == "softmax":
-            r = softmax_posterior_means(p, P, coarse, fine, soft, cut, action=S,
-                                        correction=dataset_softmax_correction(p, tok))
-        else:
-            r = posterior_means(p, P, coarse, fine, correction=dataset_correction(p, tok), soft=soft, cut=cut,
-                                action=S, variants=("none", "one_loop"))
-        per_seed.append(r)
+    P = int(round(P))
+    moments = DatasetMoments(tokens, p.V, p.g_O, p.sigma2) if moments is None else moments
+    S = dataset_action(p, tokens, P, attention)
+    if attention == "softmax":
+        return softmax_posterior_means(p, P, coarse, fine, soft, cut, action=S,
+                                       correction=dataset_softmax_correction(p, moments))
+    sector = PoolingSector(p, P) if pooling else None
+    return posterior_means(p, P, coarse, fine, correction=dataset_correction(p, moments, sector), soft=soft,
+                           cut=cut, action=S, variants=("none", "one_loop") + (("pooling",) if pooling else ()))
+
+
+def dataset_posterior_means(p: ActionParams, P, seeds, coarse=7, fine=161, cut=None, soft=None,
+                            tokens=run_training_tokens, attention="linear", pooling=True):
+    """The consistent per-dataset one loop at P for the training sets of runs ``seeds``: :func:`dataset_means`
+    for each; returns {"per_seed": [...], the variants "none", "one_loop" (and linear with ``pooling``,
+    "pooling") (means over the seeds), "soft_weight", "unstable_weight", "near_unstable_weight" (means; and
+    "pooling_*_weight")}. ``tokens(p, seed, P)``: the dataset (default: the run's)."""
+    per_seed = [dataset_means(p, P, tokens(p, int(s), int(round(P))), None, coarse, fine, cut, soft, attention,
+                              pooling) for s in seeds]
+    variants = dataset_variants(attention, pooling)
     out = {"per_seed": per_seed}
-    for v in ("none", "one_loop"):
+    for v in variants:
         out[v] = {k: float(np.mean([r[v][k] for r in per_seed])) for k in per_seed[0][v]}
-    for k in ("soft_weight", "unstable_weight", "near_unstable_weight"):
-        out[k] = float(np.mean([r[k] for r in per_seed]))
+    for v in variants[1:]:
+        pre = "" if v == "one_loop" else f"{v}_"
+        for k in ("soft_weight", "unstable_weight", "near_unstable_weight"):
+            out[pre + k] = float(np.mean([r[pre + k] for r in per_seed]))
     return out
+
+
+def dataset_variants(attention="linear", pooling=True):
+    """The variants of :func:`dataset_means` (DATASET_LABEL's names without their suffix ``_dataset``)."""
+    return ("none", "one_loop") + (("pooling",) if pooling and attention == "linear" else ())

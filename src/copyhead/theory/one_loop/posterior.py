@@ -114,7 +114,8 @@ def posterior_means(p: ActionParams, P, coarse=11, fine=161, correction=None, so
     docstring).
 
     ``correction(c1, cG) -> dict(dS, rel, pref, naive, g0, g1, …)`` (default: ek_correction(p, P, seeds));
-    ``one_loop_g`` is NaN without seeds. ``action(C1, CG)``: the 2-D action the correction is added to
+    ``one_loop_g`` is NaN without seeds. A variant that is a key of the correction's dict (with ``<name>_rel``)
+    is that correction added to S, with its own unstable points and weights (``<name>_soft_weight``, …). ``action(C1, CG)``: the 2-D action the correction is added to
     (default: the closed form at P, Eq. (16); one dataset's: ``dataset.dataset_action``). Returns {"window",
     variant: {"c1", "cG"}, "unstable_weight" (under exp(−S), on fine points nearest an unstable sub-grid
     point), "near_unstable_weight" and "soft_weight" (under the one-loop posterior), "n_unstable"}.
@@ -140,25 +141,39 @@ def posterior_means(p: ActionParams, P, coarse=11, fine=161, correction=None, so
     q0 = w * np.exp(-(S - S.min()))
     out = {"window": ((a1, b1), (a2, b2)), "unstable_weight": float(q0[badf].sum() / q0.sum()),
            "n_unstable": int(bad.sum())}
+
+    def interp(Z):
+        return RectBivariateSpline(c1c, cGc, Z, kx=3, ky=3)(c1f, cGf)
+
+    def means(dS, keep):
+        q = w * np.exp(-(S + dS - (S + dS)[keep].min())) * keep
+        return _means(q, C1, CG), q
+    own = [v for v in variants if f"{v}_rel" in grid]     # a correction's own variant (e.g. dataset.py's pooling)
+    for name in own:
+        bad_v = ~np.isfinite(grid[name])
+        if bad_v.all():
+            out[name] = {prm: np.nan for prm in PARAMS}
+            out.update({f"{name}_{k}": np.nan for k in ("soft_weight", "near_unstable_weight", "unstable_weight")})
+            continue
+        near_v = tuple(distance_transform_edt(bad_v, return_distances=False, return_indices=True))
+        keep = ~bad_v[ii, jj]
+        out[name], q = means(interp(grid[name][near_v]), keep)
+        out[f"{name}_unstable_weight"] = float(q0[~keep].sum() / q0.sum())
+        out[f"{name}_near_unstable_weight"] = float(q[binary_dilation(bad_v, np.ones((3, 3), bool))[ii, jj]].sum()
+                                                    / q.sum())
+        out[f"{name}_soft_weight"] = float(q[(grid[f"{name}_rel"] < soft)[ii, jj]].sum() / q.sum())
     if bad.all():
-        for name in variants:
+        for name in (v for v in variants if v not in own):
             out[name] = {"c1": np.nan, "cG": np.nan} if name != "none" else _means(q0, C1, CG)
         out.update(near_unstable_weight=np.nan, soft_weight=np.nan)
         return out
     nearest = tuple(distance_transform_edt(bad, return_distances=False, return_indices=True))
     dilf = binary_dilation(bad, np.ones((3, 3), bool))[ii, jj]
     softf = (grid["rel"] < soft)[ii, jj]
-
-    def interp(Z):
-        return RectBivariateSpline(c1c, cGc, Z, kx=3, ky=3)(c1f, cGf)
     one = interp(grid["dS"][nearest])
-
-    def means(dS, keep):
-        q = w * np.exp(-(S + dS - (S + dS)[keep].min())) * keep
-        return _means(q, C1, CG), q
     extra = {"none": lambda: 0.0 * S, "one_loop": lambda: one, "one_loop_pref": lambda: one + interp(grid["pref"]),
              "naive": lambda: one + interp(grid["naive"])}
-    for name in ("none", "one_loop", *(v for v in variants if v not in ("none", "one_loop", "one_loop_g"))):
+    for name in ("none", "one_loop", *(v for v in variants if v in extra and v not in ("none", "one_loop"))):
         out[name], q = means(extra[name](), np.ones_like(badf) if name == "none" else ~badf)
         if name == "one_loop":
             out["near_unstable_weight"] = float(q[dilf].sum() / q.sum())

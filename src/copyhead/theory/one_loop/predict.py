@@ -13,7 +13,7 @@ import xarray as xr
 from copyhead.provenance import input_checksums, provenance_attrs, write_dataset
 
 from .blocks import BLOCKS
-from .dataset import DATASET_LABEL, DATASET_VARIANTS, dataset_posterior_means
+from .dataset import DATASET_LABEL, dataset_posterior_means, dataset_variants
 from .posterior import (PARAMS, SETTINGS, SOFTMAX_LABEL, SOFTMAX_PARAMS, SOFTMAX_VARIANTS, VARIANT_LABEL,
                         VARIANTS, mode_at, posterior_means, softmax_posterior_means)
 
@@ -26,13 +26,15 @@ def compute(params, points, attrs, settings=SETTINGS, log=print, seeds=(), atten
     ``params``: ActionParams per size x; ``points``: {(ratio, x, param): dict(P, experiment, error, theory,
     gap, closed)} (what copyhead.analysis.one_loop_points reads from the studies' results); ``attrs``: the
     dataset's attributes (study, by, recipe, ...); ``seeds``: the runs whose training sets the one_loop_g
-    variant (linear) and the per-dataset one loop (``dataset.DATASET_VARIANTS``, its weights ``*_dataset``;
+    variant (linear) and the per-dataset one loop (``dataset.dataset_variants`` with the suffix ``_dataset``, its
+    weights ``*_dataset``, the pooling sector's ``*_pooling_dataset``;
     skipped where settings["coarse_dataset"] is 0) use."""
     study = attrs["study"]
     linear = attention == "linear"
     per_dataset = bool(seeds) and settings.get("coarse_dataset", 0) > 0
     prms, variants = (PARAMS, VARIANTS) if linear else (SOFTMAX_PARAMS, SOFTMAX_VARIANTS)
-    variants = variants + (DATASET_VARIANTS if per_dataset else ())
+    dvariants = tuple(f"{v}_dataset" for v in dataset_variants(attention)) if per_dataset else ()
+    variants = variants + dvariants
     ratios = sorted({k[0] for k in points})
     xs = sorted(params)
     shape3, shape2 = (len(ratios), len(xs), len(prms)), (len(ratios), len(xs))
@@ -43,7 +45,8 @@ def compute(params, points, attrs, settings=SETTINGS, log=print, seeds=(), atten
                                                 "n_unstable", "seconds") + window
           + (tuple(f"mode_{k}_{at}" for k in ("rel", "column", "block") for at in ("none", "one_loop"))
              if linear else ())
-          + (tuple(f"{k}_dataset" for k in ("soft_weight", "unstable_weight", "near_unstable_weight", "seconds"))
+          + (tuple(f"{k}_{v}" for v in ("dataset",) + dvariants[2:]
+                   for k in ("soft_weight", "unstable_weight", "near_unstable_weight")) + ("seconds_dataset",)
              if per_dataset else ())}
     for a, ratio in enumerate(ratios):
         for b, x in enumerate(xs):
@@ -71,10 +74,14 @@ def compute(params, points, attrs, settings=SETTINGS, log=print, seeds=(), atten
                     (settings["coarse_beta"], settings["fine_beta"])
                 rd = dataset_posterior_means(params[x], P, seeds, *grid, settings["cut"], settings["soft"],
                                              attention=attention)
-                r.update({"none_dataset": rd["none"], "one_loop_dataset": rd["one_loop"]})
+                r.update({f"{v}_dataset": rd[v] for v in dataset_variants(attention)})
                 for k in ("soft_weight", "unstable_weight", "near_unstable_weight"):
                     v2[f"{k}_dataset"][a, b] = rd[k]
+                    for v in dataset_variants(attention)[2:]:
+                        v2[f"{k}_{v}_dataset"][a, b] = rd[f"{v}_{k}"]
                 v2["seconds_dataset"][a, b] = time.perf_counter() - t1
+                extra += "".join(f"{v} {rd[v][prms[-1]] - rd['none'][prms[-1]]:+.4f}, "
+                                 for v in dataset_variants(attention)[2:])
                 extra += (f"per dataset {rd['one_loop'][prms[-1]] - rd['none'][prms[-1]]:+.4f} (soft weight "
                           f"{rd['soft_weight']:.2g}, {v2['seconds_dataset'][a, b]:.1f} s), ")
             for k in ("unstable_weight", "near_unstable_weight", "soft_weight", "n_unstable"):
