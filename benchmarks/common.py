@@ -1,4 +1,5 @@
-"""What the benchmark scripts share: the machine's name and the writer of their published pages."""
+"""What the benchmark scripts share: the machine's name, the writer of their published pages, and exact
+posterior samples of the attention (HMC on the collapsed posterior of (Q, K), the pipeline's reference)."""
 from __future__ import annotations
 
 import platform
@@ -34,3 +35,29 @@ def stamp() -> str:
     ver = code_version()
     commit = (ver["git_commit"][:7] or "unknown") + ("-dirty" if ver["git_dirty"] else "")
     return f"commit {commit}, {time.strftime('%Y-%m-%d')}, {cpu_name()}, one thread, torch {torch.__version__}"
+
+
+def collapsed_attention_samples(data, attention, d_k, sigma2, seed, *, chains=4, iters=3000, burn=500, n_leapfrog=8,
+                                thin=1, record=None):
+    """Exact posterior draws of the attention on one training set ``data`` (copyhead.task.make_data): HMC on the
+    collapsed posterior of (Q, K) (copyhead.collapsed: the readout W integrated out exactly), ``chains`` chains
+    from prior draws, the step adapted during ``burn`` warm-up iterations, then every ``thin``-th iteration
+    recorded as ``record(A)`` (A: (chains, L, L) float64 tensor). Returns (list of records, the HMC object)."""
+    from copyhead.collapsed import CollapsedPosterior
+    from copyhead.hmc import HMC
+    from copyhead.model import CopyAttention
+    model = CopyAttention([data] * chains, attention, {"scores": "position", "d_k": d_k, "g_Q": 1.0, "g_K": 1.0,
+                                                       "g_O": 1.0, "sigma2": sigma2}, torch.float64, "cpu", 1.0)
+    post = CollapsedPosterior(model)
+    gen = torch.Generator().manual_seed(int(seed))
+    q0 = torch.randn(chains, post.n_qk, generator=gen, dtype=torch.float64)
+    gens = [torch.Generator().manual_seed(int(torch.randint(2**31, (1,), generator=gen))) for _ in range(chains)]
+    h = HMC(post.energy_grad, q0, gens, n_leapfrog=n_leapfrog, step_size=0.05, target_accept=0.7)
+    rec = []
+    for it in range(iters):
+        h.step(adapt=it < burn)
+        if it + 1 == burn:
+            h.end_warmup()
+        if it + 1 > burn and (it + 1 - burn) % thin == 0:
+            rec.append(record(post.attention(h.q)))
+    return rec, h

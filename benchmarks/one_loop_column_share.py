@@ -28,7 +28,7 @@ from copyhead.config import ActionParams, load_yaml
 from copyhead.provenance import read_dataset
 from copyhead.theory.action import order_to_coeffs
 from copyhead.theory.one_loop.correction import column_share, plane_point
-from copyhead.theory.one_loop.dataset import DatasetMoments, dataset_means, transverse_mean, transverse_system
+from copyhead.theory.one_loop.dataset import DatasetMoments, dataset_means, transverse_moments, transverse_system
 from copyhead.theory.one_loop.pooling import PoolingSector
 from copyhead.theory.same_dataset import run_training_tokens
 
@@ -44,6 +44,13 @@ def off_plane(A):
     e1 = np.ones((L, L)) / L
     eG = (np.eye(L) - np.ones((L, L)) / L) / np.sqrt(L - 1)
     return A - np.sum(A * e1) * e1 - np.sum(A * eG) * eG
+
+
+def off_plane_second_moment(ds):
+    """E‖A − ΠA‖²_F over one chain's samples, from the per-sample order parameters and coverage ratio
+    ‖ΠA‖/‖A‖ (‖ΠA‖² = ĉ1² + ĉG², the plane's orthonormal coordinates)."""
+    c1, cG, r = (np.asarray(ds[k].values, float) for k in ("c1_sample", "cG_sample", "coverage_ratio_sample"))
+    return float(np.mean((c1**2 + cG**2) * (1.0 / r**2 - 1.0)))
 
 
 def column_part(u):
@@ -79,15 +86,19 @@ def measure(runs: Path, cfg: dict, log=print, only_P=None):
             if not all(f.exists() for f in files):
                 log(f"P {P} seed {seed}: missing {[str(f) for f in files if not f.exists()]}; skipped")
                 continue
-            D = [off_plane(np.asarray(read_dataset(f)["attention"].values, float)) for f in files]
+            runs_ = [read_dataset(f) for f in files]
+            D = [off_plane(np.asarray(ds["attention"].values, float)) for ds in runs_]
+            sec = [off_plane_second_moment(ds) for ds in runs_]
             Dm = 0.5 * (D[0] + D[1])
             tok = run_training_tokens(p, seed, P)
             mom = DatasetMoments(tok, p.V, p.g_O, p.sigma2)
             r = dataset_means(p, P, tok, mom)
-            xb = transverse_mean(p, mom, r["one_loop"]["c1"], r["one_loop"]["cG"]) / p.L
+            xb, sec_pred = transverse_moments(p, mom, r["one_loop"]["c1"], r["one_loop"]["cG"])
+            xb = xb / p.L
             m1, mP = map(float, order_to_coeffs(r["pooling"]["c1"], r["pooling"]["cG"], p.L))
             system = transverse_system(p, mom, plane_point(m1, mP, p.L))
-            xp = PoolingSector(p, P).correction(m1, mP, *system[:3])["mean"] / p.L
+            pool = PoolingSector(p, P).correction(m1, mP, *system[:3])
+            xp = pool["mean"] / p.L
             shares = [column_share(d) for d in D]
             coss = [cosine(d, xb) for d in D]
             delta = 0.5 * (D[0] - D[1])
@@ -97,10 +108,15 @@ def measure(runs: Path, cfg: dict, log=print, only_P=None):
                          "share_pool": column_share(xp), "cos_pool": cosine(Dm, xp),
                          "norm": float(np.linalg.norm(Dm)), "norm_noise": float(np.linalg.norm(delta)),
                          "norm_pred": float(np.linalg.norm(xb)), "norm_pool": float(np.linalg.norm(xp)),
-                         "soft": r["soft_weight"]})
+                         "second": 0.5 * (sec[0] + sec[1]), "second_err": 0.5 * abs(sec[0] - sec[1]),
+                         "second_pred": sec_pred / p.L**2, "second_pool": pool["second"] / p.L**2,
+                         "c1": 0.5 * sum(float(ds["c1"]) for ds in runs_), "c1_pred": r["one_loop"]["c1"],
+                         "c1_pool": r["pooling"]["c1"], "soft": r["soft_weight"]})
             log(f"P {P} seed {seed}: column share {rows[-1]['share']:.3f} ± {rows[-1]['share_err']:.3f} "
                 f"(signal {rows[-1]['share_signal']:.3f}; predicted {rows[-1]['share_pred']:.3f}, pooling sector "
-                f"{rows[-1]['share_pool']:.3f}), cosine {rows[-1]['cos']:.2f} (pooling {rows[-1]['cos_pool']:.2f})")
+                f"{rows[-1]['share_pool']:.3f}), cosine {rows[-1]['cos']:.2f} (pooling {rows[-1]['cos_pool']:.2f}); "
+                f"E‖A_off‖² {rows[-1]['second']:.5f} (one loop {rows[-1]['second_pred']:.5f}, pooling "
+                f"{rows[-1]['second_pool']:.5f})")
     return p, rows
 
 
@@ -134,6 +150,22 @@ def markdown(p, rows, seconds, source, only_P=None) -> list[str]:
                      f"{mean('share_pool'):.3f} | {mean('cos'):.2f} ± {err('cos_err'):.2f} | {mean('cos_pool'):.2f} | "
                      f"{mean('norm'):.3g} | {mean('norm_pred'):.3g} | {mean('norm_pool'):.3g} | "
                      f"{mean('norm_noise'):.3g} | {max(r['soft'] for r in sel):.2g} |")
+    prior2 = (p.L**2 - 2) * p.g_Q * p.g_K / (p.d_k * p.L**2)
+    lines += ["", "## The off-plane fluctuations", "",
+              "E‖A − ΠA‖²_F over each chain's samples (from the per-sample ĉ1, ĉG and coverage ratio ‖ΠA‖/‖A‖; "
+              "± half the difference of the two chains), against the theory's second moment of the off-plane part "
+              "at its own corrected mean (one loop: tr C + ‖x̄‖² of the transverse Gaussian of Eq. (31); pooling "
+              "sector: ⟨ρ²⟩ of Eq. (37) + the rest's tr C_R + ‖x̄_R‖²), over L². The prior alone gives "
+              f"(L² − 2) c/(d_k L²) = {prior2:.5f}. The chains' ĉ1 next to the two theories' is the same comparison "
+              "in the plane.", "",
+              "| P | E‖A_off‖², chains (mean over seeds) | one loop | pooling sector | ĉ1 chains | ĉ1 one loop | "
+              "ĉ1 pooling sector |", "|---|---|---|---|---|---|---|"]
+    for P in sorted({r["P"] for r in rows}):
+        sel = [r for r in rows if r["P"] == P]
+        mean = lambda k: float(np.mean([r[k] for r in sel]))  # noqa: E731
+        err = float(np.sqrt(np.sum([r["second_err"] ** 2 for r in sel])) / len(sel))
+        lines.append(f"| {P} | {mean('second'):.5f} ± {err:.5f} | {mean('second_pred'):.5f} | "
+                     f"{mean('second_pool'):.5f} | {mean('c1'):.4f} | {mean('c1_pred'):.4f} | {mean('c1_pool'):.4f} |")
     lines += ["", "## Every training set", "",
               "| P | seed | column share measured | signal share | predicted | pooling sector | cosine | cosine pooling | "
               "‖D‖ | ‖x̄‖/L | noise | soft weight |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -25,15 +25,12 @@ import torch
 
 from copyhead import order_params as op
 from copyhead.analysis.convergence import ess_bulk, mcse_mean, split_rhat
-from copyhead.collapsed import CollapsedPosterior
 from copyhead.config import ActionParams
-from copyhead.hmc import HMC
-from copyhead.model import CopyAttention
 from copyhead.task import make_data
 from copyhead.theory.one_loop.dataset import dataset_posterior_means
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import stamp, write_benchmark_page  # noqa: E402
+from common import collapsed_attention_samples, stamp, write_benchmark_page  # noqa: E402
 
 V, L, SIGMA2 = 4, 4, 0.1
 D_KS = (8, 16, 32, 64)
@@ -44,22 +41,12 @@ CHAINS, ITERS, BURN, N_LEAPFROG = 4, 3000, 500, 8
 
 def sample(d_k, P, seed, iters=ITERS, burn=BURN, chains=CHAINS):
     """Exact posterior samples of (ĉ1, ĉG) of training set ``seed`` at P: (chains, iters − burn) each."""
-    data = make_data(seed, V, L, P, 8)
-    model = CopyAttention([data] * chains, "linear", {"scores": "position", "d_k": d_k, "g_Q": 1.0, "g_K": 1.0,
-                                                      "g_O": 1.0, "sigma2": SIGMA2}, torch.float64, "cpu", 1.0)
-    post = CollapsedPosterior(model)
-    gen = torch.Generator().manual_seed(10_000 * seed + 100 * d_k + P)
-    q0 = torch.randn(chains, post.n_qk, generator=gen, dtype=torch.float64)
-    gens = [torch.Generator().manual_seed(int(torch.randint(2**31, (1,), generator=gen))) for _ in range(chains)]
-    h = HMC(post.energy_grad, q0, gens, n_leapfrog=N_LEAPFROG, step_size=0.05, target_accept=0.7)
-    rec = []
-    for it in range(iters):
-        h.step(adapt=it < burn)
-        if it + 1 == burn:
-            h.end_warmup()
-        if it + 1 > burn:
-            o = op.order_parameters(op.sign_fix(post.attention(h.q)))
-            rec.append(torch.stack([o["c1"], o["cG"]], -1))
+    def order(A):
+        o = op.order_parameters(op.sign_fix(A))
+        return torch.stack([o["c1"], o["cG"]], -1)
+    rec, h = collapsed_attention_samples(make_data(seed, V, L, P, 8), "linear", d_k, SIGMA2,
+                                         10_000 * seed + 100 * d_k + P, chains=chains, iters=iters, burn=burn,
+                                         n_leapfrog=N_LEAPFROG, record=order)
     x = torch.stack(rec, 1).numpy()                      # (chains, n, 2)
     return {"c1": x[..., 0], "cG": x[..., 1], "accept": float(h.accept_rate().mean()),
             "divergent": int(h.n_divergent.sum())}

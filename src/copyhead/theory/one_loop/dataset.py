@@ -155,15 +155,22 @@ def dataset_one_loop(p: ActionParams, moments: DatasetMoments, m1, mP, attention
     return OneLoop(dS, ld, gr, ok, lmin, T @ bad, rel)
 
 
-def transverse_mean(p: ActionParams, moments: DatasetMoments, c1, cG) -> np.ndarray:
-    """The Gaussian-order posterior mean of the off-plane part of the score matrix of one dataset (linear
-    attention) at the plane point (c1, cG): x̄ = −T (H⊥ + d_k H_I⊥)⁻¹ g⊥ (L×L; the mean of the transverse
-    Gaussian of Eq. (31)); NaN where Eq. (33) fails. Its column share (``correction.column_share``) is the
-    one-loop prediction of how much of the mean attention's off-plane part the column modes 1wᵀ carry."""
+def transverse_moments(p: ActionParams, moments: DatasetMoments, c1, cG):
+    """The Gaussian-order posterior moments of the off-plane part x of the score matrix of one dataset (linear
+    attention) at the plane point (c1, cG), the transverse Gaussian of Eq. (31): (its mean
+    x̄ = −T (H⊥ + d_k H_I⊥)⁻¹ g⊥ (L×L), its second moment E‖x‖²_F = tr C + ‖x̄‖², C = (H⊥ + d_k H_I⊥)⁻¹); NaN
+    where Eq. (33) fails. The column share of x̄ (``correction.column_share``) is the one-loop prediction of how
+    much of the mean attention's off-plane part the column modes 1wᵀ carry."""
     L = p.L
     Ht, gt, Sinv, T = transverse_system(p, moments, plane_point(*map(float, order_to_coeffs(c1, cG, L)), L))
     C = gaussian_correction(Ht, gt, Sinv, cov=True)[-1]
-    return -(T @ (C @ gt)).reshape(L, L)
+    x = -(C @ gt)
+    return (T @ x).reshape(L, L), float(np.trace(C) + x @ x)
+
+
+def transverse_mean(p: ActionParams, moments: DatasetMoments, c1, cG) -> np.ndarray:
+    """x̄ of :func:`transverse_moments` (L×L)."""
+    return transverse_moments(p, moments, c1, cG)[0]
 
 
 def dataset_action(p: ActionParams, tokens, P, attention="linear"):

@@ -127,8 +127,9 @@ class PoolingSector:
         (``dataset.transverse_system``: H⊥, g⊥, Σ⁻¹ on ``blocks.transverse_basis``): dict(dS (NaN where the
         Gaussian modes are unstable), rel (their smallest eigenvalue of 1 + Σ^½H⊥Σ^½), column (ΔS_pool of
         Eq. (37)), rest (Eq. (31) on the rest), rho2 (⟨ρ²⟩), mean (L×L: the sector's mean off-plane score
-        matrix, the column part 1x̄_cᵀ/√L-form x̄_c = −ĝ_c ⟨ρA_ν⟩ plus the rest's Gaussian mean
-        −(H_R + Σ⁻¹_R)⁻¹ g_R; NaN where the rest is unstable))."""
+        matrix, the column part x̄_c = −ĝ_c ⟨ρA_ν⟩ on the column basis plus the rest's Gaussian mean
+        x̄_R = −(H_R + Σ⁻¹_R)⁻¹ g_R; NaN where the rest is unstable), second (E‖x‖²_F of the off-plane part:
+        ⟨ρ²⟩ + tr (H_R + Σ⁻¹_R)⁻¹ + ‖x̄_R‖²))."""
         Rt, Ct, L = self.Rt, self.Ct, self.p.L
         gR = Rt.T @ gt
         rest = gaussian_correction(Rt.T @ Ht @ Rt, gR, Rt.T @ Sinv @ Rt, cov=True)
@@ -136,6 +137,8 @@ class PoolingSector:
         gn = float(np.linalg.norm(gc))
         col = self.radial(m1, mP, gn)
         xc = -gc / gn * col["mean"] if gn > 0 else 0.0 * gc
-        mean = transverse_basis(L) @ (Ct @ xc - Rt @ (rest[-1] @ gR))
+        xR = -(rest[-1] @ gR)
+        mean = transverse_basis(L) @ (Ct @ xc + Rt @ xR)
         return {"dS": rest[0] + col["dS"], "rel": rest[6], "column": col["dS"], "rest": rest[0],
-                "rho2": col["rho2"], "mean": mean.reshape(L, L)}
+                "rho2": col["rho2"], "mean": mean.reshape(L, L),
+                "second": col["rho2"] + float(np.trace(rest[-1]) + xR @ xR)}
