@@ -12,8 +12,7 @@ from copyhead.theory.one_loop.blocks import isotypic_bases, transverse_basis
 from copyhead.theory.one_loop.correction import gaussian_correction, plane_point
 from copyhead.theory.one_loop.dataset import DatasetMoments, dataset_means, transverse_system
 from copyhead.theory.one_loop.evidence import evidence_ek
-from copyhead.theory.one_loop.pooling import PoolingSector, column_basis, log_vmf
-from copyhead.theory.one_loop.prior import prior_rate_form
+from copyhead.theory.one_loop.pooling import pooling_vector_nlp, PoolingSector, column_basis, log_vmf
 from copyhead.theory.prior import neg_log_prior_matrix
 from copyhead.theory.same_dataset import run_training_tokens
 
@@ -27,7 +26,9 @@ def _curvatures(ps, m1, mP):
     p, L = ps.p, ps.p.L
     M = plane_point(m1, mP, L)
     hE = float(ps.E.hvp(M, ps.u[None])[0] @ ps.u.ravel())
-    hI = p.d_k * float(prior_rate_form(M, p.g_Q * p.g_K, ps.u[None], p.prior)[0, 0])
+    x, h = L * m1 + mP, 1e-4 * (1.0 + abs(L * m1 + mP))
+    nlp = lambda R: float(pooling_vector_nlp(R, L, p.d_k, p.g_Q * p.g_K, p.prior))  # noqa: E731
+    hI = 2.0 * (nlp(np.hypot(x, h)) - nlp(abs(x))) / h**2       # the column curvature of the exact prior (Eq. (37))
     return hE, hI
 
 
@@ -130,7 +131,11 @@ def test_radial_integral_equals_brute_force_quadrature_over_the_column_space():
     Cb = column_basis(L)[0]
     ghat = np.array([0.3, -0.5, 0.8])
     ghat /= np.linalg.norm(ghat)
-    I0, E0 = neg_log_prior_matrix(m, p.d_k, p.g_Q, p.g_K, p.prior), E(m)
+    x = L * m1 + mP
+
+    def nlp(X):                      # the pooling vector's −ln density at (x, x_c)
+        return pooling_vector_nlp(np.hypot(x, np.linalg.norm(X, axis=1)), L, p.d_k, 1.0, p.prior)
+    I0, E0 = float(pooling_vector_nlp(abs(x), L, p.d_k, 1.0, p.prior)), E(m)
 
     def box(R, n=41):
         x = np.linspace(-R, R, n)
@@ -140,10 +145,9 @@ def test_radial_integral_equals_brute_force_quadrature_over_the_column_space():
 
     # numerator: width ≈ (hE + hI)^{−½} ≈ 0.15 around a shift ≈ g/(hE + hI) ≈ 0.1; denominator: the prior alone
     X, Ms, lh, edge = box(1.4)
-    ell = -np.array([neg_log_prior_matrix(M, p.d_k, p.g_Q, p.g_K, p.prior) - I0 + E(M) - E0 for M in Ms]) \
-        - gnorm * X @ ghat
+    ell = -(nlp(X) - I0) - np.array([E(M) - E0 for M in Ms]) - gnorm * X @ ghat
     Xd, Md, lhd, edged = box(5.0)
-    ell0 = -np.array([neg_log_prior_matrix(M, p.d_k, p.g_Q, p.g_K, p.prior) - I0 for M in Md])
+    ell0 = -(nlp(Xd) - I0)
     assert ell[edge].max() < ell.max() - 15 and ell0[edged].max() < ell0.max() - 15    # boxes hold the mass
     dS = -(logsumexp(ell) + lh - logsumexp(ell0) - lhd)
     q, q0 = np.exp(ell - ell.max()), np.exp(ell0 - ell0.max())
@@ -196,18 +200,20 @@ def test_correction_splits_into_the_column_sector_and_the_gaussian_rest():
         np.testing.assert_allclose(Cb.T @ mean, -gc / np.linalg.norm(gc) * col["mean"], rtol=1e-10, atol=1e-14)
         np.testing.assert_allclose((T @ Rt).T @ mean, -rest[-1] @ gR, rtol=1e-10, atol=1e-14)
         np.testing.assert_allclose(T @ (T.T @ mean), mean, atol=1e-14)           # transverse
-        # the decoupled Gaussian reference: EK column curvature hE, column prior precision Σ⁻¹_cc, plus rest
-        hE, _ = _curvatures(ps, m1, mP)
-        decoupled = gaussian_correction(hE * np.eye(L - 1), gc, Ct.T @ Sinv @ Ct)[0] + rest[0]
+        # the decoupled Gaussian reference: EK column curvature hE, the exact pooling-vector prior's column
+        # curvature hI (Eq. (37)'s prior), plus the rest
+        hE, hI = _curvatures(ps, m1, mP)
+        decoupled = gaussian_correction(hE * np.eye(L - 1), gc, hI * np.eye(L - 1))[0] + rest[0]
         full = gaussian_correction(Ht, gt, Sinv)
         scale = abs(full[1]) + abs(full[2])                     # the size of Eq. (31)'s two terms
         res[d_k] = (abs(r["dS"] - decoupled) / scale, abs(r["dS"] - full[0]) / scale)
     # Eq. (37) − its Gaussian column block is the non-Gaussian remainder, O(1/d_k) (measured 3e-4 → 6e-5)
     assert res[10000][0] < 0.3 * res[1000][0] and res[10000][0] < 2e-4
     # against the full Eq. (31) at d_k = 1e4 the pooling split differs by ~3% of |logdet| + |grad| (measured
-    # 0.030): ~1% from the equivalent-kernel instead of this dataset's column curvature and ~2% from the dropped
-    # column–row coupling of the large-deviation prior (Σ⁻¹_cR/Σ⁻¹_cc ≈ 0.13 here). Both are O(1/d_k) like Eq. (31)
-    # itself, so this relative gap does not close as d_k grows; 6% leaves a factor 2 of margin.
+    # 0.021 at d_k = 1e3, 0.033 at 1e4): the equivalent-kernel instead of this dataset's column curvature, the
+    # dropped column–row coupling of the large-deviation prior (Σ⁻¹_cR/Σ⁻¹_cc ≈ 0.13 here) and the pooling
+    # vector's prior without its coupling to mP. All are O(1/d_k) like Eq. (31) itself, so this relative gap
+    # does not close as d_k grows; 6% leaves a factor 2 of margin.
     assert res[10000][1] < 0.06
 
 
@@ -233,3 +239,24 @@ def test_dataset_means_adds_a_finite_pooling_variant_and_keeps_the_others():
     shift = {v: np.hypot(on[v]["c1"] - on["none"]["c1"], on[v]["cG"] - on["none"]["cG"]) for v in ("one_loop", "pooling")}
     assert on["pooling"] != on["one_loop"]
     assert 0.2 < shift["pooling"] / shift["one_loop"] < 5
+
+
+@pytest.mark.parametrize("L,d_k", [(5, 8), (5, 3)])
+def test_pooling_vector_density_against_sampled_scores(L, d_k):
+    """The prior of the pooling vector v = Mᵀ1̂ (M = QᵀK/d_k, rows of Q, K standard normal) is the spherical
+    density ∝ R^ν K_ν(d_k R), ν = (d_k − L)/2, at any d_k (d_k < L included): its E R², E R⁴ and the share of
+    R below the median equal the sampled ones (200 000 draws) within 4 standard errors."""
+    rng = np.random.default_rng(1)
+    n = 200_000
+    a = rng.standard_normal((n, d_k))                      # 1̂·q_i
+    k = rng.standard_normal((n, d_k, L))
+    R = np.linalg.norm(np.einsum("ni,nil->nl", a, k) / d_k, axis=1)
+    r = np.linspace(1e-6, R.max() * 1.5, 200_001)
+    w = np.exp(-(pooling_vector_nlp(r, L, d_k, 1.0) - pooling_vector_nlp(r, L, d_k, 1.0).min())) * r ** (L - 1)
+    w /= w.sum()
+    for power in (2, 4):
+        se = (R**power).std() / np.sqrt(n)
+        assert abs(float(w @ r**power) - (R**power).mean()) < 4 * se, power
+    med = np.median(R)
+    assert abs(float(w[r < med].sum()) - 0.5) < 4 * 0.5 / np.sqrt(n)
+    assert float(w @ r**2) == pytest.approx(L / d_k, rel=2e-3)      # E|v|² = L c/d_k exactly

@@ -4,24 +4,31 @@ query-independent feature that fits the uncentred targets' mean) integrated beyo
 transverse modes at Gaussian order (Eq. (31)).
 
 At a plane point m = m1 J + mP I write the column part of M − m as x_c ∈ R^{L−1} on the column basis
-(unit-Frobenius matrices 1nᵀ/√L, n over an orthonormal basis of 1⊥; :func:`column_basis`), ρ = |x_c|,
-x_c = ρ n̂. Two exact symmetries make ρ an order parameter: the prior rate I(M) = Σ φ(σ_i(M)) and the
-equivalent-kernel evidence E_EK (Eq. (11) moments in Eq. (4)) are invariant under M → R M Rᵀ for every
-rotation R with R1 = 1 (R fixes m and turns 1nᵀ into 1(Rn)ᵀ), so both depend on x_c through ρ alone
-(:meth:`PoolingSector.radial`; test). A dataset breaks the symmetry; its deviation from the equivalent kernel
-is kept to first order, the linear tilt of its own column gradient g_c = (∂E_s/∂x_c at m). Then the
-direction integral is exact (the von Mises–Fisher normaliser on S^{L−2}, ν = (L − 3)/2):
+(unit-Frobenius matrices 1̂nᵀ, 1̂ = 1/√L, n over an orthonormal basis of 1⊥; :func:`column_basis`),
+ρ = |x_c|, x_c = ρ n̂. Together with the plane's pooling eigenvalue x = 1̂ᵀM1̂ = L m1 + mP they form the
+*pooling vector* v = Mᵀ1̂ = (x, x_c) ∈ R^L, whose prior is exact and spherical: v = Σ_i (1̂·q_i) k_i/d_k is a
+Gaussian scale mixture with density ∝ R^ν K_ν(d_k R/√c), R = |v|, ν = (d_k − L)/2, at every d_k
+(:func:`pooling_vector_nlp`). The column's prior given the plane is that density at R = √(x² + ρ²) (its
+coupling to mP, which shares the k_i⊥, is left out: exact at mP = 0). The large-deviation rate of the full
+matrix along the ray is not used: at d_k ≈ L it misses the Cramér prefactor of the L − 1 column directions
+and makes the prior column modes twice as wide as the prior's exact E‖x_c‖² = (L − 1)c/d_k. The
+equivalent-kernel evidence E_EK (Eq. (11) moments in Eq. (4)) is invariant under M → R M Rᵀ for every
+rotation R with R1 = 1 (R fixes m and turns 1nᵀ into 1(Rn)ᵀ), so it depends on x_c through ρ alone (test).
+A dataset breaks the symmetry; its deviation from the equivalent kernel is kept to first order, the linear
+tilt of its own column gradient g_c = (∂E_s/∂x_c at m). Then the direction integral is exact (the von
+Mises–Fisher normaliser on S^{L−2}, ν_c = (L − 3)/2):
 
-    ∫ dn̂ e^{−ρ g_c·n̂} / |S^{L−2}| = Γ(ν + 1) (2/κ)^ν I_ν(κ),   κ = ρ |g_c|,
+    ∫ dn̂ e^{−ρ g_c·n̂} / |S^{L−2}| = Γ(ν_c + 1) (2/κ)^{ν_c} I_{ν_c}(κ) = ₀F₁(; ν_c + 1; κ²/4),   κ = ρ |g_c|,
 
 and the column sector's correction of the plane action is a 1-D integral in ρ, done on a grid that is
 widened until the integrand is negligible (no expansion in ρ):
 
-    ΔS_pool(m) = −ln [∫dρ ρ^{L−2} Z_ν(ρ|g_c|) e^{−d_k ΔI(ρ) − ΔE(ρ)} / ∫dρ ρ^{L−2} e^{−d_k ΔI(ρ)}],    (37)
+    ΔS_pool(m) = −ln [∫dρ ρ^{L−2} Z(ρ|g_c|) p_v(x, ρ) e^{−ΔE(ρ)} / ∫dρ ρ^{L−2} p_v(x, ρ)],            (37)
 
-ΔI(ρ) = I(m + ρu) − I(m), ΔE(ρ) = E_EK(m + ρu) − E_EK(m) (u any unit column direction). The column mean
-is x̄_c = −ĝ_c ⟨ρ A_ν(ρ|g_c|)⟩, A_ν = I_{ν+1}/I_ν. With d_k → ∞ (quadratic ΔI, ΔE) Eq. (37) is the column
-block of Eq. (31) with the equivalent-kernel column curvature (test). The remaining L² − 2 − (L − 1)
+p_v(x, ρ) the pooling vector's density at R = √(x² + ρ²), ΔE(ρ) = E_EK(m + ρu) − E_EK(m) (u any unit column
+direction). The column mean is x̄_c = −ĝ_c ⟨ρ A(ρ|g_c|)⟩, A = I_{ν_c+1}/I_{ν_c}. With d_k → ∞ (quadratic
+−ln p_v, ΔE) Eq. (37) is the column block of Eq. (31) with the equivalent-kernel column curvature (test). The
+remaining L² − 2 − (L − 1)
 transverse modes keep Eq. (31) with the dataset's own Hessian and gradient restricted to them (their prior
 precision: Σ⁻¹ restricted, i.e. conditional on x_c = 0); the couplings between them and the column modes,
 and the dataset's own (not the equivalent kernel's) column curvature, are left out.
@@ -31,11 +38,10 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from scipy.special import gammaln, hyp0f1, ive, logsumexp
+from scipy.special import gammaln, hyp0f1, ive, kve, logsumexp
 
 from copyhead.config import ActionParams
 
-from ..prior import neg_log_prior_matrix
 from .blocks import isotypic_bases, transverse_basis
 from .correction import gaussian_correction, plane_point
 from .evidence import evidence_ek
@@ -81,6 +87,40 @@ def log_vmf(kappa, L):
     return np.where(small, lz_s, lz_l), np.where(small, A_s, A_l)
 
 
+def pooling_vector_nlp(R, L, d_k, c, prior="large_deviation"):
+    """−ln p(v) + const of the pooling vector v = Mᵀ1̂ ∈ R^L (1̂ = 1/√L) at |v| = R. Its component along 1̂ is
+    the plane's pooling eigenvalue x = 1̂ᵀM1̂ = L m1 + mP, the rest are the column coordinates x_c. With
+    M = Σ_i q_i k_iᵀ/d_k, v = Σ_i a_i k_i/d_k, a_i = 1̂·q_i: given a, v ∼ N(0, g_K|a|²/d_k² I_L), and
+    |a|²/g_Q ∼ χ²_{d_k}, so v is an exact Gaussian scale mixture, spherical in R^L, with the density
+    ∝ R^ν K_ν(d_k R/√c), ν = (d_k − L)/2 — at every d_k (the multivariate form of Eq. (25)). ``prior``
+    "gaussian" (the leading cumulant, Eq. (8)) gives d_k R²/(2c)."""
+    R = np.asarray(R, float)
+    if prior == "gaussian":
+        return d_k * R**2 / (2.0 * c)
+    if prior != "large_deviation":
+        raise ValueError(f"prior {prior!r} is not allowed; allowed values: ['large_deviation', 'gaussian']")
+    nu = 0.5 * (d_k - L)
+    z = np.maximum(d_k * R / np.sqrt(c), 1e-300)
+    return -(nu * np.log(z) + log_kv(nu, z))
+
+
+def log_kv(nu, z):
+    """ln K_ν(z) for z > 0: scipy's scaled K_ν for |ν| ≤ 30, above it the uniform (Debye) expansion
+    K_ν(νw) ≈ √(π/(2ν)) e^{−νη} (1 + w²)^{−1/4} (1 − u₁(t)/ν + u₂(t)/ν²), η = √(1+w²) + ln(w/(1 + √(1+w²))),
+    t = 1/√(1+w²) (relative error O(ν⁻³); scipy's form over- or underflows there)."""
+    nu = abs(float(nu))
+    z = np.asarray(z, float)
+    if nu <= 30.0:
+        return np.log(kve(nu, z)) - z
+    w = z / nu
+    sq = np.sqrt(1.0 + w**2)
+    t = 1.0 / sq
+    eta = sq + np.log(w / (1.0 + sq))
+    u1 = (3 * t - 5 * t**3) / 24
+    u2 = (81 * t**2 - 462 * t**4 + 385 * t**6) / 1152
+    return 0.5 * np.log(np.pi / (2 * nu)) - nu * eta - 0.5 * np.log(sq) + np.log1p(-u1 / nu + u2 / nu**2)
+
+
 class PoolingSector:
     """The column sector of Eq. (37) at P (linear attention): the equivalent-kernel evidence and the prior
     along a column ray, and the split of a dataset's transverse system into the column part (exact in ρ)
@@ -94,9 +134,10 @@ class PoolingSector:
         self.Cb, self.Ct, self.Rt = column_basis(L)
         self.u = self.Cb[:, 0].reshape(L, L)
 
-    def _prior(self, M):
+    def _prior(self, x, rho):
+        """−ln of the prior density of the pooling vector v = Mᵀ1̂ at (x, ρ) (:func:`pooling_vector_nlp`)."""
         p = self.p
-        return neg_log_prior_matrix(M, p.d_k, p.g_Q, p.g_K, p.prior)
+        return pooling_vector_nlp(np.hypot(x, rho), p.L, p.d_k, p.g_Q * p.g_K, p.prior)
 
     def radial(self, m1, mP, gnorm):
         """The column sector at the plane point (m1, mP) for a column tilt of norm ``gnorm``: dict(dS = Eq.
@@ -109,7 +150,8 @@ class PoolingSector:
         Eq. (33)."""
         p, L = self.p, self.p.L
         m = plane_point(m1, mP, L)
-        E0, I0 = self.E(m), self._prior(m)
+        x = L * m1 + mP                                                   # the pooling eigenvalue 1̂ᵀM1̂
+        E0, I0 = self.E(m), self._prior(x, 0.0)
         hI = float(prior_rate_form(m, p.g_Q * p.g_K, self.u[None], p.prior)[0, 0]) * p.d_k
         hE = float(self.u.ravel() @ np.ravel(self.E.hvp(m, self.u[None])[0]))
         step = 0.25 / np.sqrt(hI + abs(hE))
@@ -118,7 +160,7 @@ class PoolingSector:
         for _ in range(self.max_widen):
             n = int(np.clip(np.ceil(rmax / step), self.n_grid, self.max_grid))
             rho = np.linspace(0.0, rmax, n + 1)[1:]
-            dI = np.array([self._prior(m + r * self.u) for r in rho]) - I0
+            dI = self._prior(x, rho) - I0
             dE = np.array([self.E(m + r * self.u) for r in rho]) - E0
             lvmf, A = log_vmf(rho * gnorm, L)
             base = (L - 2) * np.log(rho) - dI
