@@ -1,5 +1,5 @@
-"""The one-loop (Gaussian) correction from the L² − 2 transverse directions of the score matrix
-(docs/theory.md, Sec. 13). The 2-D theory keeps M = m1 J + mP I; around such a point the full score matrix
+"""The one-loop (Gaussian) correction from the L² − 2 transverse directions of the score matrix, and the
+pooling sector beyond it (docs/theory.md, Sec. 13). The 2-D theory keeps M = m1 J + mP I; around such a point the full score matrix
 fluctuates in the orthogonal complement of span{I, J} (Frobenius), and integrating those fluctuations at
 Gaussian order corrects the action and the posterior means. Pure numpy/scipy.
 
@@ -13,8 +13,10 @@ Modules, in the order they build on each other:
   equivalent kernel (Eq. (32)), the softest mode, a dataset's gradient term (Eq. (34));
 - ``softmax``: the softmax expansion point and the observable's second-order term (Eq. (35));
 - ``posterior``: the posterior means with and without the correction at one P (Eq. (18));
+- ``pooling``: the pooling sector (Eq. (37)): the column modes 1wᵀ beyond Gaussian order, with the exact prior
+  of the pooling vector Mᵀ1̂, the equivalent-kernel evidence along their norm and a dataset's column tilt;
 - ``dataset``: the consistent per-dataset one loop: each run's own evidence Hessian and gradient (in closed
-  form from its second moments) around its own 2-D action;
+  form from its second moments) around its own 2-D action, with or without the pooling sector;
 - ``predict``: those means at given measured points, as the dataset of docs/one_loop/*.nc;
 - ``curve``: the theory option ``theory.fluctuations: {kind: one_loop}`` along a P grid.
 Vectorisation convention: vec(M) = M.reshape(-1) (row-major, index a·L + b).
