@@ -53,11 +53,6 @@ def off_plane_second_moment(ds):
     return float(np.mean((c1**2 + cG**2) * (1.0 / r**2 - 1.0)))
 
 
-def column_part(u):
-    """1ūᵀ: the column-mode part of u (ū the column means)."""
-    return np.ones((u.shape[0], 1)) * u.mean(0, keepdims=True)
-
-
 def debiased_share(D, noise):
     """The column share of the signal in D = signal + noise, with E‖D‖² = ‖signal‖² + ‖noise‖² (the chains'
     Monte Carlo noise independent of the signal): (‖col D‖² − ‖col δ‖²)/(‖D‖² − ‖δ‖²), δ the noise estimate;
@@ -65,7 +60,7 @@ def debiased_share(D, noise):
     den = np.sum(D**2) - np.sum(noise**2)
     if den <= 0:
         return float("nan")
-    return float((np.sum(column_part(D)**2) - np.sum(column_part(noise)**2)) / den)
+    return float((column_share(D) * np.sum(D**2) - column_share(noise) * np.sum(noise**2)) / den)
 
 
 def cosine(a, b):
