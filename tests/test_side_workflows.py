@@ -115,3 +115,13 @@ def test_one_loop_predict_writes_its_provenance(tmp_path):
 def test_one_loop_predict_refuses_missing_inputs(capsys):
     assert main(["one-loop", "predict", "--study", "converged", "--out", "x.nc"]) == 2
     assert "--results" in capsys.readouterr().err
+
+
+def test_one_loop_remainder_figure_gets_a_sidecar(tmp_path):
+    d = ROOT / "docs/one_loop"
+    ins = {"finite_size": str(d / "finite_size.nc"), "finite_L": str(d / "finite_L.nc"),
+           "converged": str(d / "converged.nc")}
+    out = tmp_path / "fig_one_loop_remainder.png"
+    assert main(["one-loop", "remainder-figure", "--finite-size", ins["finite_size"], "--finite-L", ins["finite_L"],
+                 "--converged", ins["converged"], "--out", str(out)]) == 0
+    _check_figure_sidecar(out, ins)

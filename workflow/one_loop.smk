@@ -26,6 +26,7 @@ rule all:
         f"{OUT}/fig_one_loop_gaps.png",
         f"{OUT}/fig_one_loop_dataset_linear.png",
         f"{OUT}/fig_one_loop_dataset_softmax.png",
+        f"{OUT}/fig_one_loop_remainder.png",
 
 
 # {study}.nc: the default sub-grid (copyhead.theory.one_loop.posterior.SETTINGS); {study}_coarse9.nc: a 9²
@@ -122,6 +123,24 @@ rule one_loop_dataset_figure:
         f"{OUT}/logs/figure_dataset_{{attention}}.log",
     shell:
         "copyhead one-loop dataset-figure --predictions {input:q} --out {output[0]:q} > {log:q} 2>&1"
+
+
+# what the pooling-sector one loop leaves of the ĉG gap against L/d_k, the three linear studies (Section 0b)
+rule one_loop_remainder_figure:
+    input:
+        finite_size=f"{OUT}/finite_size.nc",
+        finite_L=f"{OUT}/finite_L.nc",
+        converged=f"{OUT}/converged.nc",
+    output:
+        f"{OUT}/fig_one_loop_remainder.png",
+        f"{OUT}/fig_one_loop_remainder.provenance.json",
+    params:
+        code=CODE["figures"],
+    log:
+        f"{OUT}/logs/figure_remainder.log",
+    shell:
+        "copyhead one-loop remainder-figure --finite-size {input.finite_size:q} --finite-L {input.finite_L:q}"
+        " --converged {input.converged:q} --out {output[0]:q} > {log:q} 2>&1"
 
 
 rule one_loop_page:

@@ -44,6 +44,8 @@ def _cmd_one_loop(a) -> int:
         _call("figures.one_loop:write", a.finite_size, a.finite_L, a.out)
     elif a.what == "dataset-figure":
         _call("figures.one_loop:write_dataset", a.predictions, a.out)
+    elif a.what == "remainder-figure":
+        _call("figures.one_loop:write_remainder", a.finite_size, a.finite_L, a.converged, a.out)
     else:
         _call("results.one_loop_page:write_page", a.finite_size, a.finite_L, a.out, check=a.check,
               converged=a.converged, softmax=a.softmax)
@@ -108,6 +110,12 @@ def register(sub) -> None:
                                               "measured gaps, from one predictions file (png + provenance sidecar)")
     s.add_argument("--predictions", required=True, help="predictions with the per-dataset variant (converged: "
                                                         "linear; finite_size_softmax: softmax)")
+    s.add_argument("--out", required=True, help="output .png")
+    s = os_.add_parser("remainder-figure", help="what the pooling-sector one loop leaves of the ĉG gap against "
+                                                "L/d_k, from the three linear studies (png + provenance sidecar)")
+    s.add_argument("--finite-size", required=True, help="predictions at the finite-size study's points")
+    s.add_argument("--finite-L", required=True, help="predictions at the d_k = 2L study's points")
+    s.add_argument("--converged", required=True, help="predictions at the converged study's points")
     s.add_argument("--out", required=True, help="output .png")
     s = os_.add_parser("page", help="the Markdown page (docs/one_loop.md) with its provenance record")
     s.add_argument("--finite-size", required=True, help="predictions at the finite-size study's points")

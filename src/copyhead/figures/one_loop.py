@@ -13,6 +13,7 @@ import numpy as np
 
 from copyhead.analysis import one_loop_compare as cmp
 from copyhead.provenance import product_record, read_dataset
+from copyhead.results import one_loop_remainder as rem
 from copyhead.results.format import sampler_name
 
 from . import write_figure
@@ -145,3 +146,57 @@ def write_dataset(predictions, out) -> dict:
     softmax points) and write ``out`` (png) with its ``<stem>.provenance.json``."""
     rec = product_record(Path(out).stem, "figures", {"predictions": predictions}, kind="figure")
     return write_figure(draw_dataset(read_dataset(predictions)), out, rec, formats=("png",))
+
+
+def draw_remainder(named):
+    """What the pooling-sector one loop leaves of the ĉG gap at P/P_ref = rem.LAW_RATIO, relative to its
+    shift, against L/d_k (copyhead.results.one_loop_remainder): the points with their measured errors, the
+    law a + b L/d_k fitted over d_k ≥ 2L and its extrapolation to d_k = L, the d_k = L points it does not use."""
+    plt = pyplot()
+    rows = rem.points(named)
+    fit = rem.relative_fit(rows)
+    at = rem.at_ratio(rows, rem.LAW_RATIO)
+    fig, ax = plt.subplots(figsize=(WIDE * 0.6, 3.2), constrained_layout=True)
+    markers = {16: "o", 24: "s", 32: "D"}
+    ax.axhline(0.0, color="0.6", lw=0.7, zorder=0)
+    if fit:
+        lo = 1.0 / rem.MIN_DK_OVER_L
+        u_fit, u_ext = np.linspace(0.0, lo, 20), np.linspace(lo, 1.0, 20)
+        ax.plot(u_fit, rem.law(fit, u_fit), "-", color=PRED, zorder=1,
+                label=f"fit over $d_k \\geq {rem.MIN_DK_OVER_L}L$: ${fit['a']:.2f} + {fit['b']:.2f}\\,L/d_k$")
+        ax.plot(u_ext, rem.law(fit, u_ext), ":", color=PRED, zorder=1, label="its extrapolation to $d_k = L$")
+    for L in sorted({p["L"] for p in at}):
+        pts = sorted((p for p in at if p["L"] == L), key=lambda p: p["d_k"])
+        u = np.array([L / p["d_k"] for p in pts])
+        q = np.array([p["r_over_shift"] for p in pts])
+        e = np.array([p["err"] / abs(p["shift"]) for p in pts])
+        used = np.array([p["d_k"] >= rem.MIN_DK_OVER_L * L for p in pts])
+        kw = dict(color="k", ms=4.5, capsize=2, ls="none", marker=markers.get(L, "o"), zorder=3)
+        ax.errorbar(u[used], q[used], e[used], label=f"$L = {L}$", **kw)
+        if (~used).any():
+            ax.errorbar(u[~used], q[~used], e[~used], mfc="white", **kw)
+    for L in sorted({p["L"] for p in rows if p["study"] == "converged"}):
+        b = rem.bracket(rows, rem.LAW_RATIO, L, L)
+        if b:
+            ax.errorbar([1.0, 1.0], [p["r_over_shift"] for p in b], [p["err"] / abs(p["shift"]) for p in b],
+                        fmt="D-", mfc="white", color="tab:blue", ms=5, capsize=2, zorder=4,
+                        label=f"default size $L = d_k = {L}$ ($P/P_{{ref}}$ = "
+                              + ", ".join(f"{p['ratio']:.2f}" for p in b) + ")")
+    ax.set_xlim(0, 1.08)
+    ax.set_ylim(min(0.0, ax.get_ylim()[0]), None)
+    ax.set_xlabel("$L/d_k$")
+    ax.set_ylabel("remainder / one-loop shift of $\\hat c_G$")
+    ax.set_title(f"what the pooling-sector one loop leaves, $P = {rem.LAW_RATIO:g}\\,P_{{ref}}$\n"
+                 "(hollow: $d_k = L$, not in the fit)", fontsize=8)
+    ax.legend(fontsize=6.5, loc="upper left")
+    return fig
+
+
+def write_remainder(finite_size, finite_L, converged, out) -> dict:
+    """Draw the remainder figure from the three linear studies' one-loop files and write ``out`` (png) with its
+    ``<stem>.provenance.json``."""
+    rec = product_record(Path(out).stem, "figures", {"finite_size": finite_size, "finite_L": finite_L,
+                                                     "converged": converged}, kind="figure")
+    named = [("finite_size", read_dataset(finite_size), "d_k", ""), ("finite_L", read_dataset(finite_L), "L", ""),
+             ("converged", read_dataset(converged), "d_k", "")]
+    return write_figure(draw_remainder(named), out, rec, formats=("png",))

@@ -11,6 +11,7 @@ import numpy as np
 from ..analysis import one_loop_compare as cmp
 from ..provenance import product_record, read_dataset, write_product
 from . import one_loop_dataset as dataset
+from . import one_loop_remainder as remainder
 from .format import g, sampler_name
 from .one_loop_tables import (NAME, TABLE_RATIOS, coefficient_table, converged_lines, f2, flagged_lines,
                               points_table, rms_table, softmax_lines)
@@ -150,6 +151,17 @@ def dataset_figures(named):
     return out
 
 
+def remainder_figure(named):
+    """The remainder figure (copyhead.figures.one_loop.write_remainder) under Section 0b, where its section is."""
+    if not remainder.section(named):
+        return []
+    return ["![what the one loop leaves](one_loop/fig_one_loop_remainder.png)", "",
+            "*Figure: the remainder of the measured ĉG gap after the pooling-sector one loop over that shift, against "
+            f"L/d_k at P/P_ref = {g(remainder.LAW_RATIO)}, with its measured error; the law a + b L/d_k fitted over "
+            f"d_k ≥ {remainder.MIN_DK_OVER_L}L (solid) and extrapolated to d_k = L (dotted); hollow: the d_k = L "
+            "points the fit does not use (the default size: its two P/P_ref next to 2).*", ""]
+
+
 def render(fs, fl, command=COMMAND, check=None, converged=None, softmax=None):
     c_fs, c_fl = cmp.consistency(fs), cmp.consistency(fl)
     k1, kn, nbig = naive_sign(fs)
@@ -179,7 +191,7 @@ def render(fs, fl, command=COMMAND, check=None, converged=None, softmax=None):
              ("converged", converged, "d_k", "Converged study at the default size"
               + (f" (L = {int(converged['L'].values[0])}, d_k = {int(converged['d_k'].values[0])})" if converged is not None else "")),
              ("softmax", softmax, "d_k", "Softmax, finite-size study")]
-    out += dataset.answer_lines(named)
+    out += dataset.answer_lines(named) + remainder.answer_line(named)
     out += ["- The equivalent-kernel correction (Eq. (32)), Sections 1–5:"] if dataset.answer_lines(named) else []
     out += verdict(fs, "d_k") + explained(fs, "d_k") + g_perp_line(fs, "d_k") + transition_line(fs)
     out += [f"- Flagged (no prediction): P/P_ref = {', '.join(g(r) for r in soft_at) or 'none'} — at least one "
@@ -198,7 +210,8 @@ def render(fs, fl, command=COMMAND, check=None, converged=None, softmax=None):
             f"*Figure: measured gap ({sampler} − same-dataset theory) against 1/d_k with its error, the one-loop "
             "prediction drawn through it (dashed and hollow where flagged: not a prediction), one panel per "
             "P/P_ref; the scaling-study points (L = 24, 32 at d_k = 2L) in grey; †: as in the table.*", "",
-            *dataset.section(named), *dataset_figures(named),
+            *dataset.section(named), *dataset_figures(named), *remainder.section(named),
+            *remainder_figure(named),
             f"## 1. The 1/d_k coefficient, {NAME['c1']} ({NAME['cG']}: the table of the answer)", "",
             "b is the coefficient of 1/d_k, so the aim “predicted within 2σ of the measured” is |z_b| ≤ 2.", ""]
     out += coefficient_table(fs, "c1")
