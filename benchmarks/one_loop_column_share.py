@@ -94,6 +94,12 @@ def measure(runs: Path, cfg: dict, log=print, only_P=None):
             system = transverse_system(p, mom, plane_point(m1, mP, p.L))
             pool = PoolingSector(p, P).correction(m1, mP, *system[:3])
             xp = pool["mean"] / p.L
+            # the same sector at the chains' own plane position: what it predicts given (ĉ1, ĉG), apart from
+            # where its corrected posterior puts them
+            c1c, cGc = (0.5 * sum(float(ds[k]) for ds in runs_) for k in ("c1", "cG"))
+            m1c, mPc = map(float, order_to_coeffs(c1c, cGc, p.L))
+            xc = PoolingSector(p, P).correction(m1c, mPc, *transverse_system(p, mom, plane_point(m1c, mPc, p.L))[:3])
+            xc = xc["mean"] / p.L
             shares = [column_share(d) for d in D]
             coss = [cosine(d, xb) for d in D]
             delta = 0.5 * (D[0] - D[1])
@@ -106,13 +112,44 @@ def measure(runs: Path, cfg: dict, log=print, only_P=None):
                          "second": 0.5 * (sec[0] + sec[1]), "second_err": 0.5 * abs(sec[0] - sec[1]),
                          "second_pred": sec_pred / p.L**2, "second_pool": pool["second"] / p.L**2,
                          "c1": 0.5 * sum(float(ds["c1"]) for ds in runs_), "c1_pred": r["one_loop"]["c1"],
-                         "c1_pool": r["pooling"]["c1"], "soft": r["soft_weight"]})
+                         "c1_pool": r["pooling"]["c1"], "soft": r["soft_weight"],
+                         "share_at_chains": column_share(xc), "cos_at_chains": cosine(Dm, xc),
+                         "norm_at_chains": float(np.linalg.norm(xc))})
             log(f"P {P} seed {seed}: column share {rows[-1]['share']:.3f} ± {rows[-1]['share_err']:.3f} "
                 f"(signal {rows[-1]['share_signal']:.3f}; predicted {rows[-1]['share_pred']:.3f}, pooling sector "
                 f"{rows[-1]['share_pool']:.3f}), cosine {rows[-1]['cos']:.2f} (pooling {rows[-1]['cos_pool']:.2f}); "
                 f"E‖A_off‖² {rows[-1]['second']:.5f} (one loop {rows[-1]['second_pred']:.5f}, pooling "
                 f"{rows[-1]['second_pool']:.5f})")
     return p, rows
+
+
+def at_chains_lines(rows) -> list[str]:
+    """The pooling sector at the chains' own (ĉ1, ĉG) against the chains' signal share, per P: the mean over
+    seeds of each, and of their per-seed difference with its standard error (seeds' spread / √n): within 2σ or
+    not (— where the chains' off-plane mean is below its Monte Carlo noise on a seed)."""
+    out = ["## The pooling sector at the chains' own plane position", "",
+           "The Answer's prediction is taken at the theory's own corrected (ĉ1, ĉG); where that is off, so is the "
+           "off-plane mean that goes with it. Here the same sector (Eq. (37)) is evaluated at the chains' (ĉ1, ĉG) "
+           "of each training set: what it predicts *given* the plane position. Difference = signal share − "
+           "predicted, per seed; ± its standard error over the seeds.", "",
+           "| P | ĉ1 chains | ĉ1 pooling sector | signal share | pooling sector, own (ĉ1, ĉG) | pooling sector, chains' "
+           "(ĉ1, ĉG) | difference (chains' point) | within 2σ | cosine(D, x̄), chains' point | ‖D‖ | ‖x̄‖/L, "
+           "chains' point |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for P in sorted({r["P"] for r in rows}):
+        sel = [r for r in rows if r["P"] == P]
+        mean = lambda k: float(np.mean([r[k] for r in sel]))  # noqa: E731
+        d = np.array([r["share_signal"] - r["share_at_chains"] for r in sel])
+        if np.isfinite(d).all() and len(d) > 1:
+            se = float(np.std(d, ddof=1) / np.sqrt(len(d)))
+            diff = f"{d.mean():+.3f} ± {se:.3f}"
+            ok = "yes" if abs(d.mean()) <= 2 * se else f"no ({abs(d.mean()) / se:.1f}σ)"
+            sig = f"{mean('share_signal'):.3f}"
+        else:
+            diff, ok, sig = "—", "— (noise)", "—"
+        out.append(f"| {P} | {mean('c1'):.4f} | {mean('c1_pool'):.4f} | {sig} | {mean('share_pool'):.3f} | "
+                   f"{mean('share_at_chains'):.3f} | {diff} | {ok} | {mean('cos_at_chains'):.2f} | {mean('norm'):.3g} | "
+                   f"{mean('norm_at_chains'):.3g} |")
+    return out
 
 
 def markdown(p, rows, seconds, source, only_P=None) -> list[str]:
@@ -145,6 +182,7 @@ def markdown(p, rows, seconds, source, only_P=None) -> list[str]:
                      f"{mean('share_pool'):.3f} | {mean('cos'):.2f} ± {err('cos_err'):.2f} | {mean('cos_pool'):.2f} | "
                      f"{mean('norm'):.3g} | {mean('norm_pred'):.3g} | {mean('norm_pool'):.3g} | "
                      f"{mean('norm_noise'):.3g} | {max(r['soft'] for r in sel):.2g} |")
+    lines += ["", *at_chains_lines(rows)]
     prior2 = (p.L**2 - 2) * p.g_Q * p.g_K / (p.d_k * p.L**2)
     lines += ["", "## The off-plane fluctuations", "",
               "E‖A − ΠA‖²_F over each chain's samples (from the per-sample ĉ1, ĉG and coverage ratio ‖ΠA‖/‖A‖; "

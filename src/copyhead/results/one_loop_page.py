@@ -108,9 +108,21 @@ def transition_line(ds):
     soft = (cmp.flags(ds)["soft"] | cmp.flags(ds)["none"]).sel(ratio=1.0)
     n, k = int(soft.size), int(soft.sum())
     if k == n:
-        return [f"- Transition points: the linear crossover is at P ≈ P_ref, flagged at all {n} sizes "
-                "(Section 3), so the one-loop theory gives no corrected crossover here."]
-    return [f"- Transition points: not computed; P ≈ P_ref is flagged at {k} of {n} sizes (Section 3)."]
+        line = (f"- Transition points: the linear crossover is at P ≈ P_ref, flagged at all {n} sizes "
+                "(Section 3), so the equivalent-kernel one loop gives no corrected crossover here.")
+    else:
+        line = f"- Transition points: not computed; P ≈ P_ref is flagged at {k} of {n} sizes (Section 3)."
+    if dataset.has_pooling(ds):
+        ok = cmp.usable(ds, variant=cmp.POOLING).sel(ratio=1.0)
+        zz = cmp.z(ds, cmp.POOLING).sel(ratio=1.0).where(ok)
+        z0 = cmp.z(ds).sel(ratio=1.0).where(ok)
+        m = int(ok.sum())
+        if m:
+            rms = lambda v: float(np.sqrt((v**2).sum() / (2 * m)))  # noqa: E731
+            line += (f" The pooling sector (Section 0) predicts P ≈ P_ref at {m} of {n} sizes: RMS z there "
+                     f"{g(rms(z0))} uncorrected → {g(rms(zz))} (both order parameters); the studies' five P/P_ref "
+                     "are too coarse to locate a corrected crossover from it, so none is given.")
+    return [line]
 
 
 def g_perp_line(ds, by):
