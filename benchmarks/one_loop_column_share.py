@@ -123,15 +123,20 @@ def measure(runs: Path, cfg: dict, log=print, only_P=None):
     return p, rows
 
 
+NOISE_FLOOR = 0.25     # signal ‖D‖² − ‖δ‖² below this × ‖δ‖²: the seed's share is noise (at_chains_lines)
+
+
 def at_chains_lines(rows) -> list[str]:
     """The pooling sector at the chains' own (ĉ1, ĉG) against the chains' signal share, per P: the mean over
     seeds of each, and of their per-seed difference with its standard error (seeds' spread / √n): within 2σ or
-    not (— where the chains' off-plane mean is below its Monte Carlo noise on a seed)."""
+    not (— where on some seed the chains' off-plane signal, ‖D‖² − ‖δ‖², is below NOISE_FLOOR ‖δ‖²: its share is
+    Monte Carlo noise, as its spread over the seeds is not)."""
     out = ["## The pooling sector at the chains' own plane position", "",
            "The Answer's prediction is taken at the theory's own corrected (ĉ1, ĉG); where that is off, so is the "
            "off-plane mean that goes with it. Here the same sector (Eq. (37)) is evaluated at the chains' (ĉ1, ĉG) "
            "of each training set: what it predicts *given* the plane position. Difference = signal share − "
-           "predicted, per seed; ± its standard error over the seeds.", "",
+           "predicted, per seed; ± its standard error over the seeds; — where on a seed the signal ‖D‖² − ‖δ‖² is below "
+           f"{NOISE_FLOOR:g} ‖δ‖² (its norm under half the noise's: no share to compare).", "",
            "| P | ĉ1 chains | ĉ1 pooling sector | signal share | pooling sector, own (ĉ1, ĉG) | pooling sector, chains' "
            "(ĉ1, ĉG) | difference (chains' point) | within 2σ | cosine(D, x̄), chains' point | ‖D‖ | ‖x̄‖/L, "
            "chains' point |", "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -139,13 +144,14 @@ def at_chains_lines(rows) -> list[str]:
         sel = [r for r in rows if r["P"] == P]
         mean = lambda k: float(np.mean([r[k] for r in sel]))  # noqa: E731
         d = np.array([r["share_signal"] - r["share_at_chains"] for r in sel])
-        if np.isfinite(d).all() and len(d) > 1:
+        resolved = all(r["norm"] ** 2 - r["norm_noise"] ** 2 >= NOISE_FLOOR * r["norm_noise"] ** 2 for r in sel)
+        if resolved and np.isfinite(d).all() and len(d) > 1:
             se = float(np.std(d, ddof=1) / np.sqrt(len(d)))
             diff = f"{d.mean():+.3f} ± {se:.3f}"
             ok = "yes" if abs(d.mean()) <= 2 * se else f"no ({abs(d.mean()) / se:.1f}σ)"
             sig = f"{mean('share_signal'):.3f}"
         else:
-            diff, ok, sig = "—", "— (noise)", "—"
+            diff, ok, sig = "—", "— (signal below noise)", "—"
         out.append(f"| {P} | {mean('c1'):.4f} | {mean('c1_pool'):.4f} | {sig} | {mean('share_pool'):.3f} | "
                    f"{mean('share_at_chains'):.3f} | {diff} | {ok} | {mean('cos_at_chains'):.2f} | {mean('norm'):.3g} | "
                    f"{mean('norm_at_chains'):.3g} |")
