@@ -123,6 +123,13 @@ def measure(runs: Path, cfg: dict, log=print, only_P=None):
     return p, rows
 
 
+def by_P(rows):
+    """(P, the rows at P, the mean over them of a key) for each P of ``rows``, in order: the tables' per-P rows."""
+    for P in sorted({r["P"] for r in rows}):
+        sel = [r for r in rows if r["P"] == P]
+        yield P, sel, lambda k, sel=sel: float(np.mean([r[k] for r in sel]))
+
+
 NOISE_FLOOR = 0.25     # signal ‖D‖² − ‖δ‖² below this × ‖δ‖²: the seed's share is noise (at_chains_lines)
 
 
@@ -140,9 +147,7 @@ def at_chains_lines(rows) -> list[str]:
            "| P | ĉ1 chains | ĉ1 pooling sector | signal share | pooling sector, own (ĉ1, ĉG) | pooling sector, chains' "
            "(ĉ1, ĉG) | difference (chains' point) | within 2σ | cosine(D, x̄), chains' point | ‖D‖ | ‖x̄‖/L, "
            "chains' point |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for P in sorted({r["P"] for r in rows}):
-        sel = [r for r in rows if r["P"] == P]
-        mean = lambda k: float(np.mean([r[k] for r in sel]))  # noqa: E731
+    for P, sel, mean in by_P(rows):
         d = np.array([r["share_signal"] - r["share_at_chains"] for r in sel])
         resolved = all(r["norm"] ** 2 - r["norm_noise"] ** 2 >= NOISE_FLOOR * r["norm_noise"] ** 2 for r in sel)
         if resolved and np.isfinite(d).all() and len(d) > 1:
@@ -178,9 +183,7 @@ def markdown(p, rows, seconds, source, only_P=None) -> list[str]:
              "| P | column share, measured (mean over seeds) | signal share | predicted, one loop | predicted, pooling "
              "sector | cosine(D, x̄), one loop | cosine, pooling sector | ‖D‖ | ‖x̄‖/L | ‖x̄‖/L pooling | "
              "noise ‖D₁ − D₂‖/2 | soft weight |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for P in sorted({r["P"] for r in rows}):
-        sel = [r for r in rows if r["P"] == P]
-        mean = lambda k: float(np.mean([r[k] for r in sel]))  # noqa: E731
+    for P, sel, mean in by_P(rows):
         err = lambda k: float(np.sqrt(np.sum([r[k] ** 2 for r in sel])) / len(sel))  # noqa: E731
         sig = mean("share_signal")
         lines.append(f"| {P} | {mean('share'):.3f} ± {err('share_err'):.3f} | "
@@ -199,9 +202,7 @@ def markdown(p, rows, seconds, source, only_P=None) -> list[str]:
               "in the plane.", "",
               "| P | E‖A_off‖², chains (mean over seeds) | one loop | pooling sector | ĉ1 chains | ĉ1 one loop | "
               "ĉ1 pooling sector |", "|---|---|---|---|---|---|---|"]
-    for P in sorted({r["P"] for r in rows}):
-        sel = [r for r in rows if r["P"] == P]
-        mean = lambda k: float(np.mean([r[k] for r in sel]))  # noqa: E731
+    for P, sel, mean in by_P(rows):
         err = float(np.sqrt(np.sum([r["second_err"] ** 2 for r in sel])) / len(sel))
         lines.append(f"| {P} | {mean('second'):.5f} ± {err:.5f} | {mean('second_pred'):.5f} | "
                      f"{mean('second_pool'):.5f} | {mean('c1'):.4f} | {mean('c1_pred'):.4f} | {mean('c1_pool'):.4f} |")
