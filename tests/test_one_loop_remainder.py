@@ -68,10 +68,14 @@ def test_a_flagged_point_is_not_fitted():
 
 
 def test_page_lines_read_the_fit():
-    n = named()
-    line = rem.answer_line(n)[0]
+    rows = rem.points(named())
+    fit = rem.relative_fit(rows)
+    line = rem.answer_line(rows, fit)[0]
     assert "Why the aim fails" in line and "0.07 ±" in line and "(0.4 ±" in line
-    sec = rem.section(n)
+    sec = rem.section(rows, fit)
     assert sec[0] == "## 0b. What the one loop leaves at d_k = L"
     assert any(s.startswith("| converged | 32 | 32 | 1 |") for s in sec)
-    assert rem.section([("softmax", named()[0][1], "d_k", "")]) == []      # no linear study: no section
+    none = rem.points([("softmax", named()[0][1], "d_k", "")])             # no linear study: no rows, no section
+    assert none == [] and rem.relative_fit(none) is None and rem.section(none, None) == []
+    # r/shift's error is the measured error over |shift|, the fit's weight its inverse square
+    assert all(p["q_err"] == pytest.approx(p["err"] / abs(p["shift"])) for p in rows if p["shift"])

@@ -169,7 +169,7 @@ def draw_remainder(named):
         pts = sorted((p for p in at if p["L"] == L), key=lambda p: p["d_k"])
         u = np.array([L / p["d_k"] for p in pts])
         q = np.array([p["r_over_shift"] for p in pts])
-        e = np.array([p["err"] / abs(p["shift"]) for p in pts])
+        e = np.array([p["q_err"] for p in pts])
         used = np.array([p["d_k"] >= rem.MIN_DK_OVER_L * L for p in pts])
         kw = dict(color="k", ms=4.5, capsize=2, ls="none", marker=markers.get(L, "o"), zorder=3)
         ax.errorbar(u[used], q[used], e[used], label=f"$L = {L}$", **kw)
@@ -178,7 +178,7 @@ def draw_remainder(named):
     for L in sorted({p["L"] for p in rows if p["study"] == "converged"}):
         b = rem.bracket(rows, rem.LAW_RATIO, L, L)
         if b:
-            ax.errorbar([1.0, 1.0], [p["r_over_shift"] for p in b], [p["err"] / abs(p["shift"]) for p in b],
+            ax.errorbar([1.0, 1.0], [p["r_over_shift"] for p in b], [p["q_err"] for p in b],
                         fmt="D-", mfc="white", color="tab:blue", ms=5, capsize=2, zorder=4,
                         label=f"default size $L = d_k = {L}$ ($P/P_{{ref}}$ = "
                               + ", ".join(f"{p['ratio']:.2f}" for p in b) + ")")

@@ -113,15 +113,15 @@ def transition_line(ds):
     else:
         line = f"- Transition points: not computed; P ≈ P_ref is flagged at {k} of {n} sizes (Section 3)."
     if dataset.has_pooling(ds):
-        ok = cmp.usable(ds, variant=cmp.POOLING).sel(ratio=1.0)
-        zz = cmp.z(ds, cmp.POOLING).sel(ratio=1.0).where(ok)
-        z0 = cmp.z(ds).sel(ratio=1.0).where(ok)
-        m = int(ok.sum())
+        # cmp.rms_z per size at this one ratio, pooled over the sizes (weights: its point counts)
+        r0, npts = cmp.rms_z(ds.sel(ratio=[1.0]), None, over=cmp.POOLING)
+        rp, _ = cmp.rms_z(ds.sel(ratio=[1.0]), cmp.POOLING, over=cmp.POOLING)
+        pooled = lambda r: float(np.sqrt((r**2 * npts).sum() / npts.sum()))  # noqa: E731
+        m = int((npts > 0).sum())
         if m:
-            rms = lambda v: float(np.sqrt((v**2).sum() / (2 * m)))  # noqa: E731
             line += (f" The pooling sector (Section 0) predicts P ≈ P_ref at {m} of {n} sizes: RMS z there "
-                     f"{g(rms(z0))} uncorrected → {g(rms(zz))} (both order parameters); the studies' five P/P_ref "
-                     "are too coarse to locate a corrected crossover from it, so none is given.")
+                     f"{g(pooled(r0))} uncorrected → {g(pooled(rp))} (both order parameters); the studies' five "
+                     "P/P_ref are too coarse to locate a corrected crossover from it, so none is given.")
     return [line]
 
 
@@ -163,9 +163,10 @@ def dataset_figures(named):
     return out
 
 
-def remainder_figure(named):
-    """The remainder figure (copyhead.figures.one_loop.write_remainder) under Section 0b, where its section is."""
-    if not remainder.section(named):
+def remainder_figure(fit):
+    """The remainder figure (copyhead.figures.one_loop.write_remainder) under Section 0b, where its section is
+    (``fit``: copyhead.results.one_loop_remainder.relative_fit, None where there is none)."""
+    if fit is None:
         return []
     return ["![what the one loop leaves](one_loop/fig_one_loop_remainder.png)", "",
             "*Figure: the remainder of the measured ĉG gap after the pooling-sector one loop over that shift, against "
@@ -203,8 +204,11 @@ def render(fs, fl, command=COMMAND, check=None, converged=None, softmax=None):
              ("converged", converged, "d_k", "Converged study at the default size"
               + (f" (L = {int(converged['L'].values[0])}, d_k = {int(converged['d_k'].values[0])})" if converged is not None else "")),
              ("softmax", softmax, "d_k", "Softmax, finite-size study")]
-    out += dataset.answer_lines(named) + remainder.answer_line(named)
-    out += ["- The equivalent-kernel correction (Eq. (32)), Sections 1–5:"] if dataset.answer_lines(named) else []
+    per_dataset = dataset.answer_lines(named)
+    rows = remainder.points(named)
+    fit = remainder.relative_fit(rows)
+    out += per_dataset + remainder.answer_line(rows, fit)
+    out += ["- The equivalent-kernel correction (Eq. (32)), Sections 1–5:"] if per_dataset else []
     out += verdict(fs, "d_k") + explained(fs, "d_k") + g_perp_line(fs, "d_k") + transition_line(fs)
     out += [f"- Flagged (no prediction): P/P_ref = {', '.join(g(r) for r in soft_at) or 'none'} — at least one "
             f"d_k has more than {g(cmp.flag_weight(fs))} of the one-loop posterior weight on near-critical "
@@ -222,8 +226,8 @@ def render(fs, fl, command=COMMAND, check=None, converged=None, softmax=None):
             f"*Figure: measured gap ({sampler} − same-dataset theory) against 1/d_k with its error, the one-loop "
             "prediction drawn through it (dashed and hollow where flagged: not a prediction), one panel per "
             "P/P_ref; the scaling-study points (L = 24, 32 at d_k = 2L) in grey; †: as in the table.*", "",
-            *dataset.section(named), *dataset_figures(named), *remainder.section(named),
-            *remainder_figure(named),
+            *dataset.section(named), *dataset_figures(named), *remainder.section(rows, fit),
+            *remainder_figure(fit),
             f"## 1. The 1/d_k coefficient, {NAME['c1']} ({NAME['cG']}: the table of the answer)", "",
             "b is the coefficient of 1/d_k, so the aim “predicted within 2σ of the measured” is |z_b| ≤ 2.", ""]
     out += coefficient_table(fs, "c1")

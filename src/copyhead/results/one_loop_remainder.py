@@ -36,7 +36,7 @@ LINEAR = ("finite_size", "finite_L", "converged")
 def points(named):
     """Rows (dicts) of the linear studies in ``named`` ((key, ds, by, what) as on the page) that have the
     pooling sector: study, L, d_k, P, ratio (P/P_ref), gap ± err, shift, remainder r = gap − shift and
-    r/shift of ĉG, and whether the point is usable (a measured gap, the correction not flagged). A (L, d_k,
+    r/shift of ĉG with its measured error (q_err = err/|shift|), and whether the point is usable (a measured gap, the correction not flagged). A (L, d_k,
     ratio) met twice (the scaling study's L = 16 is the finite-size study's d_k = 32) is kept once."""
     rows, seen = [], set()
     for key, ds, _, _ in named:
@@ -57,6 +57,7 @@ def points(named):
                 rows.append({"study": key, "L": L, "d_k": d_k, "P": float(s["P"]), "ratio": float(ratio),
                              "gap": gap, "err": err, "shift": shift, "r": gap - shift,
                              "r_over_shift": (gap - shift) / shift if shift else np.nan,
+                             "q_err": err / abs(shift) if shift else np.nan,
                              "usable": bool(ok.sel(x=x, ratio=ratio))})
     return rows
 
@@ -75,7 +76,7 @@ def relative_fit(rows, ratio=LAW_RATIO, min_dk_over_L=MIN_DK_OVER_L):
         return None
     u = np.array([p["L"] / p["d_k"] for p in use])
     q = np.array([p["r_over_shift"] for p in use])
-    w = np.array([(p["shift"] / p["err"]) ** 2 for p in use])
+    w = np.array([p["q_err"] ** -2.0 for p in use])
     X = np.c_[np.ones(len(u)), u]
     cov = np.linalg.inv(X.T @ (w[:, None] * X))
     ab = cov @ X.T @ (w * q)
@@ -104,7 +105,7 @@ def bracket(rows, ratio, L, d_k):
 
 def _q(p):
     """r/shift with its measured error."""
-    return f"{g(p['r_over_shift'], 2)} ± {g(p['err'] / abs(p['shift']), 1)}"
+    return f"{g(p['r_over_shift'], 2)} ± {g(p['q_err'], 1)}"
 
 
 def _tests(rows, fit):
@@ -126,11 +127,9 @@ def _sigma(x, err):
     return g(abs(x) / err, 2) if err > 0 else "∞"
 
 
-def answer_line(named):
-    """One line for the page's answer: why the aim fails at the default size, from the fit and the d_k = L
-    points."""
-    rows = points(named)
-    fit = relative_fit(rows)
+def answer_line(rows, fit):
+    """One line for the page's answer: why the aim fails at the default size, from the fit (``relative_fit`` of
+    ``rows``, the ``points``) and the d_k = L points."""
     if fit is None:
         return []
     conv = [p for p in rows if p["usable"] and p["study"] == "converged" and p["ratio"] >= COPY_SIDE]
@@ -163,11 +162,10 @@ def _row(p):
             f"{_q(p)} |")
 
 
-def section(named):
-    """Section 0b: the table of remainders on the copy side (the studies at NEAR_RATIO and LAW_RATIO, the
-    converged study from P/P_ref 1.2 on), the fit and its test at d_k = L, and the crossover's lack of a law."""
-    rows = points(named)
-    fit = relative_fit(rows)
+def section(rows, fit):
+    """Section 0b from the ``points`` ``rows`` and their ``relative_fit``: the table of remainders on the copy side
+    (the studies at NEAR_RATIO and LAW_RATIO, the converged study from P/P_ref 1.2 on), the fit and its test at
+    d_k = L, and the crossover's lack of a law."""
     if fit is None:
         return []
     near = relative_fit(rows, NEAR_RATIO)
