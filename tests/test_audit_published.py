@@ -115,4 +115,23 @@ def test_a_data_file_made_by_other_code_warns_only_where_it_cannot_be_remade_her
                                        checkout)
     assert mixed.ok and any("made by other studies code" in w and "remake it where they are" in w
                             for w in mixed.warnings), mixed.warnings
-    assert not committed.ok and "workflow/docs.smk` remakes it" in committed.problems[0]
+    assert not committed.ok and "workflow/docs.smk` remakes it" not in committed.problems[0]
+    # the remake names the product with --forcerun: a fresh clone has no Snakemake records of the code, so a
+    # plain `snakemake -s workflow/docs.smk` there would keep it
+    assert (committed.remake, mixed.remake) == ("docs/tables/committed.json", "")
+    assert committed.problems[0].endswith(
+        "`snakemake -s workflow/docs.smk --cores 2 --forcerun 'docs/tables/committed.json'` remakes it")
+
+
+def test_a_product_made_beside_a_page_is_remade_through_the_page(checkout):
+    """A page's figures are no rule's outputs of their own (copyhead studies-page writes them with the page):
+    the remake command names what the command that wrote them declared (its --out), once."""
+    recs = []
+    for name in ("fig_a", "fig_b"):
+        rec = dict(product_record(name, "studies", {}, kind="figure"), code_fingerprint="0123456789abcdef",
+                   command="copyhead studies-page docs/studies/studies.json --out docs/studies/studies.md")
+        write_product({Path(f"docs/studies/{name}.png"): b"png"}, rec)
+        recs.append(Path(f"docs/studies/{name}.png"))
+    reps = audit_published(recs, checkout)
+    assert [r.remake for r in reps] == ["docs/studies/studies.md"] * 2
+    assert all("--forcerun 'docs/studies/studies.md'` remakes it" in r.problems[0] for r in reps)

@@ -7,6 +7,7 @@ copies of its results.
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -600,6 +601,26 @@ def test_published_aggregates_remake_the_results_page_and_pass_the_audit(pipelin
     r = run("audit", "--docs", "docs")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "inputs outside the checkout (not checked): " + str(pipeline / "results/runs") in r.stdout
+    # a figure made by other code, in a checkout without Snakemake's records of the code (a fresh clone): a plain
+    # run keeps it; the audit names it with --forcerun, and that command remakes it with the current code
+    fig = "docs/results_figures/fig3_linear_order_params"
+    side = repo / f"{fig}.provenance.json"
+    rec = json.loads(side.read_text())
+    made = rec["code_fingerprint"]
+    os.chmod(side, 0o644)
+    side.write_text(json.dumps({**rec, "code_fingerprint": "0123456789abcdef"}))
+    shutil.rmtree(repo / ".snakemake")
+    smk(repo, "-s", "workflow/docs.smk", "docs_results", "--config", "converged_config=config.yaml")
+    assert json.loads(side.read_text())["code_fingerprint"] == "0123456789abcdef"     # kept by a plain run
+    r = run("audit", "--docs", "docs")
+    assert r.returncode == 1 and f"{fig}.png: made by other figures code" in r.stdout
+    remake = r.stdout.strip().splitlines()[-1].split("remade from committed inputs by: ")[1]
+    assert remake == f"snakemake -s workflow/docs.smk --cores 2 --forcerun '{fig}.pdf'"   # its png comes with it
+    args = shlex.split(remake)
+    del args[args.index("--cores"):args.index("--cores") + 2]                # smk gives its own --cores
+    smk(repo, "docs_results", "--config", "converged_config=config.yaml", *args[1:])   # (--forcerun takes all after it)
+    assert json.loads(side.read_text())["code_fingerprint"] == made
+    assert run("audit", "--docs", "docs").returncode == 0
     agg = repo / "docs/data/converged/aggregate_linear.nc"
     os.chmod(agg, 0o644)
     agg.write_bytes(agg.read_bytes() + b"\0")          # a committed input edited by hand

@@ -30,7 +30,7 @@ from .attention import variant
 from .collapsed import CollapsedPosterior
 from .hmc import HMC
 
-__all__ = ["copy_coordinate", "biased", "windows", "MBAR", "mbar", "run_windows"]
+__all__ = ["copy_coordinate", "biased", "windows", "MBAR", "mbar", "sample", "run_windows"]
 
 
 def copy_coordinate(post: CollapsedPosterior, q: torch.Tensor):
@@ -162,6 +162,23 @@ def mbar(samples: list[np.ndarray], centres, kappa, tol: float = 1e-10, max_iter
     return MBAR(f=f, logw=logw, s=s, overlap=ov)
 
 
+def sample(h: HMC, steps: int, burn_in: int, record, log=None) -> dict[str, list]:
+    """Run the HMC chains ``h`` for ``steps`` iterations, the step size adapted during the first ``burn_in``
+    (then fixed: ``end_warmup``), and after them record ``record(q) -> {name: (K,) tensor}`` at every
+    iteration: {name: [tensor per recorded iteration]}."""
+    rec: dict[str, list] = {}
+    for it in range(steps):
+        h.step(adapt=it < burn_in)
+        if it + 1 == burn_in:
+            h.end_warmup()
+        if it + 1 > burn_in:
+            for name, x in record(h.q).items():
+                rec.setdefault(name, []).append(x)
+        if log and (it + 1) % max(1, steps // 5) == 0:
+            log(f"umbrella: iteration {it + 1}/{steps}")
+    return rec
+
+
 def run_windows(post: CollapsedPosterior, q0: torch.Tensor, centres, kappa, gens: list[torch.Generator], *,
                 steps: int, burn_in: int, n_leapfrog: int = 16, step_size: float = 0.02,
                 target_accept: float = 0.7, record=None, log=None) -> dict:
@@ -173,17 +190,8 @@ def run_windows(post: CollapsedPosterior, q0: torch.Tensor, centres, kappa, gens
     c = torch.as_tensor(np.asarray(centres, float), dtype=dt, device=dev)
     k = torch.as_tensor(np.asarray(kappa, float), dtype=dt, device=dev)
     h = HMC(biased(post, c, k), q0, gens, n_leapfrog=n_leapfrog, step_size=step_size, target_accept=target_accept)
-    rec: dict[str, list] = {"s": []}
-    for it in range(steps):
-        h.step(adapt=it < burn_in)
-        if it + 1 == burn_in:
-            h.end_warmup()
-        if it + 1 > burn_in:
-            rec["s"].append(copy_coordinate(post, h.q)[0])
-            for name, x in (record(h.q) if record else {}).items():
-                rec.setdefault(name, []).append(x)
-        if log and (it + 1) % max(1, steps // 5) == 0:
-            log(f"umbrella: iteration {it + 1}/{steps}")
+    rec = sample(h, steps, burn_in, lambda q: {"s": copy_coordinate(post, q)[0], **(record(q) if record else {})},
+                 log=log)
     out = {name: torch.stack(v, 1).cpu().numpy() for name, v in rec.items()}
     out["accept"] = h.accept_rate().cpu().numpy()
     out["n_divergent"] = h.n_divergent.cpu().numpy()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..repair import broken_results, remove_broken, with_dependents
 from .chain import Report, _print, audit_figures
-from .published import ProductReport, audit_published, print_report, product_files
+from .published import ProductReport, audit_published, print_report, product_files, remake_command
 
 __all__ = ["Report", "ProductReport", "audit_figures", "audit_published", "product_files", "main"]
 
@@ -56,6 +56,9 @@ def _main_published(args, files: list[Path]) -> int:
         print(f"audited {len(reports)} published file(s): {len(reports) - len(bad)} ok ({hand} hand-written), "
               f"{len(bad)} with problems" + (f": {', '.join(bad)}" if bad else "")
               + (f"; {len(outside)} input(s) live outside the checkout (named, not checked)" if outside else ""))
+        remake = list(dict.fromkeys(r.remake for r in reports if r.remake))
+        if remake:
+            print(f"made by other code, remade from committed inputs by: {remake_command(remake)}")
     if args.strict and any(r.warnings for r in reports):
         return 1
     return 0 if all(r.ok for r in reports) else 1

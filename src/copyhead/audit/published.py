@@ -24,6 +24,7 @@ written by a command) is a problem; a hand-written page (docs/theory.md) is list
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,7 @@ class ProductReport:
     inputs: list[dict] = field(default_factory=list)
     code_version: str = ""
     hand_written: bool = False
+    remake: str = ""                          # made by other code, remade from committed inputs: its docs.smk target
 
     @property
     def ok(self) -> bool:
@@ -254,7 +256,32 @@ class PublishedAuditor:
             rep.warnings.append(f"{path}: {why}; it is made from inputs outside the checkout: remake it where "
                                 "they are (the study's folder) and publish it again")
         else:
-            rep.problems.append(f"{path}: {why}; `snakemake -s workflow/docs.smk` remakes it")
+            # named with --forcerun: Snakemake sees a code change through its own records (.snakemake/), which a
+            # fresh clone does not have, so a plain run there would keep the product
+            rep.remake = self._target(path, rec)
+            rep.problems.append(f"{path}: {why}; `{remake_command([rep.remake])}` remakes it")
+
+    def _target(self, path: Path, rec: dict) -> str:
+        """What workflow/docs.smk remakes ``path`` through, relative to the checkout: the ``--out`` of the
+        command that wrote it (a page's figures are made with the page, a figure's png with its pdf), else
+        the product itself."""
+        try:
+            args = shlex.split(str(rec.get("command", "")))
+        except ValueError:
+            args = []
+        places = ([self._resolve(args[args.index("--out") + 1])] if "--out" in args[:-1] else []) + [Path(path)]
+        for p in places:
+            try:
+                return str(p.resolve().relative_to(self.root))
+            except ValueError:
+                continue
+        return str(path)
+
+
+def remake_command(targets) -> str:
+    """The command that remakes the given docs/ products from their committed inputs with the current code, and
+    what is made from them: ``--forcerun`` names them, so it works without Snakemake's records of the code."""
+    return "snakemake -s workflow/docs.smk --cores 2 --forcerun " + " ".join(f"'{t}'" for t in targets)
 
 
 def audit_published(paths, root: Path) -> list[ProductReport]:
