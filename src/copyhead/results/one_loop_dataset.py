@@ -198,7 +198,9 @@ def section(named):
            "against exact sampling of the full posterior at L = V = 4 "
            "([benchmarks/one_loop_exact.md](benchmarks/one_loop_exact.md)), and the off-plane part of the "
            "reference chains' mean attention against the Gaussian-order transverse mean, with the column modes' "
-           "share ([benchmarks/one_loop_column_share.md](benchmarks/one_loop_column_share.md)).", "",
+           "share ([benchmarks/one_loop_column_share.md](benchmarks/one_loop_column_share.md)); on exact draws at "
+           "the default size, which part of that mean the Gaussian order, the exact transverse saddle and its "
+           "one-loop tadpole get ([benchmarks/column_response.md](benchmarks/column_response.md)).", "",
            "Columns: n = the points neither correction flags (RMS z over both parameters and every P there); "
            "n′ = every point the per-dataset correction does not flag. Prime columns: RMS z over those. "
            "Linear studies also have the *pooling sector* (Eq. (37), `copyhead.theory.one_loop.pooling`): the column "

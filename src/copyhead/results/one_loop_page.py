@@ -105,7 +105,8 @@ def transition_line(ds):
     """The linear crossover sits at P ≈ P_ref: is that row flagged at every size?"""
     if 1.0 not in ds["ratio"].values:
         return []
-    soft = (cmp.flags(ds)["soft"] | cmp.flags(ds)["none"]).sel(ratio=1.0)
+    fl = cmp.flags(ds)
+    soft = (fl["soft"] | fl["none"]).sel(ratio=1.0)
     n, k = int(soft.size), int(soft.sum())
     if k == n:
         line = (f"- Transition points: the linear crossover is at P ≈ P_ref, flagged at all {n} sizes "
@@ -114,8 +115,9 @@ def transition_line(ds):
         line = f"- Transition points: not computed; P ≈ P_ref is flagged at {k} of {n} sizes (Section 3)."
     if dataset.has_pooling(ds):
         # cmp.rms_z per size at this one ratio, pooled over the sizes (weights: its point counts)
-        r0, npts = cmp.rms_z(ds.sel(ratio=[1.0]), None, over=cmp.POOLING)
-        rp, _ = cmp.rms_z(ds.sel(ratio=[1.0]), cmp.POOLING, over=cmp.POOLING)
+        at = ds.sel(ratio=[1.0])
+        r0, npts = cmp.rms_z(at, None, over=cmp.POOLING)
+        rp, _ = cmp.rms_z(at, cmp.POOLING, over=cmp.POOLING)
         pooled = lambda r: float(np.sqrt((r**2 * npts).sum() / npts.sum()))  # noqa: E731
         m = int((npts > 0).sum())
         if m:

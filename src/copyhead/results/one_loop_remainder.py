@@ -36,8 +36,9 @@ LINEAR = ("finite_size", "finite_L", "converged")
 def points(named):
     """Rows (dicts) of the linear studies in ``named`` ((key, ds, by, what) as on the page) that have the
     pooling sector: study, L, d_k, P, ratio (P/P_ref), gap ± err, shift, remainder r = gap − shift and
-    r/shift of ĉG with its measured error (q_err = err/|shift|), and whether the point is usable (a measured gap, the correction not flagged). A (L, d_k,
-    ratio) met twice (the scaling study's L = 16 is the finite-size study's d_k = 32) is kept once."""
+    r/shift of ĉG with its measured error (q_err = err/|shift|), and whether the point is usable (a measured
+    gap, the correction not flagged). A (L, d_k, ratio) met twice (the scaling study's L = 16 is the
+    finite-size study's d_k = 32) is kept once."""
     rows, seen = [], set()
     for key, ds, _, _ in named:
         if key not in LINEAR or ds is None or f"mean_{VARIANT}" not in ds:
