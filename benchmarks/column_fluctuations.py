@@ -16,7 +16,6 @@ L² (A = M/L). Errors: the standard deviation of the 4 chains' means / 2.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,8 @@ import numpy as np
 import torch
 
 from copyhead import order_params as op
-from copyhead.config import ActionParams, load_yaml
+from copyhead.config import ActionParams
+from copyhead.studies.spec import action_params
 from copyhead.task import make_data
 from copyhead.theory.action import order_to_coeffs
 from copyhead.theory.one_loop.correction import gaussian_correction, plane_point
@@ -34,7 +34,7 @@ from copyhead.theory.one_loop.pooling import PoolingSector, column_basis
 from copyhead.theory.same_dataset import run_training_tokens
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import collapsed_attention_samples, stamp, write_benchmark_page  # noqa: E402
+from common import collapsed_attention_samples, default_size_main, stamp  # noqa: E402
 
 PS = (4, 8, 12, 16, 20)
 SEEDS = (0, 1)
@@ -78,9 +78,7 @@ def theory(p: ActionParams, P, seed):
 
 
 def measure(cfg, log=print):
-    t, m = cfg["task"], cfg["model"]
-    p = ActionParams(V=t["V"], L=t["L"], d_k=m["d_k"], g_Q=m["g_Q"], g_K=m["g_K"], g_O=m["g_O"],
-                     sigma2=m["sigma2"], prior=cfg["theory"]["prior"])
+    p = action_params(cfg)
     rows = []
     for P in PS:
         for seed in SEEDS:
@@ -154,20 +152,9 @@ def markdown(p, rows, seconds) -> list[str]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--config", default="config.yaml", help="the default size (task, model, theory.prior)")
-    ap.add_argument("--md", help="write the page here (with its provenance record)")
-    a = ap.parse_args(argv)
-    torch.set_num_threads(1)
-    t0 = time.perf_counter()
-    p, rows = measure(load_yaml(a.config), log=lambda s: print(s, file=sys.stderr, flush=True))
-    lines = markdown(p, rows, time.perf_counter() - t0)
-    if a.md:
-        write_benchmark_page(Path(a.md), lines, "column_fluctuations",
-                             {"config": a.config, "P": list(PS), "seeds": list(SEEDS), "chains": CHAINS,
-                              "iterations": ITERS, "burn_in": BURN, "thin": THIN}, concern="one_loop")
-    print("\n".join(lines))
-    return 0
+    return default_size_main(__doc__, "column_fluctuations", measure, markdown,
+                             {"P": list(PS), "seeds": list(SEEDS), "chains": CHAINS, "iterations": ITERS,
+                              "burn_in": BURN, "thin": THIN}, argv)
 
 
 if __name__ == "__main__":

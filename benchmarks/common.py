@@ -2,7 +2,9 @@
 posterior samples of the attention (HMC on the collapsed posterior of (Q, K), the pipeline's reference)."""
 from __future__ import annotations
 
+import argparse
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -61,3 +63,22 @@ def collapsed_attention_samples(data, attention, d_k, sigma2, seed, *, chains=4,
         if it + 1 > burn and (it + 1 - burn) % thin == 0:
             rec.append(record(post.attention(h.q)))
     return rec, h
+
+
+def default_size_main(doc, name, measure, markdown, options, argv=None, concern="one_loop") -> int:
+    """The command line of a benchmark page at the config's size: ``--config`` (default config.yaml),
+    ``--md`` (write the page with its provenance record); one thread; ``measure(cfg, log)`` -> (params, rows),
+    ``markdown(params, rows, seconds)`` -> lines; ``options`` (the script's settings) go into the record."""
+    from copyhead.config import load_yaml
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--config", default="config.yaml", help="the default size (task, model, theory.prior)")
+    ap.add_argument("--md", help="write the page here (with its provenance record)")
+    a = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    p, rows = measure(load_yaml(a.config), log=lambda s: print(s, file=sys.stderr, flush=True))
+    lines = markdown(p, rows, time.perf_counter() - t0)
+    if a.md:
+        write_benchmark_page(Path(a.md), lines, name, {"config": a.config, **options}, concern=concern)
+    print("\n".join(lines))
+    return 0
