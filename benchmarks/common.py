@@ -29,7 +29,23 @@ def write_benchmark_page(path: Path, lines: list[str], name: str, options: dict,
     names that code and warns when it has changed since)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     rec = product_record(name, concern, {}, kind="benchmark", options=options)
-    write_product({path: "\n".join(lines) + "\n"}, rec)
+    write_product({path: "\n".join(lines) + "\n"}, dict(rec, scripts=script_record()))
+
+
+def script_record() -> dict:
+    """The benchmark scripts that ran (the main script and this module): path relative to the checkout ->
+    sha256. They are outside the package's code paths, so the code version does not cover them; the audit
+    compares these checksums with the scripts as they are now."""
+    import hashlib
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    root = Path(__file__).resolve().parents[1]
+    out = {}
+    for f in ([Path(main).resolve()] if main else []) + [Path(__file__).resolve()]:
+        try:
+            out[str(f.relative_to(root))] = hashlib.sha256(f.read_bytes()).hexdigest()
+        except ValueError:                          # a script outside the checkout: named, not checked
+            out[str(f)] = hashlib.sha256(f.read_bytes()).hexdigest()
+    return out
 
 
 def stamp() -> str:

@@ -16,7 +16,9 @@ attributes (``copyhead_kind``, ``code_fingerprint``, ``inputs_json``). For each 
   code is a problem (``snakemake -s workflow/docs.smk`` remakes it from the committed inputs); a data file
   made from any input outside the checkout (a study's published aggregate, the studies' tables) cannot be
   remade here, and a benchmark page is a measurement of one machine, so other code there is a warning that
-  says where to remake or how to measure it again.
+  says where to remake or how to measure it again;
+- a benchmark page's scripts (``scripts``: the main script and benchmarks/common.py, outside the code
+  paths that the code version covers) against their current sha256: a change is a warning (measure again).
 
 Files without a record: a generated file (netCDF, JSON, image, or a page that says it was generated or
 written by a command) is a problem; a hand-written page (docs/theory.md) is listed as hand-written.
@@ -199,7 +201,27 @@ class PublishedAuditor:
             inputs["results"] = rec["results"]
         self._check_inputs(rep, path, inputs)
         self._check_code(rep, path, rec, data_only=bool(rec.get("data")), needs_outside=bool(rep.outside))
+        self._check_scripts(rep, path, rec)
         return rep
+
+    def _check_scripts(self, rep: ProductReport, path: Path, rec: dict) -> None:
+        """A benchmark page's scripts (``scripts``: path -> sha256, outside the package's code paths) against
+        the scripts as they are now: a changed or missing script is a warning that says how to measure again
+        (a measurement of one machine is not remade by the DAG); a record without them is named as such."""
+        if rec.get("kind") != "benchmark":
+            return
+        scripts = rec.get("scripts")
+        if not scripts:
+            rep.warnings.append(f"{path}: its record names no script checksums (measured before they were "
+                                "recorded): the benchmark script's version is not checked")
+            return
+        for name, sha in sorted(scripts.items()):
+            real = self._resolve(name)
+            if not real.is_file():
+                rep.warnings.append(f"{path}: measured by {name}, which is missing here")
+            elif self._sha256(real) != sha:
+                rep.warnings.append(f"{path}: measured by another version of {name} (sha256 {sha[:12]}, now "
+                                    f"{self._sha256(real)[:12]}); measure again: {rec.get('command') or 'its command'}")
 
     def _check_outputs(self, rep: ProductReport, path: Path, rec: dict) -> None:
         outs = rec.get("outputs") or {}
