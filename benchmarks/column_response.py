@@ -40,7 +40,7 @@ from copyhead.theory.prior import neg_log_prior_matrix
 from copyhead.theory.same_dataset import run_training_tokens
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import collapsed_attention_samples, default_size_main, stamp  # noqa: E402
+from common import collapsed_attention_samples, default_size_main  # noqa: E402
 
 PS = (8, 12, 16, 20, 24)
 SEEDS = (0, 1, 2, 3)
@@ -268,29 +268,50 @@ def _sigma(x):
     return abs(x[0] - 1) / x[1] if x[1] > 0 else float("inf")
 
 
-def verdict(P, sel) -> str:
-    """One answer line per P, from the numbers: which part of the mean each order gets, and what is left."""
-    parts = []
-    for sector, name in (("col", "column"), ("rest", "rest")):
-        r = {k: _ratio(sel, sector, k) for k, _ in PREDICTIONS}
-        best = min(PREDICTIONS, key=lambda kv: abs(r[kv[0]][0] - 1))
-        over = ", ".join(f"{lab} {_pm(*r[k], '.2f')}" for k, lab in PREDICTIONS)
-        parts.append(f"{name}: chains over {over}"
-                     + f" (closest: {best[1]}, {_sigma(r[best[0]]):.1f}σ from 1)")
-    v = {s: _stats(sel, lambda r, s=s: r[f"var_{s}"] / r[f"var_gauss_{s}"]) for s in ("col", "rest")}
-    line = (f"P = {P}: two-direction column share, chains {_pm(*_stats(sel, lambda r: r['two_meas']))}, Gaussian "
-            f"order {_stats(sel, lambda r: r['two_gauss'])[0]:.3f}, one loop "
-            f"{_stats(sel, lambda r: r['two_loop'])[0]:.3f}; "
-            + "; ".join(parts) + f"; variance along the directions, chains over Gaussian order: column "
-            f"{_pm(*v['col'], '.2f')}, rest {_pm(*v['rest'], '.2f')}")
-    rest = _ratio(sel, "rest", "loop")
-    if rest[0] < 0.9 and _sigma(rest) > 2 and v["rest"][0] > 1 and _sigma(v["rest"]) > 2:
-        line += (" — along the rest direction the chains fluctuate more than Gaussian order but are displaced less "
-                 "than the one loop says: not a stiffer mode")
-    return line + "."
+SECTORS = (("col", "column"), ("rest", "rest"))
 
 
-def markdown(p, rows, seconds) -> list[str]:
+def answer(groups) -> list[str]:
+    """The answer table (per P: the chains' amplitude over each order's along the two directions, the closest
+    order, the variance over Gaussian order) and, per direction, which order is within 2σ of the chains at
+    which P; the lines' numbers all come from the rows."""
+    Ps = sorted(groups)
+    head = " · ".join(lab.split(",")[0] if k != "loop_E" else "evidence only" for k, lab in PREDICTIONS)
+    lines = ["Chains' amplitude over each order's, along the Gaussian mean's column part and along its rest "
+             "(1: the order gets the chains' mean; ± over the training sets); the closest order with its distance "
+             "from 1 in standard errors; the variance along each direction, chains over Gaussian order.", "",
+             f"| P | column: {head} | closest | rest: {head} | closest | variance / Gaussian: column · rest |",
+             "|---|---|---|---|---|---|"]
+    within = {s: {k: [] for k, _ in PREDICTIONS} for s, _ in SECTORS}
+    notes = []
+    for P in Ps:
+        sel, cells = groups[P], []
+        for sector, _ in SECTORS:
+            r = {k: _ratio(sel, sector, k) for k, _ in PREDICTIONS}
+            for k, _ in PREDICTIONS:
+                if _sigma(r[k]) <= 2:
+                    within[sector][k].append(P)
+            best = min(PREDICTIONS, key=lambda kv: abs(r[kv[0]][0] - 1))
+            cells += [" · ".join(_pm(*r[k], ".2f") for k, _ in PREDICTIONS),
+                      f"{best[1]} ({_sigma(r[best[0]]):.1f}σ)"]
+        v = {s: _stats(sel, lambda r, s=s: r[f"var_{s}"] / r[f"var_gauss_{s}"]) for s, _ in SECTORS}
+        lines.append(f"| {P} | " + " | ".join(cells) + f" | {_pm(*v['col'], '.2f')} · {_pm(*v['rest'], '.2f')} |")
+        rest = _ratio(sel, "rest", "loop")
+        if rest[0] < 0.9 and _sigma(rest) > 2 and v["rest"][0] > 1 and _sigma(v["rest"]) > 2:
+            notes.append(f"At P = {P} the chains fluctuate more than Gaussian order along the rest direction but "
+                         "are displaced less than the one loop says: not a stiffer mode.")
+    lines.append("")
+    for sector, name in SECTORS:
+        got = [f"{lab} at P = {', '.join(map(str, within[sector][k]))}" for k, lab in PREDICTIONS
+               if within[sector][k]]
+        none = [P for P in Ps if not any(P in within[sector][k] for k, _ in PREDICTIONS)]
+        lines.append(f"- {name.capitalize()} direction, within 2σ of the chains: "
+                     + ("; ".join(got) if got else "no order at any P")
+                     + (f"; no order at P = {', '.join(map(str, none))}." if none else "."))
+    return lines + [f"- {n}" for n in notes]
+
+
+def markdown(p, rows, seconds, when) -> list[str]:
     Ps = sorted({r["P"] for r in rows})
     groups = {P: [r for r in rows if r["P"] == P] for P in Ps}
 
@@ -302,7 +323,7 @@ def markdown(p, rows, seconds) -> list[str]:
     lines = [f"# The column share of the mean attention: which part the Gaussian order misses (L = {p.L}, "
              f"d_k = {p.d_k}, V = {p.V})", "",
              f"*Generated by `python benchmarks/column_response.py --md docs/benchmarks/column_response.md` "
-             f"({stamp()}; {seconds:.0f} s); do not edit by hand.* Theory: docs/theory.md Sec. 13 (Eq. (31)); "
+             f"({when}; {seconds:.0f} s); do not edit by hand.* Theory: docs/theory.md Sec. 13 (Eq. (31)); "
              "the question: [one_loop_column_share.md](one_loop_column_share.md) (at P = 16 the column share of "
              "the chains' mean is 10σ above the theory's even at the chains' own plane point).", "",
              f"Exact: HMC on the collapsed posterior of (Q, K), {CHAINS} prior-started chains per training set "
@@ -325,8 +346,8 @@ def markdown(p, rows, seconds) -> list[str]:
              "a_c²/(a_c² + a_r²) is the same estimator on chains and theory. The whole mean's column share "
              "(signal: the Monte Carlo noise taken out with the halves, chains 1–2 against 3–4) is the "
              "column-share page's estimator. ± : standard error over the training sets.", "", "## Answer", ""]
-    lines += [f"- {verdict(P, groups[P])}" for P in Ps]
-    lines += ["", "| P | column share of the mean (signal), chains | Gaussian order | column amplitude: chains / "
+    lines += answer(groups)
+    lines += ["", "The shares and the amplitudes themselves:", "", "| P | column share of the mean (signal), chains | Gaussian order | column amplitude: chains / "
               "Gaussian / saddle / one loop / evidence only | rest amplitude: chains / Gaussian / saddle / one loop / "
               "evidence only | two-direction "
               "share: chains / Gaussian / one loop |", "|---|---|---|---|---|---|"]

@@ -83,18 +83,43 @@ def collapsed_attention_samples(data, attention, d_k, sigma2, seed, *, chains=4,
 
 def default_size_main(doc, name, measure, markdown, options, argv=None, concern="one_loop") -> int:
     """The command line of a benchmark page at the config's size: ``--config`` (default config.yaml),
-    ``--md`` (write the page with its provenance record); one thread; ``measure(cfg, log)`` -> (params, rows),
-    ``markdown(params, rows, seconds)`` -> lines; ``options`` (the script's settings) go into the record."""
-    from copyhead.config import load_yaml
+    ``--md`` (write the page with its provenance record), ``--out`` (the measured rows as JSON, default
+    results/benchmarks/<name>.json), ``--render JSON`` (no measurement: the page from rows this command saved,
+    with that measurement's stamp, size and options); one thread; ``measure(cfg, log)`` -> (params, rows),
+    ``markdown(params, rows, seconds, when)`` -> lines; ``options`` (the script's settings) go into the record."""
+    import dataclasses
+    import json
+
+    from copyhead.config import ActionParams, load_yaml
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--config", default="config.yaml", help="the default size (task, model, theory.prior)")
     ap.add_argument("--md", help="write the page here (with its provenance record)")
+    ap.add_argument("--out", default=f"results/benchmarks/{name}.json", help="the measured rows (JSON)")
+    ap.add_argument("--render", metavar="JSON", help="no measurement: render the page from rows --out saved")
     a = ap.parse_args(argv)
-    torch.set_num_threads(1)
-    t0 = time.perf_counter()
-    p, rows = measure(load_yaml(a.config), log=lambda s: print(s, file=sys.stderr, flush=True))
-    lines = markdown(p, rows, time.perf_counter() - t0)
+    if a.render:
+        saved = json.loads(Path(a.render).read_text())
+        if saved.get("benchmark") != name:
+            raise SystemExit(f"{a.render}: rows of {saved.get('benchmark')!r}, not of {name!r}")
+        if saved.get("options") != options:
+            raise SystemExit(f"{a.render}: measured with options {saved.get('options')}, this script has {options}")
+        p, rows, seconds, when = ActionParams(**saved["params"]), saved["rows"], saved["seconds"], saved["stamp"]
+        rec_options = {"config": saved["config"], **options, "rendered_from": a.render}
+    else:
+        torch.set_num_threads(1)
+        t0 = time.perf_counter()
+        p, rows = measure(load_yaml(a.config), log=lambda s: print(s, file=sys.stderr, flush=True))
+        seconds, when = time.perf_counter() - t0, stamp()
+        out = Path(a.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text(json.dumps({"benchmark": name, "config": a.config, "params": dataclasses.asdict(p),
+                                   "options": options, "seconds": seconds, "stamp": when, "rows": rows}, indent=1,
+                                  default=lambda o: o.tolist()))    # numpy numbers and arrays
+        tmp.replace(out)
+        rec_options = {"config": a.config, **options}
+    lines = markdown(p, rows, seconds, when)
     if a.md:
-        write_benchmark_page(Path(a.md), lines, name, {"config": a.config, **options}, concern=concern)
+        write_benchmark_page(Path(a.md), lines, name, rec_options, concern=concern)
     print("\n".join(lines))
     return 0
