@@ -73,3 +73,34 @@ def test_tadpole_equals_the_contraction_with_the_explicit_third_derivative(bench
     assert np.abs(tad_E + tad_P).max() > 0
     if prior == "gaussian":
         assert np.abs(tad_P).max() < 1e-6 * np.abs(tad_E).max()
+
+
+def test_a_page_renders_from_the_saved_rows_with_that_measurements_stamp(bench_script, tmp_path, capsys):
+    """benchmarks/common.default_size_main: a measurement saves its rows (--out) with its stamp, size and
+    options; --render makes the same page from them without measuring, and refuses rows measured with other
+    options."""
+    common = bench_script("common")
+    calls = []
+
+    def measure(cfg, log):
+        calls.append(cfg["task"]["L"])
+        return ActionParams(V=3, L=cfg["task"]["L"], d_k=7, g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=0.1,
+                            prior="gaussian"), [{"P": 4, "x": np.float64(0.25)}]
+
+    def markdown(p, rows, seconds, when):
+        return [f"# L = {p.L}, d_k = {p.d_k}", f"measured: {when}", *(f"P {r['P']}: {r['x']:.3f}" for r in rows)]
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("task: {L: 5}\n")
+    rows, page = tmp_path / "rows.json", tmp_path / "page.md"
+    common.default_size_main("doc", "toy", measure, markdown, {"P": [4]},
+                             ["--config", str(cfg), "--out", str(rows), "--md", str(page)])
+    first = page.read_text()
+    assert calls == [5] and "P 4: 0.250" in first and "# L = 5, d_k = 7" in first
+    page.unlink()
+    common.default_size_main("doc", "toy", measure, markdown, {"P": [4]}, ["--render", str(rows), "--md", str(page)])
+    assert calls == [5] and page.read_text() == first             # not measured again; the same page
+    with pytest.raises(SystemExit, match="measured with options"):
+        common.default_size_main("doc", "toy", measure, markdown, {"P": [8]}, ["--render", str(rows)])
+    with pytest.raises(SystemExit, match="rows of 'toy'"):
+        common.default_size_main("doc", "other", measure, markdown, {"P": [4]}, ["--render", str(rows)])
+    capsys.readouterr()
