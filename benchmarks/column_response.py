@@ -180,17 +180,17 @@ def analyse(p: ActionParams, P, seed, X):
     f = xc @ gt                                           # the force's projection gᵀx per draw
     n = xc.shape[0] - 1
     proj = {}
-    k = 2 * (L - 1)                                       # Rt: the standard copies' non-column part first
-    for name, B in (("col", Ct), ("rest", Rt), ("std", Rt[:, :k]), ("other", Rt[:, k:])):
+    n_std = 2 * (L - 1)                                   # Rt: the standard copies' non-column part first
+    for name, B in (("col", Ct), ("rest", Rt), ("std", Rt[:, :n_std]), ("other", Rt[:, n_std:])):
         e = B @ (B.T @ x_g)
         e /= np.linalg.norm(e)                            # the Gaussian mean's direction in the sector
         y = xc @ e
         per_half = [(float(np.mean(x[:, h] @ e)), float(-np.sum(y[:, h] * f[:, h]) / (n * (h.stop - h.start))),
                      float(np.sum(y[:, h] ** 2) / (n * (h.stop - h.start))),
                      float(np.mean(y[:, h] ** 3) / np.mean(y[:, h] ** 2) ** 1.5)) for h in halves]
-        (m, r, v, k), (dm, dr, dv, dk) = np.mean(per_half, 0), np.abs(np.diff(per_half, axis=0)[0]) / 2
+        (m, r, v, sk), (dm, dr, dv, dsk) = np.mean(per_half, 0), np.abs(np.diff(per_half, axis=0)[0]) / 2
         proj[name] = {"mean": m, "mean_err": dm, "resp": r, "resp_err": dr, "var": v, "var_err": dv,
-                      "skew": k, "skew_err": dk, "gauss": float(e @ x_g), "var_gauss": float(e @ C @ e),
+                      "skew": sk, "skew_err": dsk, "gauss": float(e @ x_g), "var_gauss": float(e @ C @ e),
                       "plane_avg": float(e @ x_avg), "saddle": float(e @ x_star), "loop": float(e @ x_loop), "loop_E": float(e @ x_loop_E),
                       "loop_half": float(e @ x_half)}
     x_ch = x.mean((0, 1))

@@ -36,15 +36,13 @@ def script_record() -> dict:
     """The benchmark scripts that ran (the main script and this module): path relative to the checkout ->
     sha256. They are outside the package's code paths, so the code version does not cover them; the audit
     compares these checksums with the scripts as they are now."""
-    import hashlib
+    from copyhead.datafiles import sha256_file
     main = getattr(sys.modules.get("__main__"), "__file__", None)
     root = Path(__file__).resolve().parents[1]
     out = {}
     for f in ([Path(main).resolve()] if main else []) + [Path(__file__).resolve()]:
-        try:
-            out[str(f.relative_to(root))] = hashlib.sha256(f.read_bytes()).hexdigest()
-        except ValueError:                          # a script outside the checkout: named, not checked
-            out[str(f)] = hashlib.sha256(f.read_bytes()).hexdigest()
+        # a script outside the checkout: named by its absolute path (the audit cannot check it)
+        out[str(f.relative_to(root)) if f.is_relative_to(root) else str(f)] = sha256_file(f)
     return out
 
 
@@ -56,11 +54,12 @@ def stamp() -> str:
 
 
 def collapsed_attention_samples(data, attention, d_k, sigma2, seed, *, chains=4, iters=3000, burn=500, n_leapfrog=8,
-                                thin=1, record=None):
+                                thin=1, record=None, qk=False):
     """Exact posterior draws of the attention on one training set ``data`` (copyhead.task.make_data): HMC on the
     collapsed posterior of (Q, K) (copyhead.collapsed: the readout W integrated out exactly), ``chains`` chains
     from prior draws, the step adapted during ``burn`` warm-up iterations, then every ``thin``-th iteration
-    recorded as ``record(A)`` (A: (chains, L, L) float64 tensor). Returns (list of records, the HMC object)."""
+    recorded as ``record(A)`` (A: (chains, L, L) float64 tensor; with ``qk``: ``record(A, Q, K)``, Q and K
+    (chains, d_k, L), M = QᵀK/d_k). Returns (list of records, the HMC object)."""
     from copyhead.collapsed import CollapsedPosterior
     from copyhead.hmc import HMC
     from copyhead.model import CopyAttention
@@ -77,7 +76,11 @@ def collapsed_attention_samples(data, attention, d_k, sigma2, seed, *, chains=4,
         if it + 1 == burn:
             h.end_warmup()
         if it + 1 > burn and (it + 1 - burn) % thin == 0:
-            rec.append(record(post.attention(h.q)))
+            if qk:
+                rec.append(record(post.attention(h.q), h.q[:, model.sQ].unflatten(-1, (d_k, -1)),
+                                  h.q[:, model.sK].unflatten(-1, (d_k, -1))))
+            else:
+                rec.append(record(post.attention(h.q)))
     return rec, h
 
 
