@@ -62,14 +62,57 @@ def grid(p):
     return out
 
 
+def _s_t(sv, c):
+    s = np.sqrt(1.0 + 4.0 * sv**2 / c)
+    return s, (s - 1.0) / (s + 1.0)
+
+
+def saddle_correction(M, p):
+    """The saddle-point (one-loop) correction of the prior rate: −ln p(M) = d_k Σφ(σ_i) + ΔR(M) + const with
+    ΔR = ½ ln det ∇²K(G*) of the exact cumulant generating function K (Eq. (6)) at the Legendre saddle G*(M),
+    in closed form through the singular values σ_i (s = √(1 + 4σ²/c), t = (s − 1)/(s + 1)):
+    ΔR = Σ_i [½ ln s_i + (L − ½) ln((1 + s_i)/2)] + ½ Σ_{i<j} ln(1 − t_i t_j)
+    (the Hessian of a singular-value function: f″(γ_i) on the diagonal, (f′_i ∓ f′_j)/(γ_i ∓ γ_j) on each pair).
+    Near M = 0 it adds (2L + 1)/(2c) ‖M‖² to the rate's d_k ‖M‖²/(2c); at L = 1 that is the exact density's
+    curvature d_k²/(d_k − 3) = d_k + 3 + O(1/d_k) (units of 1/c)."""
+    L = M.shape[-1]
+    s, t = _s_t(np.linalg.svd(M, compute_uv=False), p.g_Q * p.g_K)
+    tt = np.outer(t, t)[np.triu_indices(L, 1)]
+    return float(np.sum(0.5 * np.log(s) + (L - 0.5) * np.log((1.0 + s) / 2.0)) + 0.5 * np.sum(np.log1p(-tt)))
+
+
+def corrected_prior_grad(M, p):
+    """∂/∂M of the rate with its saddle-point correction, d_k Σφ(σ_i) + ΔR (:func:`saddle_correction`):
+    U diag(∂/∂σ_i) Vᵀ (a function of the singular values)."""
+    c, L = p.g_Q * p.g_K, M.shape[-1]
+    U, sv, Vt = np.linalg.svd(M)
+    s, t = _s_t(sv, c)
+    ds = 4.0 * sv / (c * s)                                           # ds/dσ
+    dt = 2.0 / (s + 1.0) ** 2 * ds                                    # dt/dσ
+    pair = np.outer(t, t)
+    np.fill_diagonal(pair, 0.0)
+    cross = (t[None, :] / (1.0 - np.outer(t, t)))
+    np.fill_diagonal(cross, 0.0)
+    d = (p.d_k * 2.0 * sv / (c * (1.0 + s)) + (0.5 / s + (L - 0.5) / (1.0 + s)) * ds
+         - 0.5 * cross.sum(1) * dt)
+    return (U * d) @ Vt
+
+
+def exact_prior_force(M, W, p):
+    """The exact prior's force −∇ln p₀ estimated per draw given Q (W = QᵀQ): M's columns are N(0, g_K W/d_k²)
+    given Q, so d_k² W⁻¹M/g_K (n, L²) (Rao–Blackwell; an unbiased estimate of the force at M)."""
+    return np.array([(p.d_k**2 * np.linalg.solve(w, m) / p.g_K).ravel() for m, w in zip(M, W)])
+
+
 def forces(p, tokens, M, W):
-    """Per draw the transverse forces at M (n, L, L): the evidence's ∇E, the large-deviation rate's ∇R and the
-    exact prior's Rao–Blackwell estimate d_k²(QᵀQ)⁻¹M/g_K (W = QᵀQ), each as a full L×L gradient (n, L²)."""
+    """Per draw the transverse forces at M (n, L, L): the evidence's ∇E, the large-deviation rate's ∇R, the rate
+    with its saddle-point correction's ∇(R + ΔR) and the exact prior's Rao–Blackwell estimate d_k²(QᵀQ)⁻¹M/g_K
+    (W = QᵀQ), each as a full L×L gradient (n, L²)."""
     ev = DatasetEvidence(tokens, p.V, p.g_O, p.sigma2)
     fE = np.array([np.asarray(ev.grad(m)).ravel() for m in M])
     fR = np.array([prior_grad(m, p).ravel() for m in M])
-    fX = np.array([(p.d_k**2 * np.linalg.solve(w, m) / p.g_K).ravel() for m, w in zip(M, W)])
-    return fE, fR, fX
+    fR1 = np.array([corrected_prior_grad(m, p).ravel() for m in M])
+    return fE, fR, fR1, exact_prior_force(M, W, p)
 
 
 def analyse(p, P, seed, M, W):
@@ -83,7 +126,7 @@ def analyse(p, P, seed, M, W):
     x_g = -(C @ gt)
     x = M.reshape(*M.shape[:2], L * L) @ T                 # (n, chains, L² − 2)
     sub = M[::EVERY]
-    fE, fR, fX = (f.reshape(*sub.shape[:2], -1) @ T for f in forces(
+    fE, fR, fR1, fX = (f.reshape(*sub.shape[:2], -1) @ T for f in forces(
         p, tok, sub.reshape(-1, L, L), W[::EVERY].reshape(-1, L, L)))
     _, Ct, Rt = column_basis(L)
     halves = (slice(0, CHAINS // 2), slice(CHAINS // 2, CHAINS))
@@ -93,10 +136,10 @@ def analyse(p, P, seed, M, W):
         e /= np.linalg.norm(e)
         Ce = C @ e
         per_half = [(float(np.mean(x[:, h] @ e)), float(np.mean(fE[:, h] @ e)), float(np.mean(fR[:, h] @ e)),
-                     float(np.mean((fE[:, h] + fX[:, h]) @ e)), float(np.mean((fE[:, h] + fR[:, h]) @ Ce)))
-                    for h in halves]
+                     float(np.mean(fR1[:, h] @ e)), float(np.mean((fE[:, h] + fX[:, h]) @ e)),
+                     float(np.mean((fE[:, h] + fR[:, h]) @ Ce))) for h in halves]
         vals, errs = np.mean(per_half, 0), np.abs(np.diff(per_half, axis=0)[0]) / 2
-        for k, v, dv in zip(("mean", "fE", "fR", "sd", "prior"), vals, errs):
+        for k, v, dv in zip(("mean", "fE", "fR", "fR1", "sd", "prior"), vals, errs):
             row[f"{k}_{name}"], row[f"{k}_err_{name}"] = float(v), float(dv)
         row[f"gauss_{name}"] = float(e @ x_g)
     return row
@@ -121,7 +164,8 @@ def measure(cfg, log=print):
             rows.append(r)
             log(f"d_k {d_k} P {P} ({ratio} P_ref) seed {seed}: " + "; ".join(
                 f"{s}: chains − Gaussian {r['mean_' + s] - r['gauss_' + s]:+.4f}, prior part {r['prior_' + s]:+.4f} "
-                f"± {r['prior_err_' + s]:.4f}, R/exact force {r['fR_' + s] / -r['fE_' + s]:.2f}, Schwinger–Dyson "
+                f"± {r['prior_err_' + s]:.4f}, R/exact force {r['fR_' + s] / -r['fE_' + s]:.2f}, corrected "
+                f"{r['fR1_' + s] / -r['fE_' + s]:.2f}, Schwinger–Dyson "
                 f"{r['sd_' + s]:+.3f} ± {r['sd_err_' + s]:.3f} (⟨f_E⟩ {r['fE_' + s]:+.3f})" for s, _ in SECTORS)
                 + f" ({time.perf_counter() - t0:.0f} s)")
     return p0, rows
@@ -140,6 +184,7 @@ def summary(sel, s):
     """Over one point's training sets (mean, SE): the rate's share of the exact prior's mean force, the
     Schwinger–Dyson residual over |⟨f_E⟩| (d_k ≥ 2L), chains − Gaussian, its prior part and the rest."""
     return {"share": _stats([r[f"fR_{s}"] / -r[f"fE_{s}"] for r in sel]),
+            "share1": _stats([r[f"fR1_{s}"] / -r[f"fE_{s}"] for r in sel]),
             "sd": _stats([r[f"sd_{s}"] / abs(r[f"fE_{s}"]) for r in sel]),
             "diff": _stats([r[f"mean_{s}"] - r[f"gauss_{s}"] for r in sel]),
             "prior": _stats([r[f"prior_{s}"] for r in sel]),
@@ -161,7 +206,11 @@ def markdown(p, rows, seconds, when) -> list[str]:
              "Over exact draws the posterior's mean force vanishes along every off-plane direction e (Schwinger–Dyson), "
              "so the exact prior's mean force is −⟨eᵀ∇E⟩ (E: the training set's evidence, Eq. (4)); the theory "
              "expands the large-deviation rate R = d_k Σφ(σ) (Eq. (7)) in its place. *R / exact*: ⟨eᵀ∇R⟩ over "
-             "−⟨eᵀ∇E⟩ (1: the rate pulls as hard as the exact prior on the posterior's own draws). The chains' mean "
+             "−⟨eᵀ∇E⟩ (1: the rate pulls as hard as the exact prior on the posterior's own draws). *R + ΔR / "
+             "exact*: the same with the rate's saddle-point correction ΔR = ½ ln det ∇²K(G*) (K: the exact cumulant "
+             "generating function, Eq. (6); closed form in the singular values, `saddle_correction` in the script: "
+             "the next order of the prior in 1/d_k per singular value, O(L²) terms, as large as the rate's d_k L "
+             "terms at d_k = L). The chains' mean "
              "minus the Gaussian order −C g⊥ splits exactly into *prior part* eᵀC⟨∇E + ∇R⟩ (the rate's error, by "
              "Schwinger–Dyson) and *non-linear part* (the rest: the action's terms beyond quadratic, what the saddle "
              "and the one loop expand). *Schwinger–Dyson check* (d_k ≥ 2L): ⟨eᵀ(∇E + d_k²(QᵀQ)⁻¹M/g_K)⟩ over "
@@ -171,27 +220,28 @@ def markdown(p, rows, seconds, when) -> list[str]:
              f"(sets {', '.join(map(str, SEEDS))}), {ITERS} iterations, {BURN} warm-up, every {THIN}nd kept, forces "
              f"on every {EVERY}nd of those; the sign of A fixed per draw (ĉ1 ≥ 0). ± : standard error over the "
              "training sets.", "", "## Answer", "",
-             "| L/d_k | P (P/P_ref) | R / exact: column · rest | chains / Gaussian: column · rest | chains − "
+             "| L/d_k | P (P/P_ref) | R / exact: column · rest | R + ΔR / exact: column · rest | chains / Gaussian: column · rest | chains − "
              "Gaussian: column · rest | of which prior part: column · rest | non-linear part: column · rest | "
-             "Schwinger–Dyson check: column · rest |", "|---|---|---|---|---|---|---|---|"]
+             "Schwinger–Dyson check: column · rest |", "|---|---|---|---|---|---|---|---|---|"]
     for k in keys:
         d_k, ratio = k
         P = groups[k][0]["P"]
         s = S[k]
         sd = (" · ".join(_pm(s[x]["sd"], ".2f") for x, _ in SECTORS) if d_k >= 2 * L else
               "— (the estimate's variance is infinite at d_k = L)")
-        lines.append(f"| {L / d_k:g} | {P} ({ratio}) | " + " · ".join(_pm(s[x]["share"], ".2f") for x, _ in SECTORS)
-                     + " | " + " · ".join(_pm(s[x]["ratio"], ".2f") for x, _ in SECTORS) + " | "
+        lines.append(f"| {L / d_k:g} | {P} ({ratio}) | "
+                     + " | ".join(" · ".join(_pm(s[x][q], ".2f") for x, _ in SECTORS) for q in ("share", "share1", "ratio"))
+                     + " | "
                      + " | ".join(" · ".join(_pm(s[x][q], ".4f") for x, _ in SECTORS)
                                   for q in ("diff", "prior", "rest")) + f" | {sd} |")
     lines += [""] + [f"- {b}" for b in findings(L, keys, groups, S)]
     lines += ["", "## Every training set", "", "± : half the difference of the two halves of the chains.", "",
-              "| d_k | P | seed | ĉ1, ĉG | column: chains / Gaussian / prior part / ⟨f_E⟩ / ⟨f_R⟩ | rest: chains / "
-              "Gaussian / prior part / ⟨f_E⟩ / ⟨f_R⟩ | acceptance |", "|---|---|---|---|---|---|---|"]
+              "| d_k | P | seed | ĉ1, ĉG | column: chains / Gaussian / prior part / ⟨f_E⟩ / ⟨f_R⟩ / ⟨f_R+ΔR⟩ | rest: "
+              "chains / Gaussian / prior part / ⟨f_E⟩ / ⟨f_R⟩ / ⟨f_R+ΔR⟩ | acceptance |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['d_k']} | {r['P']} | {r['seed']} | {r['c1']:.4f}, {r['cG']:.4f} | " + " | ".join(
             f"{r['mean_' + s]:.4f} ± {r['mean_err_' + s]:.4f} / {r['gauss_' + s]:.4f} / {r['prior_' + s]:+.4f} ± "
-            f"{r['prior_err_' + s]:.4f} / {r['fE_' + s]:+.3f} / {r['fR_' + s]:+.3f}" for s, _ in SECTORS)
+            f"{r['prior_err_' + s]:.4f} / {r['fE_' + s]:+.3f} / {r['fR_' + s]:+.3f} / {r['fR1_' + s]:+.3f}" for s, _ in SECTORS)
             + f" | {r['accept']:.2f} |")
     return lines + [""]
 
@@ -214,15 +264,18 @@ def findings(L, keys, groups, S) -> list[str]:
             share, diff, prior = x["share"], x["diff"], x["prior"]
             frac = prior[0] / diff[0] if diff[0] != 0 else float("nan")
             off = abs(share[0] - 1) / share[1] if share[1] > 0 else float("inf")
+            s1 = x["share1"]
+            off1 = abs(s1[0] - 1) / s1[1] if s1[1] > 0 else float("inf")
             out.append(f"d_k = L, P/P_ref = {k[1]}, {name}: the rate pulls {_pm(share, '.2f')} as hard as the "
-                       f"exact prior ({off:.1f}σ from 1); the chains' mean is {_pm(x['ratio'], '.2f')} of the "
+                       f"exact prior ({off:.1f}σ from 1), with its saddle-point correction {_pm(s1, '.2f')} "
+                       f"({off1:.1f}σ from 1); the chains' mean is {_pm(x['ratio'], '.2f')} of the "
                        f"Gaussian order, and the prior part is {frac:.0%} of that difference "
                        f"({_pm(prior, '.4f')} of {_pm(diff, '.4f')}).")
     for r in RATIOS:
         for s, name in SECTORS:
-            pts = [(k[0], S[k][s]["share"]) for k in keys if k[1] == r]
-            out.append(f"P/P_ref = {r}, {name}: R / exact against L/d_k: "
-                       + ", ".join(f"{L / d:g}: {_pm(x, '.2f')}" for d, x in pts) + ".")
+            pts = [(k[0], S[k][s]["share"], S[k][s]["share1"]) for k in keys if k[1] == r]
+            out.append(f"P/P_ref = {r}, {name}: R / exact (R + ΔR / exact) against L/d_k: "
+                       + ", ".join(f"{L / d:g}: {_pm(x, '.2f')} ({_pm(y, '.2f')})" for d, x, y in pts) + ".")
     return out
 
 

@@ -24,8 +24,9 @@ def test_the_exact_prior_force_balances_the_evidence_force_on_exact_draws(bench_
                                                 record=record, qk=True)
     D = torch.stack(rec, 0).numpy()                                   # (n, chains, 2, L, L)
     M, W = D[:, :, 0].reshape(-1, p.L, p.L), D[:, :, 1].reshape(-1, p.L, p.L)
-    fE, fR, fX = mod.forces(p, run_training_tokens(p, seed, P), M, W)
+    fE, fR, fR1, fX = mod.forces(p, run_training_tokens(p, seed, P), M, W)
     assert np.allclose(fR[5], bench_script("column_response").prior_grad(M[5], p).ravel())
+    assert np.allclose(fR1[5], mod.corrected_prior_grad(M[5], p).ravel())
     n_batch = 20
     total = (fE + fX).reshape(D.shape[0], -1, p.L**2)                 # (n, chains, L²)
     batches = np.array([b.mean((0, 1)) for b in np.array_split(total, n_batch)])
@@ -47,8 +48,7 @@ def test_the_exact_prior_force_given_q_is_the_score_of_m(bench_script):
     K = np.sqrt(p.g_K) * rng.standard_normal((n, d_k, L))
     M = np.einsum("ka,nkb->nab", Q, K) / d_k
     W = np.broadcast_to(Q.T @ Q, M.shape)
-    tokens = run_training_tokens(p, 0, 4)
-    fX = mod.forces(p, tokens, M, W)[2]
+    fX = mod.exact_prior_force(M, W, p)
     stein = fX.T @ M.reshape(n, -1) / n
     np.testing.assert_allclose(stein, np.eye(L * L), atol=0.05)
     np.testing.assert_allclose(fX.mean(0), 0.0, atol=5 * fX.std(0).max() / np.sqrt(n))
@@ -68,8 +68,9 @@ def test_the_page_splits_the_difference_into_its_prior_and_non_linear_parts(benc
             r = {"d_k": d_k, "ratio": ratio, "P": P, "seed": seed, "c1": 0.01, "cG": 0.001, "accept": 0.7}
             for s in ("col", "rest"):
                 r |= {f"mean_{s}": 0.02 + 0.01 * rng.random(), f"gauss_{s}": 0.05, f"prior_{s}": -0.01 * rng.random(),
-                      f"fE_{s}": -0.5 - rng.random(), f"fR_{s}": 0.3, f"sd_{s}": 0.01 * rng.standard_normal()}
-                r |= {f"{k}_err_{s}": 0.001 for k in ("mean", "fE", "fR", "sd", "prior")}
+                      f"fE_{s}": -0.5 - rng.random(), f"fR_{s}": 0.3, f"fR1_{s}": 0.5,
+                      f"sd_{s}": 0.01 * rng.standard_normal()}
+                r |= {f"{k}_err_{s}": 0.001 for k in ("mean", "fE", "fR", "fR1", "sd", "prior")}
             rows.append(r)
     S = mod.summary([r for r in rows if r["d_k"] == 32], "col")
     sel = [r for r in rows if r["d_k"] == 32]
@@ -79,3 +80,44 @@ def test_the_page_splits_the_difference_into_its_prior_and_non_linear_parts(benc
     lines = [ln for ln in text.splitlines() if ln.startswith("| 1 | 8 (0.6)") or ln.startswith("| 0.5 | 11 (0.6)")]
     assert len(lines) == 2 and "variance is infinite" in lines[0] and "variance is infinite" not in lines[1]
     assert f"{S['share'][0]:.2f} ± {S['share'][1]:.2f}" in lines[0]
+    assert f"{S['share1'][0]:.2f} ± {S['share1'][1]:.2f}" in lines[0]
+
+
+def test_the_saddle_point_correction_of_the_prior(bench_script):
+    """ΔR (prior_force.saddle_correction): its gradient (corrected_prior_grad, with the rate's) equals central
+    differences at a general M; near M = 0 it adds (2L + 1)‖M‖²/(2c); and at L = 1, where the exact density of
+    M = qᵀk/d_k is the variance-gamma |z|^ν K_ν(|z|), z = d_k m/√c, ν = (d_k − 1)/2, the corrected rate is
+    closer to the exact −ln p(m) + ln p(0) than the rate alone over the prior's bulk, by more than 3× at d_k = 8."""
+    from scipy.special import kve
+
+    from copyhead.theory.prior import neg_log_prior_matrix
+    mod = bench_script("prior_force")
+    p = ActionParams(V=3, L=5, d_k=7, g_Q=1.0, g_K=1.5, g_O=1.0, sigma2=0.1, prior="large_deviation")
+    rng = np.random.default_rng(0)
+    M = 0.4 * rng.standard_normal((5, 5))
+
+    def total(M):
+        return neg_log_prior_matrix(M, p.d_k, p.g_Q, p.g_K) + mod.saddle_correction(M, p)
+    h, fd = 1e-6, np.zeros_like(M)
+    for i in np.ndindex(M.shape):
+        d = np.zeros_like(M)
+        d[i] = h
+        fd[i] = (total(M + d) - total(M - d)) / (2 * h)
+    np.testing.assert_allclose(mod.corrected_prior_grad(M, p), fd, atol=1e-6 * np.abs(fd).max())
+    m = 1e-3 * rng.standard_normal((5, 5))
+    assert np.isclose(mod.saddle_correction(m, p) - mod.saddle_correction(0 * m, p),
+                      11 / (2 * 1.5) * np.sum(m**2), rtol=1e-4)
+    d_k, c = 8, 1.0
+    q = ActionParams(V=3, L=1, d_k=d_k, g_Q=1.0, g_K=c, g_O=1.0, sigma2=0.1, prior="large_deviation")
+    nu = (d_k - 1) / 2
+    ms = np.linspace(0.05, 3.0, 60) * np.sqrt(c / d_k)              # up to 3 prior standard deviations
+
+    def exact(m):                                                   # −ln(|z|^ν K_ν(|z|)), K_ν = kve·e^{−z}
+        z = d_k * np.abs(m) / np.sqrt(c)
+        return -(nu * np.log(z) + np.log(kve(nu, z)) - z)
+    z0 = 1e-8 * np.sqrt(c) / d_k
+    ex = exact(ms) - exact(z0)
+    rate = np.array([neg_log_prior_matrix(np.array([[m]]), d_k, 1.0, c) for m in ms])
+    corr = rate + np.array([mod.saddle_correction(np.array([[m]]), q) - mod.saddle_correction(np.zeros((1, 1)), q)
+                            for m in ms])
+    assert np.abs(corr - ex).max() * 3 < np.abs(rate - ex).max()
