@@ -121,3 +121,26 @@ def test_the_saddle_point_correction_of_the_prior(bench_script):
     corr = rate + np.array([mod.saddle_correction(np.array([[m]]), q) - mod.saddle_correction(np.zeros((1, 1)), q)
                             for m in ms])
     assert np.abs(corr - ex).max() * 3 < np.abs(rate - ex).max()
+
+
+def test_the_saddle_point_correction_is_half_the_log_determinant_of_the_exact_cgf_hessian(bench_script):
+    """Eq. (38) against its definition: ½ ln det ∇²Λ(G*) with Λ the exact cumulant generating function (Eq. (6),
+    copyhead.theory.prior.cgf) differentiated numerically at the Legendre point G* = U diag(d_k(s − 1)/(2σ)) Vᵀ
+    of three random M, and ∇Λ(G*) = M there; the two differ by the M-independent ½ L² ln(c/d_k)."""
+    from copyhead.theory.prior import cgf
+    mod = bench_script("prior_force")
+    L, d_k, c = 3, 5, 1.5
+    p = ActionParams(V=3, L=L, d_k=d_k, g_Q=1.0, g_K=c, g_O=1.0, sigma2=0.1, prior="large_deviation")
+    rng = np.random.default_rng(2)
+    E, h = np.eye(L * L).reshape(L * L, L, L), 1e-4
+    for _ in range(3):
+        M = 0.5 * rng.standard_normal((L, L))
+        U, sv, Vt = np.linalg.svd(M)
+        G = (U * (d_k * (np.sqrt(1 + 4 * sv**2 / c) - 1) / (2 * sv))) @ Vt
+        grad = np.array([(cgf(G + h * e, d_k, c) - cgf(G - h * e, d_k, c)) / (2 * h) for e in E]).reshape(L, L)
+        np.testing.assert_allclose(grad, M, atol=1e-6)
+        H = np.array([[(cgf(G + h * a + h * b, d_k, c) - cgf(G + h * a - h * b, d_k, c)
+                        - cgf(G - h * a + h * b, d_k, c) + cgf(G - h * a - h * b, d_k, c)) / (4 * h * h) for b in E]
+                      for a in E])
+        assert np.isclose(0.5 * np.linalg.slogdet(H)[1] - mod.saddle_correction(M, p),
+                          0.5 * L * L * np.log(c / d_k), atol=1e-5)
