@@ -104,6 +104,17 @@ def exact_prior_force(M, W, p):
     return np.array([(p.d_k**2 * np.linalg.solve(w, m) / p.g_K).ravel() for m, w in zip(M, W)])
 
 
+def correction_hessian(M0, T, p, h=1e-5):
+    """The transverse Hessian of ΔR (Eq. (38)) at the plane point M0 (central differences of its gradient along
+    the columns of T): what the saddle-point correction adds to the Gaussian order's prior precision d_k H_I⊥."""
+    L = M0.shape[-1]
+
+    def dgrad(M):
+        return corrected_prior_grad(M, p) - prior_grad(M, p)
+    H = np.array([(dgrad(M0 + h * d) - dgrad(M0 - h * d)).ravel() / (2 * h) for d in T.T.reshape(-1, L, L)]) @ T
+    return 0.5 * (H + H.T)
+
+
 def forces(p, tokens, M, W):
     """Per draw the transverse forces at M (n, L, L): the evidence's ∇E, the large-deviation rate's ∇R, the rate
     with its saddle-point correction's ∇(R + ΔR) and the exact prior's Rao–Blackwell estimate d_k²(QᵀQ)⁻¹M/g_K
@@ -124,6 +135,8 @@ def analyse(p, P, seed, M, W):
     Ht, gt, Sinv, T = transverse_system(p, DatasetMoments(tok, p.V, p.g_O, p.sigma2), plane_point(m1, mP, L))
     C = gaussian_correction(Ht, gt, Sinv, cov=True)[-1]
     x_g = -(C @ gt)
+    C1 = np.linalg.inv(np.linalg.inv(C) + correction_hessian(plane_point(m1, mP, L), T, p))
+    x_1 = -(C1 @ gt)                                        # the Gaussian order with R + ΔR's curvature
     x = M.reshape(*M.shape[:2], L * L) @ T                 # (n, chains, L² − 2)
     sub = M[::EVERY]
     fE, fR, fR1, fX = (f.reshape(*sub.shape[:2], -1) @ T for f in forces(
@@ -137,11 +150,13 @@ def analyse(p, P, seed, M, W):
         Ce = C @ e
         per_half = [(float(np.mean(x[:, h] @ e)), float(np.mean(fE[:, h] @ e)), float(np.mean(fR[:, h] @ e)),
                      float(np.mean(fR1[:, h] @ e)), float(np.mean((fE[:, h] + fX[:, h]) @ e)),
-                     float(np.mean((fE[:, h] + fR[:, h]) @ Ce))) for h in halves]
+                     float(np.mean((fE[:, h] + fR[:, h]) @ Ce)), float(np.mean(np.var(x[:, h] @ e, axis=0, ddof=1))))
+                    for h in halves]
         vals, errs = np.mean(per_half, 0), np.abs(np.diff(per_half, axis=0)[0]) / 2
-        for k, v, dv in zip(("mean", "fE", "fR", "fR1", "sd", "prior"), vals, errs):
+        for k, v, dv in zip(("mean", "fE", "fR", "fR1", "sd", "prior", "var"), vals, errs):
             row[f"{k}_{name}"], row[f"{k}_err_{name}"] = float(v), float(dv)
-        row[f"gauss_{name}"] = float(e @ x_g)
+        row |= {f"gauss_{name}": float(e @ x_g), f"gauss1_{name}": float(e @ x_1),
+                f"var_gauss_{name}": float(e @ C @ e), f"var_gauss1_{name}": float(e @ C1 @ e)}
     return row
 
 
@@ -189,7 +204,10 @@ def summary(sel, s):
             "diff": _stats([r[f"mean_{s}"] - r[f"gauss_{s}"] for r in sel]),
             "prior": _stats([r[f"prior_{s}"] for r in sel]),
             "rest": _stats([r[f"mean_{s}"] - r[f"gauss_{s}"] - r[f"prior_{s}"] for r in sel]),
-            "ratio": _stats([r[f"mean_{s}"] / r[f"gauss_{s}"] for r in sel])}
+            "ratio": _stats([r[f"mean_{s}"] / r[f"gauss_{s}"] for r in sel]),
+            "ratio1": _stats([r[f"mean_{s}"] / r[f"gauss1_{s}"] for r in sel]),
+            "var": _stats([r[f"var_{s}"] / r[f"var_gauss_{s}"] for r in sel]),
+            "var1": _stats([r[f"var_{s}"] / r[f"var_gauss1_{s}"] for r in sel])}
 
 
 def markdown(p, rows, seconds, when) -> list[str]:
@@ -210,7 +228,10 @@ def markdown(p, rows, seconds, when) -> list[str]:
              "exact*: the same with the rate's saddle-point correction ΔR = ½ ln det ∇²K(G*) (K: the exact cumulant "
              "generating function, Eq. (6); closed form in the singular values, `saddle_correction` in the script: "
              "the next order of the prior in 1/d_k per singular value, O(L²) terms, as large as the rate's d_k L "
-             "terms at d_k = L). The chains' mean "
+             "terms at d_k = L). *Gaussian with R + ΔR's curvature*: the Gaussian order with ΔR's transverse Hessian "
+             "at the plane point added to the prior precision, −(C⁻¹ + ∇²ΔR⊥)⁻¹g⊥ (and its variance): whether the "
+             "correction can enter at Gaussian order (the exact prior's covariance is the rate's, by Legendre "
+             "duality, so a stiffer Gaussian cannot get both). The chains' mean "
              "minus the Gaussian order −C g⊥ splits exactly into *prior part* eᵀC⟨∇E + ∇R⟩ (the rate's error, by "
              "Schwinger–Dyson) and *non-linear part* (the rest: the action's terms beyond quadratic, what the saddle "
              "and the one loop expand). *Schwinger–Dyson check* (d_k ≥ 2L): ⟨eᵀ(∇E + d_k²(QᵀQ)⁻¹M/g_K)⟩ over "
@@ -220,9 +241,11 @@ def markdown(p, rows, seconds, when) -> list[str]:
              f"(sets {', '.join(map(str, SEEDS))}), {ITERS} iterations, {BURN} warm-up, every {THIN}nd kept, forces "
              f"on every {EVERY}nd of those; the sign of A fixed per draw (ĉ1 ≥ 0). ± : standard error over the "
              "training sets.", "", "## Answer", "",
-             "| L/d_k | P (P/P_ref) | R / exact: column · rest | R + ΔR / exact: column · rest | chains / Gaussian: column · rest | chains − "
+             "| L/d_k | P (P/P_ref) | R / exact: column · rest | R + ΔR / exact: column · rest | chains / Gaussian: column · rest | "
+             "chains / Gaussian with R + ΔR's curvature: column · rest | variance, chains / Gaussian · with R + ΔR: "
+             "column | chains − "
              "Gaussian: column · rest | of which prior part: column · rest | non-linear part: column · rest | "
-             "Schwinger–Dyson check: column · rest |", "|---|---|---|---|---|---|---|---|---|"]
+             "Schwinger–Dyson check: column · rest |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for k in keys:
         d_k, ratio = k
         P = groups[k][0]["P"]
@@ -230,8 +253,9 @@ def markdown(p, rows, seconds, when) -> list[str]:
         sd = (" · ".join(_pm(s[x]["sd"], ".2f") for x, _ in SECTORS) if d_k >= 2 * L else
               "— (the estimate's variance is infinite at d_k = L)")
         lines.append(f"| {L / d_k:g} | {P} ({ratio}) | "
-                     + " | ".join(" · ".join(_pm(s[x][q], ".2f") for x, _ in SECTORS) for q in ("share", "share1", "ratio"))
-                     + " | "
+                     + " | ".join(" · ".join(_pm(s[x][q], ".2f") for x, _ in SECTORS)
+                                  for q in ("share", "share1", "ratio", "ratio1"))
+                     + f" | {_pm(s['col']['var'], '.2f')} · {_pm(s['col']['var1'], '.2f')} | "
                      + " | ".join(" · ".join(_pm(s[x][q], ".4f") for x, _ in SECTORS)
                                   for q in ("diff", "prior", "rest")) + f" | {sd} |")
     lines += [""] + [f"- {b}" for b in findings(L, keys, groups, S)]
@@ -270,7 +294,10 @@ def findings(L, keys, groups, S) -> list[str]:
                        f"exact prior ({off:.1f}σ from 1), with its saddle-point correction {_pm(s1, '.2f')} "
                        f"({off1:.1f}σ from 1); the chains' mean is {_pm(x['ratio'], '.2f')} of the "
                        f"Gaussian order, and the prior part is {frac:.0%} of that difference "
-                       f"({_pm(prior, '.4f')} of {_pm(diff, '.4f')}).")
+                       f"({_pm(prior, '.4f')} of {_pm(diff, '.4f')}); against the Gaussian order with R + ΔR's "
+                       f"curvature the chains' mean is {_pm(x['ratio1'], '.2f')} of its"
+                       + (f", their variance {_pm(x['var1'], '.2f')} of its (against the Gaussian order: "
+                          f"{_pm(x['var'], '.2f')})." if s == "col" else "."))
     for r in RATIOS:
         for s, name in SECTORS:
             pts = [(k[0], S[k][s]["share"], S[k][s]["share1"]) for k in keys if k[1] == r]

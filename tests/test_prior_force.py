@@ -69,8 +69,9 @@ def test_the_page_splits_the_difference_into_its_prior_and_non_linear_parts(benc
             for s in ("col", "rest"):
                 r |= {f"mean_{s}": 0.02 + 0.01 * rng.random(), f"gauss_{s}": 0.05, f"prior_{s}": -0.01 * rng.random(),
                       f"fE_{s}": -0.5 - rng.random(), f"fR_{s}": 0.3, f"fR1_{s}": 0.5,
-                      f"sd_{s}": 0.01 * rng.standard_normal()}
-                r |= {f"{k}_err_{s}": 0.001 for k in ("mean", "fE", "fR", "fR1", "sd", "prior")}
+                      f"sd_{s}": 0.01 * rng.standard_normal(), f"gauss1_{s}": 0.01, f"var_{s}": 0.08,
+                      f"var_gauss_{s}": 0.08, f"var_gauss1_{s}": 0.02}
+                r |= {f"{k}_err_{s}": 0.001 for k in ("mean", "fE", "fR", "fR1", "sd", "prior", "var")}
             rows.append(r)
     S = mod.summary([r for r in rows if r["d_k"] == 32], "col")
     sel = [r for r in rows if r["d_k"] == 32]
@@ -81,6 +82,7 @@ def test_the_page_splits_the_difference_into_its_prior_and_non_linear_parts(benc
     assert len(lines) == 2 and "variance is infinite" in lines[0] and "variance is infinite" not in lines[1]
     assert f"{S['share'][0]:.2f} ± {S['share'][1]:.2f}" in lines[0]
     assert f"{S['share1'][0]:.2f} ± {S['share1'][1]:.2f}" in lines[0]
+    assert np.isclose(S["var1"][0], 4.0) and f"{S['ratio1'][0]:.2f} ± {S['ratio1'][1]:.2f}" in lines[0]
 
 
 def test_the_saddle_point_correction_of_the_prior(bench_script):
@@ -107,6 +109,10 @@ def test_the_saddle_point_correction_of_the_prior(bench_script):
     m = 1e-3 * rng.standard_normal((5, 5))
     assert np.isclose(mod.saddle_correction(m, p) - mod.saddle_correction(0 * m, p),
                       11 / (2 * 1.5) * np.sum(m**2), rtol=1e-4)
+    from copyhead.theory.one_loop.blocks import transverse_basis
+    T = transverse_basis(5)
+    np.testing.assert_allclose(mod.correction_hessian(np.zeros((5, 5)), T, p), 11 / 1.5 * np.eye(T.shape[1]),
+                               atol=1e-4)
     d_k, c = 8, 1.0
     q = ActionParams(V=3, L=1, d_k=d_k, g_Q=1.0, g_K=c, g_O=1.0, sigma2=0.1, prior="large_deviation")
     nu = (d_k - 1) / 2
