@@ -89,8 +89,6 @@ def corrected_prior_grad(M, p):
     s, t = _s_t(sv, c)
     ds = 4.0 * sv / (c * s)                                           # ds/dσ
     dt = 2.0 / (s + 1.0) ** 2 * ds                                    # dt/dσ
-    pair = np.outer(t, t)
-    np.fill_diagonal(pair, 0.0)
     cross = (t[None, :] / (1.0 - np.outer(t, t)))
     np.fill_diagonal(cross, 0.0)
     d = (p.d_k * 2.0 * sv / (c * (1.0 + s)) + (0.5 / s + (L - 0.5) / (1.0 + s)) * ds
@@ -290,11 +288,12 @@ def findings(L, keys, groups, S) -> list[str]:
             off = abs(share[0] - 1) / share[1] if share[1] > 0 else float("inf")
             s1 = x["share1"]
             off1 = abs(s1[0] - 1) / s1[1] if s1[1] > 0 else float("inf")
+            part = (f"the prior part is {frac:.0%} of that difference" if abs(diff[0]) > 2 * diff[1] else
+                    "the difference is within 2σ of 0, and the prior part")
             out.append(f"d_k = L, P/P_ref = {k[1]}, {name}: the rate pulls {_pm(share, '.2f')} as hard as the "
                        f"exact prior ({off:.1f}σ from 1), with its saddle-point correction {_pm(s1, '.2f')} "
                        f"({off1:.1f}σ from 1); the chains' mean is {_pm(x['ratio'], '.2f')} of the "
-                       f"Gaussian order, and the prior part is {frac:.0%} of that difference "
-                       f"({_pm(prior, '.4f')} of {_pm(diff, '.4f')}); against the Gaussian order with R + ΔR's "
+                       f"Gaussian order, and {part} ({_pm(prior, '.4f')} of {_pm(diff, '.4f')}); against the Gaussian order with R + ΔR's "
                        f"curvature the chains' mean is {_pm(x['ratio1'], '.2f')} of its"
                        + (f", their variance {_pm(x['var1'], '.2f')} of its (against the Gaussian order: "
                           f"{_pm(x['var'], '.2f')})." if s == "col" else "."))
