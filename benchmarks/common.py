@@ -3,6 +3,7 @@ posterior samples of the attention (HMC on the collapsed posterior of (Q, K), th
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 import time
@@ -11,6 +12,8 @@ from pathlib import Path
 import torch
 
 from copyhead.provenance import code_version, product_record, write_product
+
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")    # BLAS and OpenMP thread counts
 
 
 def cpu_name() -> str:
@@ -88,7 +91,8 @@ def default_size_main(doc, name, measure, markdown, options, argv=None, concern=
     """The command line of a benchmark page at the config's size: ``--config`` (default config.yaml),
     ``--md`` (write the page with its provenance record), ``--out`` (the measured rows as JSON, default
     results/benchmarks/<name>.json), ``--render JSON`` (no measurement: the page from rows this command saved,
-    with that measurement's stamp, size and options); one thread; ``measure(cfg, log)`` -> (params, rows),
+    with that measurement's stamp, size and options); one thread (torch's, and BLAS's: a command line without
+    the thread variables at 1 starts again with them); ``measure(cfg, log)`` -> (params, rows),
     ``markdown(params, rows, seconds, when)`` -> lines; ``options`` (the script's settings) go into the record."""
     import dataclasses
     import json
@@ -100,6 +104,10 @@ def default_size_main(doc, name, measure, markdown, options, argv=None, concern=
     ap.add_argument("--out", default=f"results/benchmarks/{name}.json", help="the measured rows (JSON)")
     ap.add_argument("--render", metavar="JSON", help="no measurement: render the page from rows --out saved")
     a = ap.parse_args(argv)
+    if argv is None and not a.render and any(os.environ.get(k) != "1" for k in THREAD_VARS):
+        # "one thread" must hold for numpy's BLAS too, whose thread count is fixed when it loads (already done
+        # here): the command starts again with the variables set
+        os.execve(sys.executable, [sys.executable] + sys.argv, {**os.environ, **{k: "1" for k in THREAD_VARS}})
     if a.render:
         saved = json.loads(Path(a.render).read_text())
         if saved.get("benchmark") != name:

@@ -174,3 +174,30 @@ def test_a_benchmark_records_its_main_script_and_the_shared_module(bench_script,
     rec = common.script_record()
     assert set(rec) == {"benchmarks/column_response.py", "benchmarks/common.py"}
     assert rec["benchmarks/column_response.py"] == hashlib.sha256(main.read_bytes()).hexdigest()
+
+
+def test_a_default_size_benchmark_measures_with_one_blas_thread(tmp_path):
+    """benchmarks/common.default_size_main: a measurement started from the command line without the thread
+    variables at 1 starts again with them, so numpy's BLAS (whose thread count is fixed when it loads) runs on
+    the one thread the page's stamp names; the measured rows are saved as JSON."""
+    import os
+    bench = Path(__file__).resolve().parents[1] / "benchmarks"
+    script = tmp_path / "threads_probe.py"
+    script.write_text(
+        "import os, sys\n"
+        f"sys.path.insert(0, {str(bench)!r})\n"
+        "from common import default_size_main, THREAD_VARS\n"
+        "from copyhead.studies.spec import action_params\n"
+        "def measure(cfg, log):\n"
+        "    return action_params(cfg), [{k: os.environ.get(k) for k in THREAD_VARS}]\n"
+        "def markdown(p, rows, seconds, when):\n"
+        "    return ['# probe']\n"
+        "raise SystemExit(default_size_main('probe', 'probe', measure, markdown, {}))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                                               "MKL_NUM_THREADS")}
+    out = tmp_path / "rows.json"
+    cfg = Path(__file__).resolve().parents[1] / "config.yaml"
+    subprocess.run([sys.executable, str(script), "--config", str(cfg), "--out", str(out)], env=env, check=True,
+                   capture_output=True, cwd=tmp_path)
+    rows = json.loads(out.read_text())["rows"]
+    assert rows == [{"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}]
