@@ -36,26 +36,16 @@ from copyhead.theory.one_loop.correction import column_share, gaussian_correctio
 from copyhead.theory.one_loop.dataset import DatasetMoments, transverse_system
 from copyhead.theory.one_loop.evidence import DatasetEvidence
 from copyhead.theory.one_loop.pooling import column_basis
-from copyhead.theory.prior import neg_log_prior_matrix
+from copyhead.theory.prior import neg_log_prior_matrix, neg_log_prior_matrix_grad
 from copyhead.theory.same_dataset import run_training_tokens
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import collapsed_attention_samples, default_size_main  # noqa: E402
+from common import collapsed_attention_samples, default_size_main, mean_se, pm  # noqa: E402
 
 PS = (8, 12, 16, 20, 24)
 SEEDS = (0, 1, 2, 3)
 CHAINS, ITERS, BURN, THIN = 4, 1600, 200, 2        # the pipeline's hmc recipe (config.yaml)
 N_PLANE = 24                                        # plane points of the chains the Gaussian order is averaged over
-
-
-def prior_grad(M, p: ActionParams):
-    """∂/∂M of the prior rate d_k Σ_i φ(σ_i(M)) (Eq. (7); Gaussian: d_k ‖M‖²/(2c)) at a general M:
-    U diag(d_k φ'(σ)) Vᵀ, φ'(σ) = 2σ/(c(1 + s)), s = √(1 + 4σ²/c)."""
-    c = p.g_Q * p.g_K
-    if p.prior == "gaussian":
-        return p.d_k * M / c
-    U, sv, Vt = np.linalg.svd(M)
-    return (U * (p.d_k * 2.0 * sv / (c * (1.0 + np.sqrt(1.0 + 4.0 * sv**2 / c))))) @ Vt
 
 
 class TransverseAction:
@@ -70,13 +60,17 @@ class TransverseAction:
         self.p, self.M0, self.T, self.L, self.mom = p, M0, T, p.L, moments
         self.ev = DatasetEvidence(tokens, p.V, p.g_O, p.sigma2)
 
+    def prior_grad(self, M):
+        """∂/∂M of the prior rate (Eq. (7), or (8) for the Gaussian prior) at a general M."""
+        return neg_log_prior_matrix_grad(M, self.p.d_k, self.p.g_Q, self.p.g_K, self.p.prior)
+
     def _M(self, x):
         return self.M0 + (self.T @ x).reshape(self.L, self.L)
 
     def grads(self, x):
         """(the evidence's, the prior's) gradient over x."""
         M = self._M(x)
-        return self.T.T @ self.ev.grad(M), self.T.T @ prior_grad(M, self.p).ravel()
+        return self.T.T @ self.ev.grad(M), self.T.T @ self.prior_grad(M).ravel()
 
     def grad(self, x):
         return sum(self.grads(x))
@@ -89,7 +83,7 @@ class TransverseAction:
     def hessian(self, x, h=1e-5):
         M = self._M(x)
         HE = self.T.T @ self.mom.grad_hessian_M(M)[1] @ self.T
-        HP = np.array([(prior_grad(M + h * d, self.p) - prior_grad(M - h * d, self.p)).ravel() / (2 * h)
+        HP = np.array([(self.prior_grad(M + h * d) - self.prior_grad(M - h * d)).ravel() / (2 * h)
                        for d in self.T.T.reshape(-1, self.L, self.L)]) @ self.T
         return HE + 0.5 * (HP + HP.T)
 
@@ -236,12 +230,7 @@ def measure(cfg, log=print):
 
 def _stats(sel, f):
     """(mean, standard error over the training sets) of f(row)."""
-    v = np.array([f(r) for r in sel], float)
-    return float(v.mean()), float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float("nan")
-
-
-def _pm(m, e, fmt=".3f"):
-    return f"{m:{fmt}} ± {e:{fmt}}"
+    return mean_se([f(r) for r in sel])
 
 
 def _pm_where(sel, f, fmt=".3f", none="—"):
@@ -251,7 +240,7 @@ def _pm_where(sel, f, fmt=".3f", none="—"):
     if not ok:
         return none
     m, e = _stats(ok, f)
-    return (_pm(m, e, fmt) if len(ok) > 1 else f"{m:{fmt}}") + (
+    return (pm(m, e, fmt) if len(ok) > 1 else f"{m:{fmt}}") + (
         f" ({len(ok)} of {len(sel)} sets)" if len(ok) < len(sel) else "")
 
 
@@ -292,10 +281,10 @@ def answer(groups) -> list[str]:
                 if _sigma(r[k]) <= 2:
                     within[sector][k].append(P)
             best = min(PREDICTIONS, key=lambda kv: abs(r[kv[0]][0] - 1))
-            cells += [" · ".join(_pm(*r[k], ".2f") for k, _ in PREDICTIONS),
+            cells += [" · ".join(pm(*r[k], ".2f") for k, _ in PREDICTIONS),
                       f"{best[1]} ({_sigma(r[best[0]]):.1f}σ)"]
         v = {s: _stats(sel, lambda r, s=s: r[f"var_{s}"] / r[f"var_gauss_{s}"]) for s, _ in SECTORS}
-        lines.append(f"| {P} | " + " | ".join(cells) + f" | {_pm(*v['col'], '.2f')} · {_pm(*v['rest'], '.2f')} |")
+        lines.append(f"| {P} | " + " | ".join(cells) + f" | {pm(*v['col'], '.2f')} · {pm(*v['rest'], '.2f')} |")
         rest = _ratio(sel, "rest", "loop")
         if rest[0] < 0.9 and _sigma(rest) > 2 and v["rest"][0] > 1 and _sigma(v["rest"]) > 2:
             notes.append(f"At P = {P} the chains fluctuate more than Gaussian order along the rest direction but "
@@ -354,10 +343,10 @@ def markdown(p, rows, seconds, when) -> list[str]:
     for P in Ps:
         lines.append(f"| {P} | {_pm_where(groups[P], lambda r: r['signal_meas'], none='below the noise')} | "
                      f"{m(P, 'share_gauss')[0]:.3f} | "
-                     + " | ".join(f"{_pm(*m(P, 'mean_' + s))} / " + " / ".join(f"{m(P, k + '_' + s)[0]:.3f}"
+                     + " | ".join(f"{pm(*m(P, 'mean_' + s))} / " + " / ".join(f"{m(P, k + '_' + s)[0]:.3f}"
                                                                              for k, _ in PREDICTIONS)
                                   for s in ("col", "rest"))
-                     + f" | {_pm(*m(P, 'two_meas'))} / {m(P, 'two_gauss')[0]:.3f} / {m(P, 'two_loop')[0]:.3f} |")
+                     + f" | {pm(*m(P, 'two_meas'))} / {m(P, 'two_gauss')[0]:.3f} / {m(P, 'two_loop')[0]:.3f} |")
     lines += ["", "Amplitudes in units of M (the prior's standard deviation per transverse direction: "
               f"√(c/d_k) = {np.sqrt(rows[0]['prior_var']):.3f}).", "", "## What else was tried", "",
               f"- *plane-averaged*: the Gaussian order averaged over {N_PLANE} of the chains' own plane points "
@@ -384,12 +373,12 @@ def markdown(p, rows, seconds, when) -> list[str]:
         lines.append(
             f"| {P} | {_pm_where(groups[P], lambda r: r['plane_avg_col'] / r['gauss_col'], '.2f', unstable)}, "
             f"{_pm_where(groups[P], lambda r: r['plane_avg_rest'] / r['gauss_rest'], '.2f', unstable)}"
-            f"{_unstable(groups[P])} | {_pm(*m(P, 'resp_col'))}, "
-            f"{_pm(*m(P, 'resp_rest'))} | {_pm(*m(P, 'var_col'))} / {m(P, 'var_gauss_col')[0]:.3f} · "
-            f"{_pm(*m(P, 'var_rest'))} / "
-            f"{m(P, 'var_gauss_rest')[0]:.3f} | {_pm(*m(P, 'mean_std'))} / {m(P, 'gauss_std')[0]:.3f} · "
-            f"{_pm(*m(P, 'mean_other'))} / {m(P, 'gauss_other')[0]:.3f} | {_pm(*m(P, 'skew_col'), '.2f')}, "
-            f"{_pm(*m(P, 'skew_rest'), '.2f')} |")
+            f"{_unstable(groups[P])} | {pm(*m(P, 'resp_col'))}, "
+            f"{pm(*m(P, 'resp_rest'))} | {pm(*m(P, 'var_col'))} / {m(P, 'var_gauss_col')[0]:.3f} · "
+            f"{pm(*m(P, 'var_rest'))} / "
+            f"{m(P, 'var_gauss_rest')[0]:.3f} | {pm(*m(P, 'mean_std'))} / {m(P, 'gauss_std')[0]:.3f} · "
+            f"{pm(*m(P, 'mean_other'))} / {m(P, 'gauss_other')[0]:.3f} | {pm(*m(P, 'skew_col'), '.2f')}, "
+            f"{pm(*m(P, 'skew_rest'), '.2f')} |")
     lines += ["", "## Every training set", "", "± : half the difference of the two halves of the chains.", "",
               "| P | seed | ĉ1, ĉG chains | column share (signal) | Gaussian | ‖x̄‖ chains / Gaussian | noise ‖δ‖ | "
               "cosine(x̄, −C g⊥) | column: chains / Gaussian / saddle / one loop / evidence only | rest: chains / "
@@ -400,7 +389,7 @@ def markdown(p, rows, seconds, when) -> list[str]:
             f"({'below the noise' if np.isnan(r['signal_meas']) else format(r['signal_meas'], '.3f')}) "
             f"| {r['share_gauss']:.3f} | {r['norm_meas']:.3f} / {r['norm_gauss']:.3f} | {r['noise']:.3f} | "
             f"{r['cos_gauss']:.3f} | "
-            + " | ".join(f"{_pm(r['mean_' + s], r['mean_err_' + s])} / "
+            + " | ".join(f"{pm(r['mean_' + s], r['mean_err_' + s])} / "
                          + " / ".join(f"{r[k + '_' + s]:.3f}" for k, _ in PREDICTIONS) for s in ("col", "rest"))
             + f" | {r['accept']:.2f} |")
     return lines + [""]

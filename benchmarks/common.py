@@ -56,6 +56,18 @@ def stamp() -> str:
     return f"commit {commit}, {time.strftime('%Y-%m-%d')}, {cpu_name()}, one thread, torch {torch.__version__}"
 
 
+def mean_se(vals) -> tuple[float, float]:
+    """(mean, standard error of the mean) of a sequence of per-set values (NaN error for one value)."""
+    import numpy as np
+    v = np.asarray(vals, float)
+    return float(v.mean()), float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float("nan")
+
+
+def pm(m, e, fmt=".3f") -> str:
+    """"m ± e" in one format."""
+    return f"{m:{fmt}} ± {e:{fmt}}"
+
+
 def collapsed_attention_samples(data, attention, d_k, sigma2, seed, *, chains=4, iters=3000, burn=500, n_leapfrog=8,
                                 thin=1, record=None, qk=False):
     """Exact posterior draws of the attention on one training set ``data`` (copyhead.task.make_data): HMC on the

@@ -38,11 +38,11 @@ from copyhead.theory.one_loop.correction import gaussian_correction, plane_point
 from copyhead.theory.one_loop.dataset import DatasetMoments, transverse_system
 from copyhead.theory.one_loop.evidence import DatasetEvidence
 from copyhead.theory.one_loop.pooling import column_basis
+from copyhead.theory.prior import neg_log_prior_matrix_grad, saddle_correction_grad
 from copyhead.theory.same_dataset import run_training_tokens
 
 sys.path.insert(0, str(Path(__file__).parent))
-from column_response import prior_grad  # noqa: E402
-from common import collapsed_attention_samples, default_size_main  # noqa: E402
+from common import collapsed_attention_samples, default_size_main, mean_se, pm  # noqa: E402
 
 DK_OVER_L = (1, 2, 4)                 # d_k = L (the default size), 2L, 4L
 RATIOS = (0.6, 0.9, 1.5)              # P/P_ref (P_ref: the closed-form linear crossover at that d_k)
@@ -62,40 +62,6 @@ def grid(p):
     return out
 
 
-def _s_t(sv, c):
-    s = np.sqrt(1.0 + 4.0 * sv**2 / c)
-    return s, (s - 1.0) / (s + 1.0)
-
-
-def saddle_correction(M, p):
-    """The saddle-point (one-loop) correction of the prior rate: −ln p(M) = d_k Σφ(σ_i) + ΔR(M) + const with
-    ΔR = ½ ln det ∇²K(G*) of the exact cumulant generating function K (Eq. (6)) at the Legendre saddle G*(M),
-    in closed form through the singular values σ_i (s = √(1 + 4σ²/c), t = (s − 1)/(s + 1)):
-    ΔR = Σ_i [½ ln s_i + (L − ½) ln((1 + s_i)/2)] + ½ Σ_{i<j} ln(1 − t_i t_j)
-    (the Hessian of a singular-value function: f″(γ_i) on the diagonal, (f′_i ∓ f′_j)/(γ_i ∓ γ_j) on each pair).
-    Near M = 0 it adds (2L + 1)/(2c) ‖M‖² to the rate's d_k ‖M‖²/(2c); at L = 1 that is the exact density's
-    curvature d_k²/(d_k − 3) = d_k + 3 + O(1/d_k) (units of 1/c)."""
-    L = M.shape[-1]
-    s, t = _s_t(np.linalg.svd(M, compute_uv=False), p.g_Q * p.g_K)
-    tt = np.outer(t, t)[np.triu_indices(L, 1)]
-    return float(np.sum(0.5 * np.log(s) + (L - 0.5) * np.log((1.0 + s) / 2.0)) + 0.5 * np.sum(np.log1p(-tt)))
-
-
-def corrected_prior_grad(M, p):
-    """∂/∂M of the rate with its saddle-point correction, d_k Σφ(σ_i) + ΔR (:func:`saddle_correction`):
-    U diag(∂/∂σ_i) Vᵀ (a function of the singular values)."""
-    c, L = p.g_Q * p.g_K, M.shape[-1]
-    U, sv, Vt = np.linalg.svd(M)
-    s, t = _s_t(sv, c)
-    ds = 4.0 * sv / (c * s)                                           # ds/dσ
-    dt = 2.0 / (s + 1.0) ** 2 * ds                                    # dt/dσ
-    cross = (t[None, :] / (1.0 - np.outer(t, t)))
-    np.fill_diagonal(cross, 0.0)
-    d = (p.d_k * 2.0 * sv / (c * (1.0 + s)) + (0.5 / s + (L - 0.5) / (1.0 + s)) * ds
-         - 0.5 * cross.sum(1) * dt)
-    return (U * d) @ Vt
-
-
 def exact_prior_force(M, W, p):
     """The exact prior's force −∇ln p₀ estimated per draw given Q (W = QᵀQ): M's columns are N(0, g_K W/d_k²)
     given Q, so d_k² W⁻¹M/g_K (n, L²) (Rao–Blackwell; an unbiased estimate of the force at M)."""
@@ -105,11 +71,9 @@ def exact_prior_force(M, W, p):
 def correction_hessian(M0, T, p, h=1e-5):
     """The transverse Hessian of ΔR (Eq. (38)) at the plane point M0 (central differences of its gradient along
     the columns of T): what the saddle-point correction adds to the Gaussian order's prior precision d_k H_I⊥."""
-    L = M0.shape[-1]
-
-    def dgrad(M):
-        return corrected_prior_grad(M, p) - prior_grad(M, p)
-    H = np.array([(dgrad(M0 + h * d) - dgrad(M0 - h * d)).ravel() / (2 * h) for d in T.T.reshape(-1, L, L)]) @ T
+    L, g = M0.shape[-1], (p.g_Q, p.g_K)
+    H = np.array([(saddle_correction_grad(M0 + h * d, *g) - saddle_correction_grad(M0 - h * d, *g)).ravel() / (2 * h)
+                  for d in T.T.reshape(-1, L, L)]) @ T
     return 0.5 * (H + H.T)
 
 
@@ -119,8 +83,8 @@ def forces(p, tokens, M, W):
     (W = QᵀQ), each as a full L×L gradient (n, L²)."""
     ev = DatasetEvidence(tokens, p.V, p.g_O, p.sigma2)
     fE = np.array([np.asarray(ev.grad(m)).ravel() for m in M])
-    fR = np.array([prior_grad(m, p).ravel() for m in M])
-    fR1 = np.array([corrected_prior_grad(m, p).ravel() for m in M])
+    fR = np.array([neg_log_prior_matrix_grad(m, p.d_k, p.g_Q, p.g_K).ravel() for m in M])
+    fR1 = fR + np.array([saddle_correction_grad(m, p.g_Q, p.g_K).ravel() for m in M])
     return fE, fR, fR1, exact_prior_force(M, W, p)
 
 
@@ -166,9 +130,8 @@ def measure(cfg, log=print):
         for seed in SEEDS:
             t0 = time.perf_counter()
 
-            def record(A, Q, K):
-                s = torch.sign(op.order_parameters(A)["c1"])[:, None, None]    # the sign gauge ĉ1 ≥ 0
-                return torch.stack([s * (Q.transpose(1, 2) @ K) / d_k, Q.transpose(1, 2) @ Q], 1)
+            def record(A, Q, K):                              # M = QᵀK/d_k in the sign gauge ĉ1 ≥ 0
+                return torch.stack([op.sign_fix(A, Q.transpose(1, 2) @ K / d_k)[1], Q.transpose(1, 2) @ Q], 1)
             rec, h = collapsed_attention_samples(make_data(seed, p.V, p.L, P, 8), "linear", d_k, p.sigma2,
                                                  1000 * seed + P, chains=CHAINS, iters=ITERS, burn=BURN,
                                                  thin=THIN, record=record, qk=True)
@@ -184,28 +147,19 @@ def measure(cfg, log=print):
     return p0, rows
 
 
-def _stats(vals):
-    v = np.asarray(vals, float)
-    return float(v.mean()), float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float("nan")
-
-
-def _pm(x, fmt=".3f"):
-    return f"{x[0]:{fmt}} ± {x[1]:{fmt}}"
-
-
 def summary(sel, s):
     """Over one point's training sets (mean, SE): the rate's share of the exact prior's mean force, the
     Schwinger–Dyson residual over |⟨f_E⟩| (d_k ≥ 2L), chains − Gaussian, its prior part and the rest."""
-    return {"share": _stats([r[f"fR_{s}"] / -r[f"fE_{s}"] for r in sel]),
-            "share1": _stats([r[f"fR1_{s}"] / -r[f"fE_{s}"] for r in sel]),
-            "sd": _stats([r[f"sd_{s}"] / abs(r[f"fE_{s}"]) for r in sel]),
-            "diff": _stats([r[f"mean_{s}"] - r[f"gauss_{s}"] for r in sel]),
-            "prior": _stats([r[f"prior_{s}"] for r in sel]),
-            "rest": _stats([r[f"mean_{s}"] - r[f"gauss_{s}"] - r[f"prior_{s}"] for r in sel]),
-            "ratio": _stats([r[f"mean_{s}"] / r[f"gauss_{s}"] for r in sel]),
-            "ratio1": _stats([r[f"mean_{s}"] / r[f"gauss1_{s}"] for r in sel]),
-            "var": _stats([r[f"var_{s}"] / r[f"var_gauss_{s}"] for r in sel]),
-            "var1": _stats([r[f"var_{s}"] / r[f"var_gauss1_{s}"] for r in sel])}
+    return {"share": mean_se([r[f"fR_{s}"] / -r[f"fE_{s}"] for r in sel]),
+            "share1": mean_se([r[f"fR1_{s}"] / -r[f"fE_{s}"] for r in sel]),
+            "sd": mean_se([r[f"sd_{s}"] / abs(r[f"fE_{s}"]) for r in sel]),
+            "diff": mean_se([r[f"mean_{s}"] - r[f"gauss_{s}"] for r in sel]),
+            "prior": mean_se([r[f"prior_{s}"] for r in sel]),
+            "rest": mean_se([r[f"mean_{s}"] - r[f"gauss_{s}"] - r[f"prior_{s}"] for r in sel]),
+            "ratio": mean_se([r[f"mean_{s}"] / r[f"gauss_{s}"] for r in sel]),
+            "ratio1": mean_se([r[f"mean_{s}"] / r[f"gauss1_{s}"] for r in sel]),
+            "var": mean_se([r[f"var_{s}"] / r[f"var_gauss_{s}"] for r in sel]),
+            "var1": mean_se([r[f"var_{s}"] / r[f"var_gauss1_{s}"] for r in sel])}
 
 
 def markdown(p, rows, seconds, when) -> list[str]:
@@ -224,7 +178,8 @@ def markdown(p, rows, seconds, when) -> list[str]:
              "expands the large-deviation rate R = d_k Σφ(σ) (Eq. (7)) in its place. *R / exact*: ⟨eᵀ∇R⟩ over "
              "−⟨eᵀ∇E⟩ (1: the rate pulls as hard as the exact prior on the posterior's own draws). *R + ΔR / "
              "exact*: the same with the rate's saddle-point correction ΔR = ½ ln det ∇²K(G*) (K: the exact cumulant "
-             "generating function, Eq. (6); closed form in the singular values, `saddle_correction` in the script: "
+             "generating function, Eq. (6); closed form in the singular values, Eq. (38), "
+             "`copyhead.theory.prior.saddle_correction`: "
              "the next order of the prior in 1/d_k per singular value, O(L²) terms, as large as the rate's d_k L "
              "terms at d_k = L). *Gaussian with R + ΔR's curvature*: the Gaussian order with ΔR's transverse Hessian "
              "at the plane point added to the prior precision, −(C⁻¹ + ∇²ΔR⊥)⁻¹g⊥ (and its variance): whether the "
@@ -248,13 +203,13 @@ def markdown(p, rows, seconds, when) -> list[str]:
         d_k, ratio = k
         P = groups[k][0]["P"]
         s = S[k]
-        sd = (" · ".join(_pm(s[x]["sd"], ".2f") for x, _ in SECTORS) if d_k >= 2 * L else
+        sd = (" · ".join(pm(*s[x]["sd"], ".2f") for x, _ in SECTORS) if d_k >= 2 * L else
               "— (the estimate's variance is infinite at d_k = L)")
         lines.append(f"| {L / d_k:g} | {P} ({ratio}) | "
-                     + " | ".join(" · ".join(_pm(s[x][q], ".2f") for x, _ in SECTORS)
+                     + " | ".join(" · ".join(pm(*s[x][q], ".2f") for x, _ in SECTORS)
                                   for q in ("share", "share1", "ratio", "ratio1"))
-                     + f" | {_pm(s['col']['var'], '.2f')} · {_pm(s['col']['var1'], '.2f')} | "
-                     + " | ".join(" · ".join(_pm(s[x][q], ".4f") for x, _ in SECTORS)
+                     + f" | {pm(*s['col']['var'], '.2f')} · {pm(*s['col']['var1'], '.2f')} | "
+                     + " | ".join(" · ".join(pm(*s[x][q], ".4f") for x, _ in SECTORS)
                                   for q in ("diff", "prior", "rest")) + f" | {sd} |")
     lines += [""] + [f"- {b}" for b in findings(L, keys, groups, S)]
     lines += ["", "## Every training set", "", "± : half the difference of the two halves of the chains.", "",
@@ -277,7 +232,7 @@ def findings(L, keys, groups, S) -> list[str]:
         n_ok = sum(abs(m) <= 2 * e for m, e in checks)
         out.append(f"The identity holds on these draws: the Schwinger–Dyson residual (exact prior force estimated "
                    f"given Q) is within 2σ of 0 at {n_ok} of {len(checks)} (point, direction) pairs with d_k ≥ 2L "
-                   f"(largest: {_pm(worst, '.2f')} of |⟨f_E⟩|).")
+                   f"(largest: {pm(*worst, '.2f')} of |⟨f_E⟩|).")
     for k in keys:
         if k[0] != L:
             continue
@@ -290,18 +245,18 @@ def findings(L, keys, groups, S) -> list[str]:
             off1 = abs(s1[0] - 1) / s1[1] if s1[1] > 0 else float("inf")
             part = (f"the prior part is {frac:.0%} of that difference" if abs(diff[0]) > 2 * diff[1] else
                     "the difference is within 2σ of 0, and the prior part")
-            out.append(f"d_k = L, P/P_ref = {k[1]}, {name}: the rate pulls {_pm(share, '.2f')} as hard as the "
-                       f"exact prior ({off:.1f}σ from 1), with its saddle-point correction {_pm(s1, '.2f')} "
-                       f"({off1:.1f}σ from 1); the chains' mean is {_pm(x['ratio'], '.2f')} of the "
-                       f"Gaussian order, and {part} ({_pm(prior, '.4f')} of {_pm(diff, '.4f')}); against the Gaussian order with R + ΔR's "
-                       f"curvature the chains' mean is {_pm(x['ratio1'], '.2f')} of its"
-                       + (f", their variance {_pm(x['var1'], '.2f')} of its (against the Gaussian order: "
-                          f"{_pm(x['var'], '.2f')})." if s == "col" else "."))
+            out.append(f"d_k = L, P/P_ref = {k[1]}, {name}: the rate pulls {pm(*share, '.2f')} as hard as the "
+                       f"exact prior ({off:.1f}σ from 1), with its saddle-point correction {pm(*s1, '.2f')} "
+                       f"({off1:.1f}σ from 1); the chains' mean is {pm(*x['ratio'], '.2f')} of the "
+                       f"Gaussian order, and {part} ({pm(*prior, '.4f')} of {pm(*diff, '.4f')}); against the Gaussian order with R + ΔR's "
+                       f"curvature the chains' mean is {pm(*x['ratio1'], '.2f')} of its"
+                       + (f", their variance {pm(*x['var1'], '.2f')} of its (against the Gaussian order: "
+                          f"{pm(*x['var'], '.2f')})." if s == "col" else "."))
     for r in RATIOS:
         for s, name in SECTORS:
             pts = [(k[0], S[k][s]["share"], S[k][s]["share1"]) for k in keys if k[1] == r]
             out.append(f"P/P_ref = {r}, {name}: R / exact (R + ΔR / exact) against L/d_k: "
-                       + ", ".join(f"{L / d:g}: {_pm(x, '.2f')} ({_pm(y, '.2f')})" for d, x, y in pts) + ".")
+                       + ", ".join(f"{L / d:g}: {pm(*x, '.2f')} ({pm(*y, '.2f')})" for d, x, y in pts) + ".")
     return out
 
 

@@ -6,13 +6,15 @@ import torch
 
 from copyhead.config import ActionParams
 from copyhead.task import make_data
+from copyhead.theory.one_loop.blocks import transverse_basis
+from copyhead.theory.prior import neg_log_prior_matrix_grad, saddle_correction_grad
 from copyhead.theory.same_dataset import run_training_tokens
 
 
 def test_the_exact_prior_force_balances_the_evidence_force_on_exact_draws(bench_script):
     """⟨∇E + d_k²(QᵀQ)⁻¹M/g_K⟩ = 0 over HMC draws of the collapsed posterior (L = V = 3, d_k = 12, P = 6), every
     one of the L² components within 4 standard errors (batch means), while the evidence force alone is not 0;
-    the large-deviation rate's force is the rate's gradient (column_response.prior_grad)."""
+    the rate's force is the rate's gradient and the corrected one adds ΔR's (copyhead.theory.prior)."""
     common, mod = bench_script("common"), bench_script("prior_force")
     p = ActionParams(V=3, L=3, d_k=12, g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=0.1, prior="large_deviation")
     P, seed = 6, 0
@@ -25,8 +27,8 @@ def test_the_exact_prior_force_balances_the_evidence_force_on_exact_draws(bench_
     D = torch.stack(rec, 0).numpy()                                   # (n, chains, 2, L, L)
     M, W = D[:, :, 0].reshape(-1, p.L, p.L), D[:, :, 1].reshape(-1, p.L, p.L)
     fE, fR, fR1, fX = mod.forces(p, run_training_tokens(p, seed, P), M, W)
-    assert np.allclose(fR[5], bench_script("column_response").prior_grad(M[5], p).ravel())
-    assert np.allclose(fR1[5], mod.corrected_prior_grad(M[5], p).ravel())
+    assert np.allclose(fR[5], neg_log_prior_matrix_grad(M[5], p.d_k, p.g_Q, p.g_K).ravel())
+    assert np.allclose(fR1[5] - fR[5], saddle_correction_grad(M[5], p.g_Q, p.g_K).ravel())
     n_batch = 20
     total = (fE + fX).reshape(D.shape[0], -1, p.L**2)                 # (n, chains, L²)
     batches = np.array([b.mean((0, 1)) for b in np.array_split(total, n_batch)])
@@ -85,68 +87,11 @@ def test_the_page_splits_the_difference_into_its_prior_and_non_linear_parts(benc
     assert np.isclose(S["var1"][0], 4.0) and f"{S['ratio1'][0]:.2f} ± {S['ratio1'][1]:.2f}" in lines[0]
 
 
-def test_the_saddle_point_correction_of_the_prior(bench_script):
-    """ΔR (prior_force.saddle_correction): its gradient (corrected_prior_grad, with the rate's) equals central
-    differences at a general M; near M = 0 it adds (2L + 1)‖M‖²/(2c); and at L = 1, where the exact density of
-    M = qᵀk/d_k is the variance-gamma |z|^ν K_ν(|z|), z = d_k m/√c, ν = (d_k − 1)/2, the corrected rate is
-    closer to the exact −ln p(m) + ln p(0) than the rate alone over the prior's bulk, by more than 3× at d_k = 8."""
-    from scipy.special import kve
-
-    from copyhead.theory.prior import neg_log_prior_matrix
+def test_the_correction_hessian_at_the_origin_is_the_closed_form_curvature(bench_script):
+    """correction_hessian (ΔR's transverse Hessian by differences of its gradient) at M = 0 is (2L + 1)/c times the
+    identity on the transverse coordinates (ΔR adds (2L + 1)‖M‖²/(2c) near 0, tests/test_prior.py)."""
     mod = bench_script("prior_force")
     p = ActionParams(V=3, L=5, d_k=7, g_Q=1.0, g_K=1.5, g_O=1.0, sigma2=0.1, prior="large_deviation")
-    rng = np.random.default_rng(0)
-    M = 0.4 * rng.standard_normal((5, 5))
-
-    def total(M):
-        return neg_log_prior_matrix(M, p.d_k, p.g_Q, p.g_K) + mod.saddle_correction(M, p)
-    h, fd = 1e-6, np.zeros_like(M)
-    for i in np.ndindex(M.shape):
-        d = np.zeros_like(M)
-        d[i] = h
-        fd[i] = (total(M + d) - total(M - d)) / (2 * h)
-    np.testing.assert_allclose(mod.corrected_prior_grad(M, p), fd, atol=1e-6 * np.abs(fd).max())
-    m = 1e-3 * rng.standard_normal((5, 5))
-    assert np.isclose(mod.saddle_correction(m, p) - mod.saddle_correction(0 * m, p),
-                      11 / (2 * 1.5) * np.sum(m**2), rtol=1e-4)
-    from copyhead.theory.one_loop.blocks import transverse_basis
     T = transverse_basis(5)
     np.testing.assert_allclose(mod.correction_hessian(np.zeros((5, 5)), T, p), 11 / 1.5 * np.eye(T.shape[1]),
                                atol=1e-4)
-    d_k, c = 8, 1.0
-    q = ActionParams(V=3, L=1, d_k=d_k, g_Q=1.0, g_K=c, g_O=1.0, sigma2=0.1, prior="large_deviation")
-    nu = (d_k - 1) / 2
-    ms = np.linspace(0.05, 3.0, 60) * np.sqrt(c / d_k)              # up to 3 prior standard deviations
-
-    def exact(m):                                                   # −ln(|z|^ν K_ν(|z|)), K_ν = kve·e^{−z}
-        z = d_k * np.abs(m) / np.sqrt(c)
-        return -(nu * np.log(z) + np.log(kve(nu, z)) - z)
-    z0 = 1e-8 * np.sqrt(c) / d_k
-    ex = exact(ms) - exact(z0)
-    rate = np.array([neg_log_prior_matrix(np.array([[m]]), d_k, 1.0, c) for m in ms])
-    corr = rate + np.array([mod.saddle_correction(np.array([[m]]), q) - mod.saddle_correction(np.zeros((1, 1)), q)
-                            for m in ms])
-    assert np.abs(corr - ex).max() * 3 < np.abs(rate - ex).max()
-
-
-def test_the_saddle_point_correction_is_half_the_log_determinant_of_the_exact_cgf_hessian(bench_script):
-    """Eq. (38) against its definition: ½ ln det ∇²Λ(G*) with Λ the exact cumulant generating function (Eq. (6),
-    copyhead.theory.prior.cgf) differentiated numerically at the Legendre point G* = U diag(d_k(s − 1)/(2σ)) Vᵀ
-    of three random M, and ∇Λ(G*) = M there; the two differ by the M-independent ½ L² ln(c/d_k)."""
-    from copyhead.theory.prior import cgf
-    mod = bench_script("prior_force")
-    L, d_k, c = 3, 5, 1.5
-    p = ActionParams(V=3, L=L, d_k=d_k, g_Q=1.0, g_K=c, g_O=1.0, sigma2=0.1, prior="large_deviation")
-    rng = np.random.default_rng(2)
-    E, h = np.eye(L * L).reshape(L * L, L, L), 1e-4
-    for _ in range(3):
-        M = 0.5 * rng.standard_normal((L, L))
-        U, sv, Vt = np.linalg.svd(M)
-        G = (U * (d_k * (np.sqrt(1 + 4 * sv**2 / c) - 1) / (2 * sv))) @ Vt
-        grad = np.array([(cgf(G + h * e, d_k, c) - cgf(G - h * e, d_k, c)) / (2 * h) for e in E]).reshape(L, L)
-        np.testing.assert_allclose(grad, M, atol=1e-6)
-        H = np.array([[(cgf(G + h * a + h * b, d_k, c) - cgf(G + h * a - h * b, d_k, c)
-                        - cgf(G - h * a + h * b, d_k, c) + cgf(G - h * a - h * b, d_k, c)) / (4 * h * h) for b in E]
-                      for a in E])
-        assert np.isclose(0.5 * np.linalg.slogdet(H)[1] - mod.saddle_correction(M, p),
-                          0.5 * L * L * np.log(c / d_k), atol=1e-5)
