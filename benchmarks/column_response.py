@@ -36,12 +36,11 @@ from copyhead.theory.one_loop.correction import column_share, gaussian_correctio
 from copyhead.theory.one_loop.dataset import DatasetMoments, transverse_system
 from copyhead.theory.one_loop.evidence import DatasetEvidence
 from copyhead.theory.one_loop.pooling import column_basis
-from copyhead.theory.prior import neg_log_prior_matrix
+from copyhead.theory.prior import neg_log_prior_matrix, neg_log_prior_matrix_grad
 from copyhead.theory.same_dataset import run_training_tokens
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import (collapsed_attention_samples, default_size_main, mean_se, neg_log_prior_matrix_grad,  # noqa: E402
-                    pm)
+from common import collapsed_attention_samples, default_size_main, mean_se, pm  # noqa: E402
 
 PS = (8, 12, 16, 20, 24)
 SEEDS = (0, 1, 2, 3)

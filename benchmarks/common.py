@@ -9,11 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from copyhead.provenance import code_version, product_record, write_product
-from copyhead.theory.prior import PRIORS
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")    # BLAS and OpenMP thread counts
 
@@ -60,6 +58,7 @@ def stamp() -> str:
 
 def mean_se(vals) -> tuple[float, float]:
     """(mean, standard error of the mean) of a sequence of per-set values (NaN error for one value)."""
+    import numpy as np
     v = np.asarray(vals, float)
     return float(v.mean()), float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float("nan")
 
@@ -67,61 +66,6 @@ def mean_se(vals) -> tuple[float, float]:
 def pm(m, e, fmt=".3f") -> str:
     """"m ± e" in one format."""
     return f"{m:{fmt}} ± {e:{fmt}}"
-
-
-# --- The prior's gradient and its next order (docs/theory.md Eq. (38)), shared by the benchmarks and tested in
-# tests/test_prior.py. They belong in copyhead.theory.prior; moving them there changes the theory's code
-# fingerprint, so every published product must be remade (workflow/docs.smk, about two hours on 2 cores).
-# No product of the DAG uses them.
-
-
-def neg_log_prior_matrix_grad(M, d_k, g_Q, g_K, prior="large_deviation"):
-    """∂/∂M of :func:`neg_log_prior_matrix` at a general L×L M: U diag(d_k φ'(σ)) Vᵀ with
-    φ'(σ) = 2σ/(c(1 + s)), s = √(1 + 4σ²/c) (Eq. (7)); d_k M/c for the Gaussian prior (Eq. (8))."""
-    M, c = np.asarray(M, float), g_Q * g_K
-    if prior == "gaussian":
-        return d_k * M / c
-    if prior != "large_deviation":
-        raise ValueError(f"prior {prior!r} is not allowed; allowed values: {list(PRIORS)}")
-    U, sv, Vt = np.linalg.svd(M)
-    return (U * (d_k * 2.0 * sv / (c * (1.0 + np.sqrt(1.0 + 4.0 * sv**2 / c))))) @ Vt
-
-
-def _s_t(sv, c):
-    s = np.sqrt(1.0 + 4.0 * np.asarray(sv, float) ** 2 / c)
-    return s, (s - 1.0) / (s + 1.0)
-
-
-def saddle_correction(M, g_Q, g_K):
-    """The saddle-point correction of the large-deviation rate, Eq. (38): -ln p(M) = d_k Σφ(σ_i) + ΔR(M) + const
-    with ΔR = ½ ln det ∇²Λ(G*) of the exact cumulant generating function Λ (Eq. (6), :func:`cgf`) at the
-    Legendre point G*(M), in closed form through the singular values σ_i of the L×L M
-    (s = √(1 + 4σ²/c), t = (s − 1)/(s + 1)):
-
-        ΔR = Σ_i [½ ln s_i + (L − ½) ln((1 + s_i)/2)] + ½ Σ_{i<j} ln(1 − t_i t_j)
-
-    (the Hessian of a singular-value function: f″(γ_i) on the diagonal, (f′_i ∓ f′_j)/(γ_i ∓ γ_j) on each
-    pair), up to the M-independent ½ L² ln(c/d_k); ΔR does not depend on d_k. Near M = 0 it adds
-    (2L + 1)‖M‖²/(2c) to the rate's d_k‖M‖²/(2c)."""
-    M = np.asarray(M, float)
-    L = M.shape[-1]
-    s, t = _s_t(np.linalg.svd(M, compute_uv=False), g_Q * g_K)
-    tt = np.outer(t, t)[np.triu_indices(L, 1)]
-    return float(np.sum(0.5 * np.log(s) + (L - 0.5) * np.log((1.0 + s) / 2.0)) + 0.5 * np.sum(np.log1p(-tt)))
-
-
-def saddle_correction_grad(M, g_Q, g_K):
-    """∂ΔR/∂M (:func:`saddle_correction`) at a general L×L M: U diag(∂ΔR/∂σ_i) Vᵀ (a function of the singular
-    values), with ds/dσ = 4σ/(cs) and dt/dσ = 2/(1 + s)² ds/dσ."""
-    M, c = np.asarray(M, float), g_Q * g_K
-    L = M.shape[-1]
-    U, sv, Vt = np.linalg.svd(M)
-    s, t = _s_t(sv, c)
-    ds = 4.0 * sv / (c * s)
-    dt = 2.0 / (s + 1.0) ** 2 * ds
-    cross = t[None, :] / (1.0 - np.outer(t, t))
-    np.fill_diagonal(cross, 0.0)
-    return (U * ((0.5 / s + (L - 0.5) / (1.0 + s)) * ds - 0.5 * cross.sum(1) * dt)) @ Vt
 
 
 def collapsed_attention_samples(data, attention, d_k, sigma2, seed, *, chains=4, iters=3000, burn=500, n_leapfrog=8,

@@ -38,11 +38,11 @@ from copyhead.theory.one_loop.correction import gaussian_correction, plane_point
 from copyhead.theory.one_loop.dataset import DatasetMoments, transverse_system
 from copyhead.theory.one_loop.evidence import DatasetEvidence
 from copyhead.theory.one_loop.pooling import column_basis
+from copyhead.theory.prior import neg_log_prior_matrix_grad, saddle_correction_grad
 from copyhead.theory.same_dataset import run_training_tokens
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import (collapsed_attention_samples, default_size_main, mean_se, neg_log_prior_matrix_grad,  # noqa: E402
-                    pm, saddle_correction_grad)
+from common import collapsed_attention_samples, default_size_main, mean_se, pm  # noqa: E402
 
 DK_OVER_L = (1, 2, 4)                 # d_k = L (the default size), 2L, 4L
 RATIOS = (0.6, 0.9, 1.5)              # P/P_ref (P_ref: the closed-form linear crossover at that d_k)
@@ -179,7 +179,7 @@ def markdown(p, rows, seconds, when) -> list[str]:
              "−⟨eᵀ∇E⟩ (1: the rate pulls as hard as the exact prior on the posterior's own draws). *R + ΔR / "
              "exact*: the same with the rate's saddle-point correction ΔR = ½ ln det ∇²K(G*) (K: the exact cumulant "
              "generating function, Eq. (6); closed form in the singular values, Eq. (38), "
-             "`saddle_correction` in benchmarks/common.py: "
+             "`copyhead.theory.prior.saddle_correction`: "
              "the next order of the prior in 1/d_k per singular value, O(L²) terms, as large as the rate's d_k L "
              "terms at d_k = L). *Gaussian with R + ΔR's curvature*: the Gaussian order with ΔR's transverse Hessian "
              "at the plane point added to the prior precision, −(C⁻¹ + ∇²ΔR⊥)⁻¹g⊥ (and its variance): whether the "

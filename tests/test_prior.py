@@ -1,17 +1,12 @@
-"""The prior beyond the rate itself (benchmarks/common.py, beside copyhead.theory.prior until they move there):
-the rate's gradient at a general score matrix and its
+"""copyhead.theory.prior beyond the rate itself: the rate's gradient at a general score matrix and its
 saddle-point correction ΔR (Eq. (38)) — against central differences, against its definition through the exact
 cumulant generating function, near M = 0, and at L = 1 against the exact variance-gamma density."""
 import numpy as np
 import pytest
 from scipy.special import kve
 
-from copyhead.theory.prior import cgf, neg_log_prior_matrix
-
-
-@pytest.fixture
-def common(bench_script):
-    return bench_script("common")
+from copyhead.theory.prior import (cgf, neg_log_prior_matrix, neg_log_prior_matrix_grad, saddle_correction,
+                                   saddle_correction_grad)
 
 
 def _central_differences(f, M, h=1e-6):
@@ -24,30 +19,30 @@ def _central_differences(f, M, h=1e-6):
 
 
 @pytest.mark.parametrize("prior", ["large_deviation", "gaussian"])
-def test_the_rate_gradient_equals_central_differences_at_a_general_matrix(common, prior):
+def test_the_rate_gradient_equals_central_differences_at_a_general_matrix(prior):
     M = 0.3 * np.random.default_rng(0).standard_normal((5, 5))
     fd = _central_differences(lambda m: neg_log_prior_matrix(m, 10, 1.0, 1.5, prior), M)
-    np.testing.assert_allclose(common.neg_log_prior_matrix_grad(M, 10, 1.0, 1.5, prior), fd, atol=1e-6 * np.abs(fd).max())
+    np.testing.assert_allclose(neg_log_prior_matrix_grad(M, 10, 1.0, 1.5, prior), fd, atol=1e-6 * np.abs(fd).max())
 
 
-def test_the_rate_gradient_names_an_unknown_prior(common):
+def test_the_rate_gradient_names_an_unknown_prior():
     with pytest.raises(ValueError, match="prior 'exact' is not allowed"):
-        common.neg_log_prior_matrix_grad(np.eye(2), 4, 1.0, 1.0, "exact")
+        neg_log_prior_matrix_grad(np.eye(2), 4, 1.0, 1.0, "exact")
 
 
-def test_the_saddle_point_correction_gradient_and_its_curvature_at_the_origin(common):
+def test_the_saddle_point_correction_gradient_and_its_curvature_at_the_origin():
     """∂ΔR/∂M equals central differences of ΔR at a general M (L = 5), and near M = 0 ΔR adds (2L + 1)‖M‖²/(2c)."""
     rng = np.random.default_rng(0)
     g_Q, g_K = 1.0, 1.5
     M = 0.4 * rng.standard_normal((5, 5))
-    fd = _central_differences(lambda m: common.saddle_correction(m, g_Q, g_K), M)
-    np.testing.assert_allclose(common.saddle_correction_grad(M, g_Q, g_K), fd, atol=1e-6 * np.abs(fd).max())
+    fd = _central_differences(lambda m: saddle_correction(m, g_Q, g_K), M)
+    np.testing.assert_allclose(saddle_correction_grad(M, g_Q, g_K), fd, atol=1e-6 * np.abs(fd).max())
     m = 1e-3 * rng.standard_normal((5, 5))
-    assert np.isclose(common.saddle_correction(m, g_Q, g_K) - common.saddle_correction(0 * m, g_Q, g_K),
+    assert np.isclose(saddle_correction(m, g_Q, g_K) - saddle_correction(0 * m, g_Q, g_K),
                       11 / (2 * 1.5) * np.sum(m**2), rtol=1e-4)
 
 
-def test_the_saddle_point_correction_is_half_the_log_determinant_of_the_exact_cgf_hessian(common):
+def test_the_saddle_point_correction_is_half_the_log_determinant_of_the_exact_cgf_hessian():
     """Eq. (38) against its definition: ½ ln det ∇²Λ(G*) with Λ the exact cumulant generating function (Eq. (6))
     differentiated numerically at the Legendre point G* = U diag(d_k(s − 1)/(2σ)) Vᵀ of three random M, and
     ∇Λ(G*) = M there; the two differ by the M-independent ½ L² ln(c/d_k)."""
@@ -63,11 +58,11 @@ def test_the_saddle_point_correction_is_half_the_log_determinant_of_the_exact_cg
         H = np.array([[(cgf(G + h * a + h * b, d_k, c) - cgf(G + h * a - h * b, d_k, c)
                         - cgf(G - h * a + h * b, d_k, c) + cgf(G - h * a - h * b, d_k, c)) / (4 * h * h) for b in E]
                       for a in E])
-        assert np.isclose(0.5 * np.linalg.slogdet(H)[1] - common.saddle_correction(M, 1.0, c),
+        assert np.isclose(0.5 * np.linalg.slogdet(H)[1] - saddle_correction(M, 1.0, c),
                           0.5 * L * L * np.log(c / d_k), atol=1e-5)
 
 
-def test_the_corrected_rate_is_closer_to_the_exact_density_at_one_position(common):
+def test_the_corrected_rate_is_closer_to_the_exact_density_at_one_position():
     """At L = 1 the exact density of M = qᵀk/d_k is the variance-gamma |z|^ν K_ν(|z|), z = d_k m/√c,
     ν = (d_k − 1)/2: the corrected rate is closer to the exact −ln p(m) + ln p(0) than the rate alone over the
     prior's bulk (up to 3 standard deviations), by more than 3× at d_k = 8."""
@@ -80,12 +75,12 @@ def test_the_corrected_rate_is_closer_to_the_exact_density_at_one_position(commo
         return -(nu * np.log(z) + np.log(kve(nu, z)) - z)
     ex = exact(ms) - exact(1e-8 * np.sqrt(c) / d_k)
     rate = np.array([neg_log_prior_matrix(np.array([[m]]), d_k, 1.0, c) for m in ms])
-    corr = rate + np.array([common.saddle_correction(np.array([[m]]), 1.0, c)
-                            - common.saddle_correction(np.zeros((1, 1)), 1.0, c) for m in ms])
+    corr = rate + np.array([saddle_correction(np.array([[m]]), 1.0, c) - saddle_correction(np.zeros((1, 1)), 1.0, c)
+                            for m in ms])
     assert np.abs(corr - ex).max() * 3 < np.abs(rate - ex).max()
 
 
-def test_the_saddle_point_correction_is_the_rates_hessian_and_splits_into_the_plane_prefactor(common):
+def test_the_saddle_point_correction_is_the_rates_hessian_and_splits_into_the_plane_prefactor():
     """Legendre duality, ∇²Λ(G*) = (∇²R(M))⁻¹: ΔR(M) = −½ ln det(d_k ∇²I(M)) − ½ L² ln(c/d_k) with ∇²I Eq. (28)
     (one_loop.prior.prior_rate_hessian), at plane points and random symmetric M. On the plane the Hessian is block
     diagonal (Eq. (29)), so ΔR = ΔS_pref (Eq. (30)) − ½ ln det H_I⊥ + const: the density of Eq. (27) at x = 0
@@ -101,10 +96,10 @@ def test_the_saddle_point_correction_is_the_rates_hessian_and_splits_into_the_pl
     const = -0.5 * L * L * np.log(c)                              # at d_k = 1: ΔR + ½ ln det ∇²I
     for M in sym + [m1 * np.ones((L, L)) + mP * np.eye(L) for m1, mP in plane]:
         H = prior_rate_hessian(M, c)
-        assert np.isclose(common.saddle_correction(M, g_Q, g_K) + 0.5 * np.linalg.slogdet(H)[1], const, atol=1e-9)
+        assert np.isclose(saddle_correction(M, g_Q, g_K) + 0.5 * np.linalg.slogdet(H)[1], const, atol=1e-9)
     for m1, mP in plane:
         M = m1 * np.ones((L, L)) + mP * np.eye(L)
         H = prior_rate_hessian(M, c)
         transverse = 0.5 * np.linalg.slogdet(T.T @ H @ T)[1]
-        assert np.isclose(common.saddle_correction(M, g_Q, g_K), prior_prefactor(m1, mP, L, c) - transverse + const,
+        assert np.isclose(saddle_correction(M, g_Q, g_K), prior_prefactor(m1, mP, L, c) - transverse + const,
                           atol=1e-9)

@@ -7,13 +7,14 @@ import torch
 from copyhead.config import ActionParams
 from copyhead.task import make_data
 from copyhead.theory.one_loop.blocks import transverse_basis
+from copyhead.theory.prior import neg_log_prior_matrix_grad, saddle_correction_grad
 from copyhead.theory.same_dataset import run_training_tokens
 
 
 def test_the_exact_prior_force_balances_the_evidence_force_on_exact_draws(bench_script):
     """⟨∇E + d_k²(QᵀQ)⁻¹M/g_K⟩ = 0 over HMC draws of the collapsed posterior (L = V = 3, d_k = 12, P = 6), every
     one of the L² components within 4 standard errors (batch means), while the evidence force alone is not 0;
-    the rate's force is the rate's gradient and the corrected one adds ΔR's (benchmarks/common.py)."""
+    the rate's force is the rate's gradient and the corrected one adds ΔR's (copyhead.theory.prior)."""
     common, mod = bench_script("common"), bench_script("prior_force")
     p = ActionParams(V=3, L=3, d_k=12, g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=0.1, prior="large_deviation")
     P, seed = 6, 0
@@ -26,8 +27,8 @@ def test_the_exact_prior_force_balances_the_evidence_force_on_exact_draws(bench_
     D = torch.stack(rec, 0).numpy()                                   # (n, chains, 2, L, L)
     M, W = D[:, :, 0].reshape(-1, p.L, p.L), D[:, :, 1].reshape(-1, p.L, p.L)
     fE, fR, fR1, fX = mod.forces(p, run_training_tokens(p, seed, P), M, W)
-    assert np.allclose(fR[5], common.neg_log_prior_matrix_grad(M[5], p.d_k, p.g_Q, p.g_K).ravel())
-    assert np.allclose(fR1[5] - fR[5], common.saddle_correction_grad(M[5], p.g_Q, p.g_K).ravel())
+    assert np.allclose(fR[5], neg_log_prior_matrix_grad(M[5], p.d_k, p.g_Q, p.g_K).ravel())
+    assert np.allclose(fR1[5] - fR[5], saddle_correction_grad(M[5], p.g_Q, p.g_K).ravel())
     n_batch = 20
     total = (fE + fX).reshape(D.shape[0], -1, p.L**2)                 # (n, chains, L²)
     batches = np.array([b.mean((0, 1)) for b in np.array_split(total, n_batch)])

@@ -621,6 +621,18 @@ def test_published_aggregates_remake_the_results_page_and_pass_the_audit(pipelin
     smk(repo, "docs_results", "--config", "converged_config=config.yaml", *args[1:])   # (--forcerun takes all after it)
     assert json.loads(side.read_text())["code_fingerprint"] == made
     assert run("audit", "--docs", "docs").returncode == 0
+    # the same in one command: audit --remake runs what the audit names and audits again
+    os.chmod(side, 0o644)
+    side.write_text(json.dumps({**json.loads(side.read_text()), "code_fingerprint": "0123456789abcdef"}))
+    shutil.rmtree(repo / ".snakemake")
+    r = run("audit", "--docs", "docs", "--remake", "--cores", "1",
+            "--snakemake-args", "docs_results --config converged_config=config.yaml")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"--remake: snakemake -s workflow/docs.smk --cores 1 docs_results --config converged_config=config.yaml " \
+           f"--forcerun {fig}.pdf" in r.stdout
+    assert json.loads(side.read_text())["code_fingerprint"] == made
+    r = run("audit", "--docs", "docs", "--remake")
+    assert r.returncode == 0 and "nothing to remake" in r.stdout
     agg = repo / "docs/data/converged/aggregate_linear.nc"
     os.chmod(agg, 0o644)
     agg.write_bytes(agg.read_bytes() + b"\0")          # a committed input edited by hand

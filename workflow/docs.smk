@@ -3,7 +3,10 @@
 #     snakemake -s workflow/docs.smk --cores 2 docs_results   # the results page, its JSON and figures
 # then `copyhead audit --docs docs` checks each against its provenance record, its committed inputs and
 # the current code (CI runs the audit; a code change that touches a published product fails it until this
-# target is run and its outputs committed).
+# target is run and its outputs committed). A plain run reruns on a code change only what this checkout's
+# own .snakemake/ records made (not products committed from another clone):
+#     copyhead audit --docs docs --remake     # reruns every product made by other code, and what is made
+#                                             # from it (--forcerun), then audits again
 #
 # Committed inputs (published from where they were computed; their own inputs live outside the checkout):
 #   docs/data/converged/aggregate_{linear,softmax}.nc  the converged study's aggregates

@@ -15,12 +15,14 @@ A file given by name goes to the first when it lies in ``--results``, else to th
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 
 from ..repair import broken_results, remove_broken, with_dependents
 from .chain import Report, _print, audit_figures
-from .published import ProductReport, audit_published, print_report, product_files, remake_command
+from .published import ProductReport, audit_published, print_report, product_files, remake_args, remake_command
 
 __all__ = ["Report", "ProductReport", "audit_figures", "audit_published", "product_files", "main"]
 
@@ -45,6 +47,20 @@ def _repo_root(start: Path) -> Path:
 def _main_published(args, files: list[Path]) -> int:
     root = _repo_root(files[0].parent if files else Path.cwd())
     reports = audit_published(files, root)
+    if getattr(args, "remake", False):
+        remake = list(dict.fromkeys(r.remake for r in reports if r.remake))
+        if not remake:
+            print("--remake: no published product is made by other code: nothing to remake")
+        else:
+            cmd = remake_args(remake, args.cores, shlex.split(args.snakemake_args or ""))
+            print(f"--remake: {shlex.join(cmd)}  (in {root})", flush=True)
+            rc = subprocess.run(cmd, cwd=root).returncode
+            if rc:
+                print(f"copyhead audit --remake: snakemake failed (exit {rc}); nothing else was changed",
+                      file=sys.stderr)
+                return rc
+            files = list(dict.fromkeys([f for f in files if f.is_file()] + product_files(Path(args.docs))))
+            reports = audit_published(files, root)          # what the remake left: audited again
     if args.json:
         print(json.dumps([r.as_dict() for r in reports], indent=2, default=str))
     else:
@@ -75,6 +91,9 @@ def main(args) -> int:
             print(f"copyhead audit: --docs {docs}: not a folder", file=sys.stderr)
             return 2
         published += product_files(Path(docs))
+    if getattr(args, "remake", False) and not docs:
+        print("copyhead audit: --remake remakes published products: give --docs DIR", file=sys.stderr)
+        return 2
     if published and (figures or args.all or getattr(args, "fix", False)):
         print("copyhead audit: audit published files (--docs, files outside --results) apart from a results "
               "folder's figures (--all, --fix)", file=sys.stderr)

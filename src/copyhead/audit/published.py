@@ -300,10 +300,16 @@ class PublishedAuditor:
         return str(path)
 
 
-def remake_command(targets) -> str:
-    """The command that remakes the given docs/ products from their committed inputs with the current code, and
-    what is made from them: ``--forcerun`` names them, so it works without Snakemake's records of the code."""
-    return "snakemake -s workflow/docs.smk --cores 2 --forcerun " + " ".join(f"'{t}'" for t in targets)
+def remake_args(targets, cores: int = 2, extra=()) -> list[str]:
+    """The command (argument list) that remakes the given docs/ products from their committed inputs with the
+    current code, and what is made from them: ``--forcerun`` names them, so it works without Snakemake's records
+    of the code (a plain run reruns on a code change only what this checkout's .snakemake/ made)."""
+    return ["snakemake", "-s", "workflow/docs.smk", "--cores", str(int(cores)), *extra, "--forcerun", *targets]
+
+
+def remake_command(targets, cores: int = 2) -> str:
+    """:func:`remake_args` as a shell line (each target quoted)."""
+    return " ".join(remake_args([], cores)) + " " + " ".join(f"'{t}'" for t in targets)
 
 
 def audit_published(paths, root: Path) -> list[ProductReport]:

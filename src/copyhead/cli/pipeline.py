@@ -237,6 +237,14 @@ def register(sub) -> None:
                                      "results folder)")
     au.add_argument("--strict", action="store_true",
                     help="also fail on warnings (stale products, mixed code versions, dirty working tree)")
+    au.add_argument("--remake", action="store_true",
+                    help="with --docs: remake the products made by other code (and what is made from them) with "
+                         "the command the audit prints (snakemake -s workflow/docs.smk --forcerun ...), which "
+                         "works without Snakemake's own records of the code (a fresh clone), then audit again")
+    au.add_argument("--cores", type=int, default=2, help="cores for --remake (default: 2)")
+    au.add_argument("--snakemake-args", default="",
+                    help="more arguments for --remake's snakemake, as one shell-quoted string (a target, "
+                         "--config converged_config=FILE, --dry-run)")
     au.add_argument("--fix", action="store_true",
                     help="remove products whose checksum or netCDF format is broken (and stale temporary "
                          "files), so that the next `snakemake` makes them again")
