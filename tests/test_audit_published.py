@@ -94,6 +94,22 @@ def test_a_page_made_by_other_code_fails(checkout):
     assert "made by other results code (fingerprint 0123456789abcdef" in rep.problems[0]
 
 
+def test_remake_needs_the_docs_folder_and_a_snakemake_failure_keeps_everything(checkout):
+    """--remake without --docs is refused before anything runs; in a checkout without workflow/docs.smk the
+    command it runs fails, and the audit says so, exits with Snakemake's status and changes nothing."""
+    cli = [sys.executable, "-m", "copyhead", "audit"]
+    r = subprocess.run([*cli, "--remake"], cwd=checkout, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "--remake remakes published products: give --docs DIR" in r.stderr
+    side = sidecar_path(checkout / "docs" / "page.md")
+    side.write_text(json.dumps(dict(json.loads(side.read_text()), code_fingerprint="0123456789abcdef")))
+    before = {p: p.read_bytes() for p in (checkout / "docs").rglob("*") if p.is_file()}
+    r = subprocess.run([*cli, "--docs", "docs", "--remake", "--cores", "1"], cwd=checkout, capture_output=True,
+                       text=True, timeout=120)
+    assert "--remake: snakemake -s workflow/docs.smk --cores 1 --forcerun docs/page.md" in r.stdout
+    assert r.returncode not in (0, 2) and "snakemake failed" in r.stderr
+    assert {p: p.read_bytes() for p in (checkout / "docs").rglob("*") if p.is_file()} == before
+
+
 def test_a_missing_committed_input_fails(checkout):
     (checkout / "docs" / "tables" / "table.json").unlink()
     (rep,) = audit_published([Path("docs/page.md")], checkout)

@@ -48,16 +48,21 @@ def _main_published(args, files: list[Path]) -> int:
     root = _repo_root(files[0].parent if files else Path.cwd())
     reports = audit_published(files, root)
     if getattr(args, "remake", False):
+        say = sys.stderr if args.json else sys.stdout       # --json keeps stdout for the reports
         remake = list(dict.fromkeys(r.remake for r in reports if r.remake))
         if not remake:
-            print("--remake: no published product is made by other code: nothing to remake")
+            print("--remake: no published product is made by other code: nothing to remake", file=say)
         else:
             cmd = remake_args(remake, args.cores, shlex.split(args.snakemake_args or ""))
-            print(f"--remake: {shlex.join(cmd)}  (in {root})", flush=True)
-            rc = subprocess.run(cmd, cwd=root).returncode
+            print(f"--remake: {shlex.join(cmd)}  (in {root})", file=say, flush=True)
+            try:
+                rc = subprocess.run(cmd, cwd=root).returncode
+            except OSError as e:                    # no snakemake on PATH
+                print(f"copyhead audit --remake: cannot run snakemake: {e}", file=sys.stderr)
+                return 2
             if rc:
-                print(f"copyhead audit --remake: snakemake failed (exit {rc}); nothing else was changed",
-                      file=sys.stderr)
+                print(f"copyhead audit --remake: snakemake failed (exit {rc}): what it finished is kept, the "
+                      "rest is as it was; run it again after the fix", file=sys.stderr)
                 return rc
             files = list(dict.fromkeys([f for f in files if f.is_file()] + product_files(Path(args.docs))))
             reports = audit_published(files, root)          # what the remake left: audited again
