@@ -44,12 +44,17 @@ def _repo_root(start: Path) -> Path:
     return Path.cwd()
 
 
+def _remake_targets(reports) -> list[str]:
+    """The docs.smk targets of the products made by other code, once each, in the reports' order."""
+    return list(dict.fromkeys(r.remake for r in reports if r.remake))
+
+
 def _main_published(args, files: list[Path]) -> int:
     root = _repo_root(files[0].parent if files else Path.cwd())
     reports = audit_published(files, root)
     if getattr(args, "remake", False):
         say = sys.stderr if args.json else sys.stdout       # --json keeps stdout for the reports
-        remake = list(dict.fromkeys(r.remake for r in reports if r.remake))
+        remake = _remake_targets(reports)
         if not remake:
             print("--remake: no published product is made by other code: nothing to remake", file=say)
         else:
@@ -77,7 +82,7 @@ def _main_published(args, files: list[Path]) -> int:
         print(f"audited {len(reports)} published file(s): {len(reports) - len(bad)} ok ({hand} hand-written), "
               f"{len(bad)} with problems" + (f": {', '.join(bad)}" if bad else "")
               + (f"; {len(outside)} input(s) live outside the checkout (named, not checked)" if outside else ""))
-        remake = list(dict.fromkeys(r.remake for r in reports if r.remake))
+        remake = _remake_targets(reports)
         if remake:
             print(f"made by other code, remade from committed inputs by: {remake_command(remake)}")
     if args.strict and any(r.warnings for r in reports):
