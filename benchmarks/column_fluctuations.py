@@ -34,7 +34,7 @@ from copyhead.theory.one_loop.pooling import PoolingSector, column_basis
 from copyhead.theory.same_dataset import run_training_tokens
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import collapsed_attention_samples, default_size_main  # noqa: E402
+from common import collapsed_attention_samples, default_size_main, mean_se  # noqa: E402
 
 PS = (4, 8, 12, 16, 20)
 SEEDS = (0, 1)
@@ -45,9 +45,7 @@ def split(A):
     """(‖col(A_off)‖², ‖A_off‖² − ‖col(A_off)‖², ĉ1) per chain of A (chains, L, L)."""
     L = A.shape[-1]
     o = op.order_parameters(op.sign_fix(A))
-    e1 = torch.ones(L, L, dtype=A.dtype) / L
-    eG = (torch.eye(L, dtype=A.dtype) - e1) / np.sqrt(L - 1)
-    off = A - (A * e1).sum((-2, -1))[:, None, None] * e1 - (A * eG).sum((-2, -1))[:, None, None] * eG
+    off = A - op.projection(A)
     col = (off.mean(-2, keepdim=True) ** 2).sum((-2, -1)) * L
     return torch.stack([col, (off**2).sum((-2, -1)) - col, o["c1"]], -1)
 
@@ -89,10 +87,9 @@ def measure(cfg, log=print):
             x = torch.stack(rec, 1).numpy()                     # (chains, n, 3)
             per_chain = x.mean(1)                                # (chains, 3)
             th, prior, soft = theory(p, P, seed)
-            rows.append({"P": P, "seed": seed, "col": per_chain[:, 0].mean(), "rest": per_chain[:, 1].mean(),
-                         "c1": per_chain[:, 2].mean(), "col_err": per_chain[:, 0].std(ddof=1) / np.sqrt(CHAINS),
-                         "rest_err": per_chain[:, 1].std(ddof=1) / np.sqrt(CHAINS),
-                         "c1_err": per_chain[:, 2].std(ddof=1) / np.sqrt(CHAINS),
+            (col, col_err), (rest, rest_err), (c1, c1_err) = (mean_se(per_chain[:, k]) for k in range(3))
+            rows.append({"P": P, "seed": seed, "col": col, "rest": rest, "c1": c1, "col_err": col_err,
+                         "rest_err": rest_err, "c1_err": c1_err,
                          "accept": float(h.accept_rate().mean()), "prior_col": prior[0], "prior_rest": prior[1],
                          **{f"{k}_{name}": v for name, vals in th.items() for k, v in zip(("c1", "col", "rest"), vals)},
                          "soft": soft})

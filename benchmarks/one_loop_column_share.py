@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from copyhead import order_params as op
 from copyhead.config import ActionParams, load_yaml
 from copyhead.provenance import read_dataset
 from copyhead.theory.action import order_to_coeffs
@@ -33,17 +34,14 @@ from copyhead.theory.one_loop.pooling import PoolingSector
 from copyhead.theory.same_dataset import run_training_tokens
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import stamp, write_benchmark_page  # noqa: E402
+from common import mean_se, stamp, write_benchmark_page  # noqa: E402
 
 RECIPES = ("hmc", "hmc_copy")
 
 
 def off_plane(A):
-    """A − ΠA: the part of A off span{J, I − J/L} (copyhead.order_params' projection)."""
-    L = A.shape[0]
-    e1 = np.ones((L, L)) / L
-    eG = (np.eye(L) - np.ones((L, L)) / L) / np.sqrt(L - 1)
-    return A - np.sum(A * e1) * e1 - np.sum(A * eG) * eG
+    """A − ΠA: the part of A off span{J, I − J/L} (copyhead.order_params.projection)."""
+    return A - op.projection(A)
 
 
 def off_plane_second_moment(ds):
@@ -151,9 +149,9 @@ def at_chains_lines(rows) -> list[str]:
         d = np.array([r["share_signal"] - r["share_at_chains"] for r in sel])
         resolved = all(r["norm"] ** 2 - r["norm_noise"] ** 2 >= NOISE_FLOOR * r["norm_noise"] ** 2 for r in sel)
         if resolved and np.isfinite(d).all() and len(d) > 1:
-            se = float(np.std(d, ddof=1) / np.sqrt(len(d)))
-            diff = f"{d.mean():+.3f} ± {se:.3f}"
-            ok = "yes" if abs(d.mean()) <= 2 * se else f"no ({abs(d.mean()) / se:.1f}σ)"
+            dm, se = mean_se(d)
+            diff = f"{dm:+.3f} ± {se:.3f}"
+            ok = "yes" if abs(dm) <= 2 * se else f"no ({abs(dm) / se:.1f}σ)"
             sig = f"{mean('share_signal'):.3f}"
         else:
             diff, ok, sig = "—", "— (signal below noise)", "—"

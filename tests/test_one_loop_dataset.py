@@ -161,6 +161,28 @@ def test_off_plane_part_and_column_share_of_the_benchmark(bench_script):
     assert mod.column_share(D) == pytest.approx(1.0) and mod.cosine(D, 2 * D) == pytest.approx(1.0)
 
 
+def test_column_share_scaling_parts_fit_and_summary(bench_script):
+    """benchmarks/column_share_scaling.py: the column and rest parts add up to ‖u‖² (a column mode is all
+    column), the weighted line fit recovers a line exactly, and a (size, P) with a set below the noise has
+    no difference to report."""
+    mod = bench_script("column_share_scaling")
+    L = 6
+    w = np.arange(L) - (L - 1) / 2.0
+    col, rest = mod.parts(np.outer(np.ones(L), w))
+    assert col == pytest.approx(np.sum(w**2) * L) and rest == pytest.approx(0.0, abs=1e-12)
+    u = np.random.default_rng(0).normal(size=(L, L))
+    assert sum(mod.parts(u)) == pytest.approx(np.sum(u**2))
+    a, sa, b, sb, chi2 = mod.fit_in_x([0.0625, 0.125, 0.25, 0.5, 1.0], [0.01 + 0.2 * x for x in
+                                                                      (0.0625, 0.125, 0.25, 0.5, 1.0)], [0.01] * 5)
+    assert (a, b) == pytest.approx((0.01, 0.2)) and chi2 == pytest.approx(0.0, abs=1e-20) and sa > 0 and sb > 0
+    row = {"P": 10, "share_signal": 0.05, "share_pool": 0.01, "share_one_loop": 0.012, "col_signal": 2.0,
+           "rest_signal": 38.0, "col_pool": 0.5, "rest_pool": 49.5, "cos_pool": 0.9, "norm": 1.0, "norm_noise": 0.1,
+           "resolved": True}
+    s = mod.summary([row, dict(row, share_signal=0.07)])
+    assert s["diff"] == pytest.approx(0.05) and s["se"] == pytest.approx(0.01) and s["col_ratio"] == pytest.approx(4.0)
+    assert np.isnan(mod.summary([row, dict(row, resolved=False)])["diff"])
+
+
 def test_exact_sampling_benchmark_samples_the_posterior_of_one_training_set(bench_script):
     """benchmarks/one_loop_exact.py draws with the project's HMC: a short run gives order parameters in the
     sign gauge (ĉ1 ≥ 0) near the per-dataset theory at a size where the posterior is narrow."""
