@@ -189,7 +189,10 @@ def markdown(p, rows, seconds, source, only_P=None) -> list[str]:
                      f"{mean('share_pool'):.3f} | {mean('cos'):.2f} ± {err('cos_err'):.2f} | {mean('cos_pool'):.2f} | "
                      f"{mean('norm'):.3g} | {mean('norm_pred'):.3g} | {mean('norm_pool'):.3g} | "
                      f"{mean('norm_noise'):.3g} | {max(r['soft'] for r in sel):.2g} |")
-    lines += ["", *at_chains_lines(rows)]
+    lines += ["", *at_chains_lines(rows), "",
+              "Whether a miss here is the sector's own or the orders beyond it (the transverse fluctuations are "
+              "1/d_k per mode over L² modes, and d_k = L here): the same comparison against L/d_k at fixed L, "
+              "docs/benchmarks/column_share_scaling.md."]
     prior2 = (p.L**2 - 2) * p.g_Q * p.g_K / (p.d_k * p.L**2)
     lines += ["", "## The off-plane fluctuations", "",
               "E‖A − ΠA‖²_F over each chain's samples (from the per-sample ĉ1, ĉG and coverage ratio ‖ΠA‖/‖A‖; "
