@@ -125,17 +125,18 @@ def groups(rows):
 
 def summary(sel):
     """Per (size, ratio): the chains' signal share, the pooling sector's at the chains' point, their per-set
-    difference (mean ± standard error over the sets; NaN if some set has no signal above the noise), and the
-    column and rest parts, chains over the sector (ratios of the set means)."""
+    difference and log ratio ln(chains/sector) (each mean ± standard error over the sets; NaN if some set has
+    no signal above the noise, or for the log, no positive share), and the column and rest parts, chains over
+    the sector (ratios of the set means)."""
     ok = all(r["resolved"] for r in sel)
-    d = [r["share_signal"] - r["share_pool"] for r in sel]
-    diff, se = mean_se(d) if ok else (float("nan"), float("nan"))
+    diff, se = mean_se([r["share_signal"] - r["share_pool"] for r in sel]) if ok else (float("nan"),) * 2
+    pos = ok and all(r["share_signal"] > 0 for r in sel)
+    lnr, lnr_se = mean_se([np.log(r["share_signal"] / r["share_pool"]) for r in sel]) if pos else (float("nan"),) * 2
     mean = lambda k: float(np.mean([r[k] for r in sel]))  # noqa: E731
     return {"P": sel[0]["P"], "share": mean("share_signal") if ok else float("nan"), "pool": mean("share_pool"),
-            "one_loop": mean("share_one_loop"), "diff": diff, "se": se,
+            "one_loop": mean("share_one_loop"), "diff": diff, "se": se, "lnr": lnr, "lnr_se": lnr_se,
             "col_ratio": mean("col_signal") / mean("col_pool"), "rest_ratio": mean("rest_signal") / mean("rest_pool"),
-            "rel": diff / mean("share_signal") if ok else float("nan"), "cos": mean("cos_pool"),
-            "noise": mean("norm_noise") / mean("norm")}
+            "cos": mean("cos_pool"), "noise": mean("norm_noise") / mean("norm")}
 
 
 def fit_in_x(xs, ys, es):
@@ -164,29 +165,40 @@ def markdown(p, rows, seconds, when) -> list[str]:
              f"below {NOISE_FLOOR:g} × its noise. Column (rest) ratio: the chains' column (rest) part over the "
              "sector's, means over the sets.", ""]
     summ = [(k, summary(sel)) for k, sel in groups(rows)]
-    fits = {}
-    for ratio in RATIOS:
-        pts = [(k[0] / k[1], s["diff"], s["se"]) for k, s in summ if k[0] == 16 and k[2] == ratio and np.isfinite(s["diff"])]
-        if len(pts) >= 3:
-            fits[ratio] = fit_in_x(*zip(*pts))
     lines += ["## Answer", ""]
-    for ratio, (a, sa, b, sb, chi2) in fits.items():
-        at1 = [s for k, s in summ if k[0] == 16 and k[1] == 16 and k[2] == ratio]
-        lines.append(f"- L = 16, P/P_ref = {ratio:g}: share difference (chains − pooling sector) = a + b L/d_k over "
-                     f"d_k = {', '.join(str(k[1]) for k, s in summ if k[0] == 16 and k[2] == ratio and np.isfinite(s['diff']))}: "
-                     f"a = {a:+.4f} ± {sa:.4f} ({abs(a) / sa:.1f} σ from 0: what remains as d_k -> ∞), "
-                     f"b = {b:+.4f} ± {sb:.4f} ({abs(b) / sb:.1f} σ from 0), χ²/dof = {chi2:.2g}"
-                     + (f"; at d_k = L the difference is {pm(at1[0]['diff'], at1[0]['se'], '+.4f')}." if at1 else "."))
+    for ratio in RATIOS:
+        path = [(k, s) for k, s in summ if k[0] == 16 and k[2] == ratio]
+        for key, err, what in (("lnr", "lnr_se", "ln(chains' share / sector's)"),
+                               ("diff", "se", "the share difference (chains − sector)")):
+            pts = [(k[0] / k[1], s[key], s[err]) for k, s in path if np.isfinite(s[key])]
+            if len(pts) < 3:
+                lines.append(f"- L = 16, P/P_ref = {ratio:g}: {what} is resolved at {len(pts)} d_k only: no fit.")
+                continue
+            a, sa, b, sb, chi2 = fit_in_x(*zip(*pts))
+            line = (f"- L = 16, P/P_ref = {ratio:g}: {what} = a + b L/d_k over d_k = "
+                    f"{', '.join(str(k[1]) for k, s in path if np.isfinite(s[key]))}: a = {a:+.3g} ± {sa:.2g} "
+                    f"({abs(a) / sa:.1f} σ from 0: what stays as d_k → ∞), b = {b:+.3g} ± {sb:.2g} "
+                    f"({abs(b) / sb:.1f} σ from 0), χ²/dof = {chi2:.2g}")
+            if key == "lnr":
+                line += (f"; the sector's share is {np.exp(-a):.2f} of the chains' in the limit "
+                         f"(e^−a; 1 if the miss is the next order only)")
+            lines.append(line + ".")
+    for (L, d_k, ratio), s in summ:
+        if L == d_k and np.isfinite(s["lnr"]):
+            lines.append(f"- d_k = L = {L}, P/P_ref = {ratio:g} (P = {s['P']}): chains' share {s['share']:.3f}, "
+                         f"sector's {s['pool']:.3f}: ratio e^({pm(s['lnr'], s['lnr_se'], '.2f')}) = "
+                         f"{np.exp(s['lnr']):.1f}; column part ×{s['col_ratio']:.2f}, rest ×{s['rest_ratio']:.2f} "
+                         "of the sector's.")
     lines += ["", "| L | d_k | L/d_k | P (P/P_ref) | signal share, chains | pooling sector | one loop | difference "
-              "(chains − pooling) | relative | column ratio | rest ratio | cosine(D, sector) | noise ‖δ‖/‖D‖ |",
+              "(chains − pooling) | ln(chains/pooling) | column ratio | rest ratio | cosine(D, sector) | noise ‖δ‖/‖D‖ |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     f = lambda v, fmt=".3f": "—" if not np.isfinite(v) else format(v, fmt)  # noqa: E731
     for (L, d_k, ratio), s in summ:
         diff = "—" if not np.isfinite(s["diff"]) else pm(s["diff"], s["se"], "+.4f")
         lines.append(f"| {L} | {d_k} | {L / d_k:g} | {s['P']} ({ratio:g}) | {f(s['share'])} | {s['pool']:.3f} | "
-                     f"{s['one_loop']:.3f} | {diff} | {f(s['rel'], '+.2f')} | {s['col_ratio']:.2f} | "
+                     f"{s['one_loop']:.3f} | {diff} | {'—' if not np.isfinite(s['lnr']) else pm(s['lnr'], s['lnr_se'], '+.2f')} | {s['col_ratio']:.2f} | "
                      f"{s['rest_ratio']:.2f} | {s['cos']:.2f} | {s['noise']:.2f} |")
-    lines += ["", "Relative: the difference over the chains' share. Column and rest ratios separate where the miss "
+    lines += ["", "ln(chains/pooling): per training set, mean ± standard error over the sets. Column and rest ratios separate where the miss "
               "sits: 1 and 1 means the sector has both parts right; a column ratio above 1 with the rest near 1 "
               "means the column modes are displaced more than the sector says.", "", "## Every training set", "",
               "| L | d_k | P | seed | ĉ1 | ĉG | signal share | pooling sector | one loop | ‖D‖ | noise ‖δ‖ | acceptance |",

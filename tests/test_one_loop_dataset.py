@@ -180,7 +180,9 @@ def test_column_share_scaling_parts_fit_and_summary(bench_script):
            "resolved": True}
     s = mod.summary([row, dict(row, share_signal=0.07)])
     assert s["diff"] == pytest.approx(0.05) and s["se"] == pytest.approx(0.01) and s["col_ratio"] == pytest.approx(4.0)
+    assert s["lnr"] == pytest.approx(0.5 * (np.log(5) + np.log(7)))
     assert np.isnan(mod.summary([row, dict(row, resolved=False)])["diff"])
+    assert np.isnan(mod.summary([row, dict(row, share_signal=-0.01)])["lnr"])     # no log of a share ≤ 0
 
 
 def test_exact_sampling_benchmark_samples_the_posterior_of_one_training_set(bench_script):
