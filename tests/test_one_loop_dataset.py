@@ -175,6 +175,9 @@ def test_column_share_scaling_parts_fit_and_summary(bench_script):
     a, sa, b, sb, chi2 = mod.fit_in_x([0.0625, 0.125, 0.25, 0.5, 1.0], [0.01 + 0.2 * x for x in
                                                                       (0.0625, 0.125, 0.25, 0.5, 1.0)], [0.01] * 5)
     assert (a, b) == pytest.approx((0.01, 0.2)) and chi2 == pytest.approx(0.0, abs=1e-20) and sa > 0 and sb > 0
+    xs = [0.0625, 0.125, 0.25, 0.5, 1.0]
+    c, sc, al, sal, chi2 = mod.fit_power(xs, [0.8 * x**0.6 for x in xs], [0.01] * 5)
+    assert (c, al) == pytest.approx((0.8, 0.6), rel=1e-5) and chi2 == pytest.approx(0.0, abs=1e-8)
     row = {"P": 10, "share_signal": 0.05, "share_pool": 0.01, "share_one_loop": 0.012, "col_signal": 2.0,
            "rest_signal": 38.0, "col_pool": 0.5, "rest_pool": 49.5, "cos_pool": 0.9, "norm": 1.0, "norm_noise": 0.1,
            "resolved": True}
