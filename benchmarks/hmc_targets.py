@@ -97,7 +97,7 @@ def main(argv=None) -> int:
     for p in points:
         w = p["worst"]
         table.append(f"| {p['attention']} | {p['P']:g} | {p['n_sets']} | {p['draws']} | {p['ess']:.0f} "
-                     f"| {p['rhat']:.3f} | {', '.join(map(str, p['metastable'])) or '–'} | {'yes' if p['met'] else '**no**'} "
+                     f"| {p['rhat']:.4f} | {', '.join(map(str, p['metastable'])) or '–'} | {'yes' if p['met'] else '**no**'} "
                      f"| seed {w['seed']} ({w['param']}: {w['mean_prior']:.4f} / {w['mean_copy']:.4f}, "
                      f"ESS {w['ess']:.0f}, R̂ {w['rhat']:.3f}) |")
     stable = [p for p in points if not p["metastable"]]
