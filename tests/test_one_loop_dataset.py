@@ -178,6 +178,8 @@ def test_column_share_scaling_parts_fit_and_summary(bench_script):
     xs = [0.0625, 0.125, 0.25, 0.5, 1.0]
     c, sc, al, sal, chi2 = mod.fit_power(xs, [0.8 * x**0.6 for x in xs], [0.01] * 5)
     assert (c, al) == pytest.approx((0.8, 0.6), rel=1e-5) and chi2 == pytest.approx(0.0, abs=1e-8)
+    m, e = mod.power_predict(mod.power_fit(xs, [0.8 * x**0.6 for x in xs], [0.01] * 5), 2.0)
+    assert m == pytest.approx(0.8 * 2.0**0.6, rel=1e-5) and 0 < e < 0.05      # carried beyond the fitted range
     row = {"P": 10, "share_signal": 0.05, "share_pool": 0.01, "share_one_loop": 0.012, "col_signal": 2.0,
            "rest_signal": 38.0, "col_pool": 0.5, "rest_pool": 49.5, "cos_pool": 0.9, "norm": 1.0, "norm_noise": 0.1,
            "resolved": True}
