@@ -181,11 +181,11 @@ def power_predict(res, x):
     return float(c * x**al), float(np.sqrt(jac @ cov @ jac))
 
 
-def collapse_lines(summ) -> list[str]:
+def collapse_lines(summ) -> tuple[list[str], dict]:
     """Which variable carries the miss across L: the power law of ln(chains/sector) fitted at L = 16 against
     L/d_k, carried to the L = 32 points once at equal L/d_k and once at equal L²/d_k (the transverse modes
-    over d_k); z = (measured − carried)/√(σ_measured² + σ_fit²)."""
-    out = []
+    over d_k); z = (measured − carried)/√(σ_measured² + σ_fit²). Returns the lines and {variable: [z, ...]}."""
+    out, zs = [], {"L/d_k": [], "L²/d_k": []}
     for ratio in RATIOS:
         pts = [(k[0] / k[1], s["lnr"], s["lnr_se"]) for k, s in summ if k[0] == 16 and k[2] == ratio
                and np.isfinite(s["lnr"])]
@@ -199,10 +199,11 @@ def collapse_lines(summ) -> list[str]:
             for name, x in (("L/d_k", L / d_k), ("L²/d_k", L * L / (16 * d_k))):
                 m, e = power_predict(res, x)
                 z = (s["lnr"] - m) / np.hypot(s["lnr_se"], e)
+                zs[name].append(float(z))
                 cells.append(f"at equal {name} {pm(m, e, '.2f')} (z = {z:+.1f})")
             out.append(f"- L = {L}, d_k = {d_k}, P/P_ref = {ratio:g}: measured ln(chains/sector) = "
                        f"{pm(s['lnr'], s['lnr_se'], '.2f')}; the L = 16 law " + ", ".join(cells) + ".")
-    return out
+    return out, zs
 
 
 def markdown(p, rows, seconds, when) -> list[str]:
@@ -217,8 +218,8 @@ def markdown(p, rows, seconds, when) -> list[str]:
              "Predicted: the pooling sector (Eq. (37)) and the Gaussian-order one loop (Eq. (31)) at the chains' "
              "own (ĉ1, ĉG) of each training set: what they say given the plane position. Difference: chains − "
              "pooling sector per training set, mean ± standard error over the sets; — where some set's signal is "
-             f"below {NOISE_FLOOR:g} × its noise. Column (rest) ratio: the chains' column (rest) part over the "
-             "sector's, means over the sets.", ""]
+             f"below {NOISE_FLOOR:g} × its noise. Column (rest) ratio: the chains' squared norm of the column part "
+             "‖1d̄ᵀ‖² (of the rest) over the sector's, means over the sets.", ""]
     summ = [(k, summary(sel)) for k, sel in groups(rows)]
     lines += ["## Answer", ""]
     for ratio in RATIOS:
@@ -235,21 +236,35 @@ def markdown(p, rows, seconds, when) -> list[str]:
                      f"α = {pm(al, sal, '.2f')}, c = {pm(c, sc, '.2f')}, χ²/dof = {chi2p:.2g}; a straight line "
                      f"a + b L/d_k instead: a = {a:+.3g} ± {sa:.2g} ({abs(a) / sa:.1f} σ from 0; the limit only if the "
                      f"law is straight), b = {b:+.3g} ± {sb:.2g}, χ²/dof = {chi2:.2g}.")
+    collapse, zs = collapse_lines(summ)
+    if zs["L/d_k"]:
+        within = {k: sum(abs(z) <= 2 for z in v) for k, v in zs.items()}
+        rms = {k: float(np.sqrt(np.mean(np.square(v)))) for k, v in zs.items()}
+        best = min(rms, key=rms.get)
+        lines.append(f"- **Across L**: the L = 16 law carried to the {len(zs['L/d_k'])} L = 32 points is within 2σ at "
+                     f"{within['L²/d_k']} of them at equal L²/d_k (the transverse modes over d_k; RMS z "
+                     f"{rms['L²/d_k']:.1f}) and at {within['L/d_k']} at equal L/d_k (RMS z {rms['L/d_k']:.1f}): the miss "
+                     f"follows {best}.")
+    u16 = max(L * L / d_k for (L, d_k, _), _s in summ if L == 16)
     for (L, d_k, ratio), s in summ:
         if L == d_k and np.isfinite(s["lnr"]):
-            lines.append(f"- d_k = L = {L}, P/P_ref = {ratio:g} (P = {s['P']}): chains' share {s['share']:.3f}, "
-                         f"sector's {s['pool']:.3f}: ratio e^({pm(s['lnr'], s['lnr_se'], '.2f')}) = "
-                         f"{np.exp(s['lnr']):.1f}; column part ×{s['col_ratio']:.2f}, rest ×{s['rest_ratio']:.2f} "
+            more = f", {L * L / d_k / u16:g}× the largest at L = 16" if L != 16 else ""
+            lines.append(f"- d_k = L = {L} (L²/d_k = {L * L / d_k:g}{more}), "
+                         f"P/P_ref = {ratio:g} (P = {s['P']}): chains' share {s['share']:.3f}, sector's "
+                         f"{s['pool']:.3f}: ratio e^({pm(s['lnr'], s['lnr_se'], '.2f')}) = {np.exp(s['lnr']):.1f}; "
+                         f"squared norm of the column part ×{s['col_ratio']:.2f}, of the rest ×{s['rest_ratio']:.2f} "
                          "of the sector's.")
-    lines += collapse_lines(summ)
+    lines += ["", "Carried across L (the power law at L = 16, per P/P_ref):", ""]
+    lines += collapse
     lines += ["", "| L | d_k | L/d_k | P (P/P_ref) | signal share, chains | pooling sector | one loop | difference "
               "(chains − pooling) | ln(chains/pooling) | column ratio | rest ratio | cosine(D, sector) | noise ‖δ‖/‖D‖ |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     f = lambda v, fmt=".3f": "—" if not np.isfinite(v) else format(v, fmt)  # noqa: E731
     for (L, d_k, ratio), s in summ:
-        diff = "—" if not np.isfinite(s["diff"]) else pm(s["diff"], s["se"], "+.4f")
+        diff = "—" if not np.isfinite(s["diff"]) else f"{s['diff']:+.4f} ± {s['se']:.4f}"
+        lnr = "—" if not np.isfinite(s["lnr"]) else f"{s['lnr']:+.2f} ± {s['lnr_se']:.2f}"
         lines.append(f"| {L} | {d_k} | {L / d_k:g} | {s['P']} ({ratio:g}) | {f(s['share'])} | {s['pool']:.3f} | "
-                     f"{s['one_loop']:.3f} | {diff} | {'—' if not np.isfinite(s['lnr']) else pm(s['lnr'], s['lnr_se'], '+.2f')} | {s['col_ratio']:.2f} | "
+                     f"{s['one_loop']:.3f} | {diff} | {lnr} | {s['col_ratio']:.2f} | "
                      f"{s['rest_ratio']:.2f} | {s['cos']:.2f} | {s['noise']:.2f} |")
     lines += ["", "ln(chains/pooling): per training set, mean ± standard error over the sets. Column and rest ratios separate where the miss "
               "sits: 1 and 1 means the sector has both parts right; a column ratio above 1 with the rest near 1 "
