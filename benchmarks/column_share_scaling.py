@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from copyhead import order_params as op
+from copyhead.analysis.fits import fit_inverse_dk
 from copyhead.studies.spec import action_params, load_spec, reference_transitions, study_config
 from copyhead.task import make_data
 from copyhead.theory.action import order_to_coeffs
@@ -140,17 +141,6 @@ def summary(sel):
             "cos": mean("cos_pool"), "noise": mean("norm_noise") / mean("norm")}
 
 
-def fit_in_x(xs, ys, es):
-    """Weighted least squares y = a + b x: (a, σ_a, b, σ_b, χ²/dof), errors scaled by √(χ²/dof) where above 1."""
-    xs, ys, w = np.asarray(xs), np.asarray(ys), 1.0 / np.asarray(es) ** 2
-    X = np.stack([np.ones_like(xs), xs], 1)
-    cov = np.linalg.inv(X.T @ (w[:, None] * X))
-    a, b = cov @ X.T @ (w * ys)
-    chi2 = float(np.sum(w * (ys - a - b * xs) ** 2) / max(len(xs) - 2, 1))
-    s = np.sqrt(max(chi2, 1.0))
-    return float(a), float(np.sqrt(cov[0, 0]) * s), float(b), float(np.sqrt(cov[1, 1]) * s), chi2
-
-
 def power_fit(xs, ys, es):
     """Weighted least squares y = c x^α: ((c, α), their covariance, χ²/dof), the covariance scaled by χ²/dof
     where above 1; None if the fit fails."""
@@ -230,7 +220,9 @@ def markdown(p, rows, seconds, when) -> list[str]:
                          "only: no fit.")
             continue
         c, sc, al, sal, chi2p = fit_power(*zip(*pts))
-        a, sa, b, sb, chi2 = fit_in_x(*zip(*pts))
+        xs, ys, es = zip(*pts)
+        line = fit_inverse_dk([1.0 / x for x in xs], ys, es)     # a + b L/d_k: "size" d_k/L
+        a, sa, b, sb, chi2 = (line[k] for k in ("a", "a_err", "b", "b_err", "chi2_dof"))
         lines.append(f"- L = 16, P/P_ref = {ratio:g}, over d_k = {', '.join(str(k[1]) for k, s in path if np.isfinite(s['lnr']))}: "
                      f"ln(chains' share / sector's) = c (L/d_k)^α (a miss that vanishes as d_k → ∞) with "
                      f"α = {pm(al, sal, '.2f')}, c = {pm(c, sc, '.2f')}, χ²/dof = {chi2p:.2g}; a straight line "

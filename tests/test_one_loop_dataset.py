@@ -172,10 +172,10 @@ def test_column_share_scaling_parts_fit_and_summary(bench_script):
     assert col == pytest.approx(np.sum(w**2) * L) and rest == pytest.approx(0.0, abs=1e-12)
     u = np.random.default_rng(0).normal(size=(L, L))
     assert sum(mod.parts(u)) == pytest.approx(np.sum(u**2))
-    a, sa, b, sb, chi2 = mod.fit_in_x([0.0625, 0.125, 0.25, 0.5, 1.0], [0.01 + 0.2 * x for x in
-                                                                      (0.0625, 0.125, 0.25, 0.5, 1.0)], [0.01] * 5)
-    assert (a, b) == pytest.approx((0.01, 0.2)) and chi2 == pytest.approx(0.0, abs=1e-20) and sa > 0 and sb > 0
     xs = [0.0625, 0.125, 0.25, 0.5, 1.0]
+    line = mod.fit_inverse_dk([1 / x for x in xs], [0.01 + 0.2 * x for x in xs], [0.01] * 5)  # its straight line
+    assert (line["a"], line["b"]) == pytest.approx((0.01, 0.2)) and line["chi2_dof"] == pytest.approx(0.0, abs=1e-20)
+    assert line["a_err"] > 0 and line["b_err"] > 0
     c, sc, al, sal, chi2 = mod.fit_power(xs, [0.8 * x**0.6 for x in xs], [0.01] * 5)
     assert (c, al) == pytest.approx((0.8, 0.6), rel=1e-5) and chi2 == pytest.approx(0.0, abs=1e-8)
     m, e = mod.power_predict(mod.power_fit(xs, [0.8 * x**0.6 for x in xs], [0.01] * 5), 2.0)
