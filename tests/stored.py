@@ -17,26 +17,10 @@ these numbers by far more (each test module shows that its tolerance rejects suc
 import numpy as np
 import pytest
 
-# Integers and random draws specified bit-exactly (numpy's SeedSequence + PCG64): exact on every machine.
-EXACT = 0.0
+# the tolerances themselves live in the package (copyhead.tolerances), where the audit of published pages uses them
+from copyhead.tolerances import CLOSED_FORM, EXACT, FIT, ITERATED
 
-# A closed form evaluated in float64 (sums, products, a few special functions): a few ulps times its
-# condition number.
-CLOSED_FORM = 1e-9
-
-# Iterated to convergence on a fixed grid (theory: bisection/brent root finding and quadrature on
-# refined grids; a run of many Adam steps): the iteration carries rounding differences forward, and a
-# root near a flat crossing moves by (rounding of the function) / (its slope). Measured: pinned theory
-# numbers 0 to 2.1e-13 relative between kernels; golden Adam runs 0 (AVX2, AVX-512) to 3.5e-11
-# (Prescott, torch at its baseline kernels) of each variable's largest magnitude: 1e-8 leaves ~300×.
-ITERATED = 1e-8
-
-# A fitted value (a logistic fit of a transition, bootstrap resamples of such fits, least-squares
-# slopes): the optimiser stops at its tolerance, and the point where it stops follows the last bits of
-# every residual. Measured: the softmax jump's logistic midpoint 23.7336376 (Prescott) / 23.7336596
-# (Haswell, where it was stored) / 23.7336998 (SkylakeX): 1.7e-6 relative; the fitter's own tolerance
-# is ~1e-5 relative on the midpoint.
-FIT = 1e-4
+__all__ = ["CLOSED_FORM", "EXACT", "FIT", "ITERATED", "approx", "assert_same_across_machines"]
 
 
 def approx(want, rel, abs_=0.0):

@@ -85,13 +85,16 @@ def test_a_hand_edit_of_a_page_fails(checkout):
     assert r.returncode == 1 and "docs/page.md: changed since it was made" in r.stdout
 
 
-def test_a_page_made_by_other_code_fails(checkout):
+def test_a_page_made_by_other_code_that_cannot_be_made_again_fails(checkout):
+    """Made by other code, a page is made again to compare its numbers; one whose record names no copyhead
+    command (here: the test process) cannot be, and fails, naming why and the remake."""
     side = sidecar_path(checkout / "docs" / "page.md")
     rec = json.loads(side.read_text())
     side.write_text(json.dumps(dict(rec, code_fingerprint="0123456789abcdef")))
     (rep,) = audit_published([Path("docs/page.md")], checkout)
     assert not rep.ok
     assert "made by other results code (fingerprint 0123456789abcdef" in rep.problems[0]
+    assert "could not be made again: its record's command is not a copyhead command" in rep.problems[0]
 
 
 def test_remake_needs_the_docs_folder_and_a_snakemake_failure_keeps_everything(checkout):
@@ -116,27 +119,25 @@ def test_a_missing_committed_input_fails(checkout):
     assert rep.problems == ["docs/tables/table.json: missing (committed input table of docs/page.md)"]
 
 
-def test_a_data_file_made_by_other_code_warns_only_where_it_cannot_be_remade_here(checkout):
-    """The studies' tables are made from each study's results (outside the checkout) and the committed spec:
-    made by other code, workflow/docs.smk cannot remake them, so the audit says where to remake them (a
-    warning, as for a study's aggregates). A data file made from committed inputs alone is remade by
-    docs.smk: other code there is a problem."""
+def test_a_data_file_made_by_other_code_is_a_versioned_input_a_warning_that_names_the_changed_modules(checkout):
+    """Data products (the studies' tables, a study's aggregates, the theory and one-loop files) take long to
+    make: made by other code they are versioned inputs, a warning that says how to accept them (and, where
+    their inputs live outside the checkout, where to remake them), never a remake forced by the audit."""
+    from copyhead.provenance import module_digests
     (checkout / "docs" / "spec.yaml").write_text("studies: {}\n")
+    modules = dict(module_digests("studies_tables"), **{"copyhead.studies.tables": "000000000000"})
     for name, inputs in (("mixed", {"spec": "docs/spec.yaml", "runs": "results/runs.json"}),
                          ("committed", {"spec": "docs/spec.yaml"})):
-        rec = dict(product_record("table", "studies", inputs, kind="table"), data=True,
-                   code_fingerprint="0123456789abcdef")
+        rec = dict(product_record("table", "studies_tables", inputs, kind="table"), data=True,
+                   code_fingerprint="0123456789abcdef", code_modules=modules)
         write_product({Path(f"docs/tables/{name}.json"): '{"x": 1}\n'}, rec)
     mixed, committed = audit_published([Path("docs/tables/mixed.json"), Path("docs/tables/committed.json")],
                                        checkout)
-    assert mixed.ok and any("made by other studies code" in w and "remake it where they are" in w
-                            for w in mixed.warnings), mixed.warnings
-    assert not committed.ok and "workflow/docs.smk` remakes it" not in committed.problems[0]
-    # the remake names the product with --forcerun: a fresh clone has no Snakemake records of the code, so a
-    # plain `snakemake -s workflow/docs.smk` there would keep it
-    assert (committed.remake, mixed.remake) == ("docs/tables/committed.json", "")
-    assert committed.problems[0].endswith(
-        "`snakemake -s workflow/docs.smk --cores 2 --forcerun 'docs/tables/committed.json'` remakes it")
+    for rep in (mixed, committed):
+        assert rep.ok and rep.versioned_input and rep.remake == "", rep.problems
+        (w,) = [w for w in rep.warnings if "made by other studies_tables code" in w]
+        assert "modules: copyhead.studies.tables (changed)" in w and "--accept" in w
+    assert "remake it where they are" in mixed.warnings[-1] and "remake it where" not in committed.warnings[-1]
 
 
 def test_a_product_made_beside_a_page_is_remade_through_the_page(checkout):

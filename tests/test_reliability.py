@@ -56,64 +56,7 @@ def test_stale_temps_found_by_age_only(tmp_path):
     assert prov.stale_temps(tmp_path, older_than_s=3600) == [old]
 
 
-# ------------------------------------------------------------------------------- code fingerprints
-@pytest.fixture
-def pkg_copy(tmp_path):
-    import shutil
-    dest = tmp_path / "copyhead"
-    shutil.copytree(ROOT / "src/copyhead", dest, ignore=shutil.ignore_patterns("__pycache__"))
-    return dest
-
-
-def _fp(pkg):
-    return {c: prov.code_fingerprint(c, pkg) for c in prov.CODE_MODULES}
-
-
-def test_code_fingerprint_ignores_comments_and_docstrings(pkg_copy):
-    before = _fp(pkg_copy)
-    assert before == {c: prov.code_fingerprint(c) for c in prov.CODE_MODULES}   # same code, same print
-    agg = pkg_copy / "aggregate.py"
-    src = agg.read_text()
-    agg.write_text('"""A rewritten module docstring."""\n# a new comment\n\n'
-                   + src.replace('    """', '    """Also a changed function docstring. ', 1)
-                   + "\n\n# trailing comment\n")
-    assert _fp(pkg_copy) == before
-
-
-def test_code_fingerprint_changes_with_the_code_of_its_concern_only(pkg_copy):
-    before = _fp(pkg_copy)
-    agg = pkg_copy / "aggregate.py"
-    agg.write_text(agg.read_text().replace('"test_loss_final")', '"test_loss_final", "energy")'))
-    after = _fp(pkg_copy)
-    assert after["aggregate"] != before["aggregate"]
-    assert {c: after[c] for c in ("train", "theory", "figures")} == \
-        {c: before[c] for c in ("train", "theory", "figures")}
-    # a module of the theory package counts for the theory; config for training and for the aggregate
-    # (which checks each run's defining config with copyhead.config.run_identity)
-    th = pkg_copy / "theory/prior.py"
-    th.write_text(th.read_text() + "\nX_NEW = 1\n")
-    assert _fp(pkg_copy)["theory"] != after["theory"]
-    cfg = pkg_copy / "config/runs.py"
-    cfg.write_text(cfg.read_text() + "\nY_NEW = 2\n")
-    last = _fp(pkg_copy)
-    assert last["train"] != after["train"] and last["aggregate"] != after["aggregate"]
-
-
-def test_code_fingerprint_covers_engine_modules_added_later(pkg_copy):
-    assert {"copyhead.engine", "copyhead.schedules", "copyhead.task", "copyhead.model", "copyhead.train",
-            "copyhead.run", "copyhead.order_params", "copyhead.config"} <= set(prov.CODE_MODULES["train"])
-    (pkg_copy / "engine.py").unlink(missing_ok=True)
-    before = prov.code_fingerprint("train", pkg_copy)          # a missing module is skipped
-    (pkg_copy / "engine.py").write_text("def batched():\n    return 1\n")
-    assert prov.code_fingerprint("train", pkg_copy) != before
-
-
-def test_every_product_kind_records_its_fingerprint():
-    for kind, concern in prov.KIND_CONCERN.items():
-        if kind == "figure":
-            continue
-        a = prov.provenance_attrs(kind, {"x": 1}, title="t")
-        assert a["code_fingerprint"] == prov.code_fingerprint(concern)
+# code fingerprints: tests/test_fingerprint.py
 
 
 def _git(repo, *args):
@@ -324,51 +267,6 @@ def test_owner_record_round_trip(tmp_path):
     assert recovery._alive(json.loads(rec.read_text()))
     recovery.release_owner(tmp_path)
     assert not rec.exists()
-
-
-def _copyhead_imports(path: Path, module: str) -> set[str]:
-    """copyhead modules a source file imports (relative imports resolved against ``module``)."""
-    import ast
-    out = set()
-    pkg = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names if a.name.startswith("copyhead")}
-        elif isinstance(node, ast.ImportFrom):
-            base = pkg[:len(pkg) - node.level + 1] if node.level else []
-            name = ".".join([*base, *(node.module.split(".") if node.module else [])])
-            if name.startswith("copyhead"):
-                out.add(name)
-                out |= {f"{name}.{a.name}" for a in node.names}   # `from . import transitions`
-    return out
-
-
-# modules a concern may import without being in its fingerprint: they cannot change a product's numbers
-# (provenance: file writing; resources: the scheduler's estimate, used to refuse a point no machine can
-# hold before any compute)
-NUMBER_FREE = {"copyhead.provenance", "copyhead.resources"}
-
-
-@pytest.mark.parametrize("concern", sorted(prov.CODE_MODULES))
-def test_code_modules_cover_what_their_code_imports(concern):
-    """A module imported by the code of a concern must be in its CODE_MODULES list (else an edit of it
-    would not rerun the products); NUMBER_FREE modules are deliberately left out."""
-    listed = prov.CODE_MODULES[concern]
-    covered = lambda name: name == "copyhead" or any(name == m or name.startswith(m + ".") for m in listed)
-    pkg = ROOT / "src/copyhead"
-    missing = set()
-    for m in listed:
-        for f in prov._module_files(m, pkg):
-            rel = f.relative_to(pkg.parent).with_suffix("")
-            name = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
-            for imp in _copyhead_imports(f, name):
-                parts = imp.split(".")
-                if len(parts) < 2 or not prov._module_files(".".join(parts[:2]), pkg):
-                    continue                                    # copyhead itself, or a name not a module
-                top = ".".join(parts[:2])
-                if not covered(top) and top not in NUMBER_FREE:
-                    missing.add(f"{name} imports {top}")
-    assert not missing, sorted(missing)
 
 
 def test_figure_role_datasets_expects_a_same_dataset_theory_file(mini, tmp_path, capsys):

@@ -11,7 +11,7 @@
 from copyhead.provenance import code_fingerprint
 
 OUT = "docs/phase_map"
-CODE = {concern: code_fingerprint(concern) for concern in ("theory", "figures", "results")}
+CODE = {concern: code_fingerprint(concern) for concern in ("phase_map", "figures", "results")}
 
 
 rule all:
@@ -26,7 +26,7 @@ rule phase_map:
     output:
         f"{OUT}/map.nc",
     params:
-        code=CODE["theory"],
+        code=CODE["phase_map"],
     log:
         f"{OUT}/logs/map.log",
     benchmark:
@@ -41,7 +41,7 @@ rule phase_map_exact:
     output:
         f"{OUT}/exact.nc",
     params:
-        code=CODE["theory"],
+        code=CODE["phase_map"],
     log:
         f"{OUT}/logs/exact.log",
     benchmark:
@@ -54,7 +54,7 @@ rule prior_check:
     output:
         f"{OUT}/prior_check.nc",
     params:
-        code=CODE["theory"],
+        code=CODE["phase_map"],
     log:
         f"{OUT}/logs/prior_check.log",
     benchmark:

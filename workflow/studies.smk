@@ -14,13 +14,13 @@ import json
 import shlex
 from pathlib import Path
 
-from copyhead.provenance import CODE_MODULES, code_fingerprint
+from copyhead.provenance import CODE_ROOTS, code_fingerprint
 from copyhead.studies.spec import load_spec
 
 SPEC_FILE = "config/studies.yaml"
 SPEC = load_spec(SPEC_FILE)
 GROUPS = SPEC.get("groups", {})
-CODE = {c: code_fingerprint(c) for c in CODE_MODULES}
+CODE = {c: code_fingerprint(c) for c in CODE_ROOTS}
 STUDY_CONCERNS = ("aggregate", "figures", "one_loop", "results", "theory", "train")  # what a study's products use
 STUDY_CODE = " ".join(f"{c}={CODE[c]}" for c in STUDY_CONCERNS)
 
@@ -46,7 +46,7 @@ rule studies_tables:
     output:
         "studies/report/studies.json",
     params:
-        code=CODE["studies"],
+        code=CODE["studies_tables"],
     log:
         "studies/logs/studies_tables.log",
     shell:
@@ -79,7 +79,7 @@ rule group_tables:
     wildcard_constraints:
         group="|".join(GROUPS) or "-",
     params:
-        code=CODE["studies"],
+        code=CODE["studies_tables"],
     log:
         "studies/logs/tables_{group}.log",
     shell:
@@ -150,7 +150,7 @@ rule study_config:
     output:
         "studies/{name}/config.yaml",
     params:
-        code=CODE["theory"],
+        code=CODE["study_config"],
     log:
         "studies/logs/{name}.study_config.log",
     shell:

@@ -8,7 +8,6 @@ The audit of a figure back to its runs (``copyhead audit``) lives in ``copyhead.
 """
 from __future__ import annotations
 
-import ast
 import datetime as _dt
 import hashlib
 import json
@@ -23,10 +22,14 @@ from . import __version__
 from .config import canonical_json, config_hash
 # the data files themselves (checksums, atomic writes, reading, temporaries) live in copyhead.datafiles;
 # re-exported here, where the readers and writers of every product have always found them
+# the code fingerprints (what code made a product) live in copyhead.fingerprint; re-exported here
+from .fingerprint import CODE_ROOTS, KIND_CONCERN, changed_modules, code_fingerprint, module_digests
+from .datafiles import config_source   # the config file(s) a product records (end of provenance_attrs)
 from .datafiles import (DataFileError, WriteError, _PROCESS_START, atomic_write, atomic_write_all, input_checksums,
                         json_text, read_dataset, require_kind, sha256_file, stale_temps, write_dataset, write_json)
 
-__all__ = ["PAPER", "CODE_MODULES", "KIND_CONCERN", "code_fingerprint", "code_version", "code_version_string",
+__all__ = ["PAPER", "CODE_ROOTS", "KIND_CONCERN", "code_fingerprint", "module_digests", "changed_modules",
+           "code_version", "code_version_string",
            "library_versions", "now_iso", "provenance_attrs", "figure_record", "product_record",
            "write_product", "sidecar_path",
            # re-exported from copyhead.datafiles
@@ -43,99 +46,9 @@ def now_iso() -> str:
 
 
 _REPO = Path(__file__).resolve().parents[2]
-_PKG = Path(__file__).resolve().parent
 _code_version_cache: dict | None = None
 # what a working tree's code is: these paths of the repository (a dirty state is identified by its diff)
 _CODE_PATHS = ("src", "workflow", "Snakefile", "pyproject.toml")
-
-# The package modules whose code makes each kind of product (a package name covers all its modules).
-# Names that do not exist (yet) are skipped, so a module added under one of these names counts at once.
-# Every copyhead module these import must be listed too (tests/test_reliability.py checks it), except
-# this module (file writing and provenance records).
-CODE_MODULES = {
-    "train": ("copyhead.task", "copyhead.model", "copyhead.train", "copyhead.run", "copyhead.order_params",
-              "copyhead.schedules", "copyhead.engine", "copyhead.suffstats", "copyhead.config", "copyhead.attention",
-              "copyhead.hmc", "copyhead.collapsed"),
-    "theory": ("copyhead.theory", "copyhead.task", "copyhead.config", "copyhead.attention"),
-    # the one-loop predictions at the studies' measured points (copyhead.analysis.one_loop_points reads them)
-    "one_loop": ("copyhead.theory", "copyhead.analysis", "copyhead.task", "copyhead.order_params", "copyhead.config",
-                 "copyhead.attention"),
-    "aggregate": ("copyhead.aggregate", "copyhead.order_params", "copyhead.analysis", "copyhead.config",
-                  "copyhead.attention"),
-    "figures": ("copyhead.figures", "copyhead.analysis", "copyhead.results", "copyhead.order_params",
-                "copyhead.config", "copyhead.attention", "copyhead.theory", "copyhead.task", "copyhead.resources",
-                "copyhead.schedules"),     # figures.phase_map reads theory
-    "results": ("copyhead.results", "copyhead.analysis", "copyhead.order_params", "copyhead.config",
-                "copyhead.attention"),
-    "studies": ("copyhead.studies", "copyhead.results", "copyhead.figures", "copyhead.analysis", "copyhead.theory",
-                "copyhead.order_params", "copyhead.task", "copyhead.resources", "copyhead.schedules",
-                "copyhead.config", "copyhead.attention", "copyhead.publish"),
-}
-# benchmarks/metastability.py's page: the reference chains and umbrella windows (copyhead.umbrella), read with
-# the studies' convergence and closed-form code; not a product of any workflow (the studies do not list it)
-CODE_MODULES["metastability"] = tuple(dict.fromkeys(CODE_MODULES["train"] + CODE_MODULES["studies"]
-                                                    + ("copyhead.umbrella",)))
-# product kind (the ``copyhead_kind`` attribute) -> the concern of CODE_MODULES that makes it
-KIND_CONCERN = {"run": "train", "theory": "theory", "theory_datasets": "theory", "aggregate": "aggregate",
-                "figure": "figures", "phase_map": "theory", "phase_map_exact": "theory", "prior_check": "theory",
-                "one_loop": "one_loop"}
-
-
-def _module_files(name: str, package_dir: Path) -> list[Path]:
-    parts = name.split(".")
-    if parts[0] != "copyhead":
-        raise ValueError(f"{name}: not a copyhead module")
-    base = package_dir.joinpath(*parts[1:])
-    if base.is_dir():
-        return sorted(p for p in base.rglob("*.py") if "__pycache__" not in p.parts)
-    f = base.with_suffix(".py")
-    return [f] if f.is_file() else []
-
-
-def _strip_docstrings(tree: ast.AST) -> ast.AST:
-    """Remove every bare string statement (docstrings) from module, class and function bodies."""
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            body = [s for s in node.body
-                    if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
-                            and isinstance(s.value.value, str))]
-            node.body = body or [ast.Pass()]
-    return tree
-
-
-_source_digest_cache: dict[tuple, str] = {}
-
-
-def _source_digest(path: Path) -> str:
-    """sha256 of a module's syntax tree without docstrings: comments, blank lines, formatting and
-    docstrings do not count; any change of what the code does does (a file that does not parse counts
-    by its bytes)."""
-    st = path.stat()
-    key = (str(path), st.st_mtime_ns, st.st_size)
-    if key not in _source_digest_cache:
-        data = path.read_bytes()
-        try:
-            text = ast.dump(_strip_docstrings(ast.parse(data, filename=str(path))))
-        except (SyntaxError, ValueError):
-            text = data.decode("utf-8", "replace")
-        _source_digest_cache[key] = hashlib.sha256(text.encode()).hexdigest()
-    return _source_digest_cache[key]
-
-
-def code_fingerprint(concern: str, package_dir: str | Path | None = None) -> str:
-    """16 hex digits identifying the code that makes one kind of product (``concern``, a key of
-    CODE_MODULES: train, theory, aggregate, figures). The workflow puts it in the rules' ``params:``
-    (so a code change reruns exactly the products it affects) and every product records it
-    (attribute ``code_fingerprint``), so the audit can tell products made by other code."""
-    if concern not in CODE_MODULES:
-        raise ValueError(f"unknown code concern {concern!r}; allowed values: {sorted(CODE_MODULES)}")
-    pkg = Path(package_dir) if package_dir is not None else _PKG
-    h = hashlib.sha256(concern.encode())
-    for name in sorted(CODE_MODULES[concern]):
-        for f in _module_files(name, pkg):
-            h.update(f"\0{f.relative_to(pkg).as_posix()}\0{_source_digest(f)}".encode())
-    return h.hexdigest()[:16]
-
 
 def _git_code_version(repo: Path) -> dict:
     """{git_commit, git_dirty, git_dirty_hash} of a working tree: the hash (12 hex digits) is of the
@@ -199,7 +112,7 @@ def provenance_attrs(kind: str, effective_config: dict, title: str, extra: dict 
     """Global attributes for one product (``kind`` = run, theory, aggregate, ...).
 
     Only str/number attrs (netCDF-safe); the config is stored as canonical JSON with its hash, the code
-    as ``code_fingerprint`` (of the modules that make this kind, CODE_MODULES) and ``code_version``.
+    as ``code_fingerprint`` (of the modules that make this kind, CODE_ROOTS) and ``code_version``.
     """
     cv = code_version()
     attrs = {
@@ -215,10 +128,13 @@ def provenance_attrs(kind: str, effective_config: dict, title: str, extra: dict 
         "git_commit": cv["git_commit"],
         "git_dirty": int(cv["git_dirty"]),
         "code_fingerprint": code_fingerprint(KIND_CONCERN[kind]) if kind in KIND_CONCERN else "",
+        "code_modules_json": (json.dumps(module_digests(KIND_CONCERN[kind]), sort_keys=True)
+                              if kind in KIND_CONCERN else "{}"),
         "package_version": cv["package_version"],
         "host": socket.gethostname(),
         "platform": platform.platform(),
         "command": " ".join(sys.argv),
+        "argv_json": json.dumps(list(sys.argv)),
     }
     attrs.update(library_versions())
     for k in ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID"):
@@ -226,6 +142,8 @@ def provenance_attrs(kind: str, effective_config: dict, title: str, extra: dict 
             attrs[k.lower()] = os.environ[k]
     if extra:
         attrs.update(extra)
+    # which config file(s) it was made from (copyhead.datafiles.config_source; copyhead audit reads it)
+    attrs.update({k: json.dumps(v, sort_keys=True) for k, v in config_source().items()})
     return attrs
 
 
@@ -259,17 +177,19 @@ def _input_entry(path: str | Path) -> dict:
 def product_record(product: str, concern: str, inputs: dict, options: dict | None = None,
                    kind: str = "page") -> dict:
     """The provenance record of one product that is not a netCDF file (a page, a JSON table, a figure):
-    the code that made it (version and the fingerprint of its ``concern``, a key of CODE_MODULES), the
+    the code that made it (version and the fingerprint of its ``concern``, a key of CODE_ROOTS), the
     command, its options and, per input role, the path and sha256 of the file it read with what made that
     file. :func:`write_product` adds the outputs' checksums; ``copyhead audit`` reads it."""
-    if concern not in CODE_MODULES:
-        raise ValueError(f"unknown code concern {concern!r}; allowed values: {sorted(CODE_MODULES)}")
+    if concern not in CODE_ROOTS:
+        raise ValueError(f"unknown code concern {concern!r}; allowed values: {sorted(CODE_ROOTS)}")
     cv = code_version()
     return {"product": product, "kind": kind, "concern": concern, "created": now_iso(),
             "code_version": code_version_string(cv), "code_fingerprint": code_fingerprint(concern),
+            "code_modules": module_digests(concern),
             "git_commit": cv["git_commit"], "git_dirty": cv["git_dirty"], "package_version": cv["package_version"],
-            "command": " ".join(sys.argv), "options": options or {},
-            "inputs": {role: _input_entry(path) for role, path in sorted(inputs.items())}}
+            "command": " ".join(sys.argv), "argv": list(sys.argv), "options": options or {},
+            "inputs": {role: _input_entry(path) for role, path in sorted(inputs.items())},
+            **config_source()}   # which config file(s) it was made from (copyhead.datafiles.config_source)
 
 
 def write_product(outputs: dict, record: dict, sidecar: str | Path | None = None) -> dict:

@@ -5,7 +5,7 @@ from functools import lru_cache
 
 from copyhead import config as chcfg
 from copyhead.figures import FIGURES
-from copyhead.provenance import CODE_MODULES, code_fingerprint
+from copyhead.provenance import CODE_ROOTS, code_fingerprint
 from copyhead.resources import memory_limits, train_resources
 
 # Validate against workflow/schemas/config.schema.yaml (the package's schema) plus the cross-field rules:
@@ -29,7 +29,7 @@ ATTENTIONS = [a for a in chcfg.ATTENTIONS if a in CONFIG["sweep"]]
 RUNS = chcfg.runs(CONFIG)
 # Fingerprint of the code behind each kind of product (comments and docstrings excluded): in the rules'
 # params, so a code edit reruns exactly the products that code makes.
-CODE = {concern: code_fingerprint(concern) for concern in CODE_MODULES}
+CODE = {concern: code_fingerprint(concern) for concern in CODE_ROOTS}
 
 
 # Numbers without leading zeros: `seed007` or `P04` must not name (and rebuild) seed 7 or P 4.

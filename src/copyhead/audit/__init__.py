@@ -22,7 +22,8 @@ from pathlib import Path
 
 from ..repair import broken_results, remove_broken, with_dependents
 from .chain import Report, _print, audit_figures
-from .published import ProductReport, audit_published, print_report, product_files, remake_args, remake_command
+from .published import (ProductReport, PublishedAuditor, audit_published, print_report, product_files, remake_args,
+                        remake_command)
 
 __all__ = ["Report", "ProductReport", "audit_figures", "audit_published", "product_files", "main"]
 
@@ -49,9 +50,39 @@ def _remake_targets(reports) -> list[str]:
     return list(dict.fromkeys(r.remake for r in reports if r.remake))
 
 
+def _accept(aud: PublishedAuditor, reports, named: set[str], out) -> int:
+    """``--accept``: re-stamp every product made by other code whose numbers, made again, are the same
+    (pages, tables and figures: already made again by the audit; a versioned input only when named on the
+    command line, since making it again is slow); refuse, naming the numbers, where they differ."""
+    refused = 0
+    for r in reports:
+        if not r.other_code or r.record.startswith("benchmark"):
+            continue
+        if r.versioned_input and str(Path(r.path)) not in named:
+            print(f"--accept: {r.path}: a versioned input (slow to make again): name it to accept it", file=out)
+            continue
+        try:
+            print(f"--accept: {aud.accept(r)}", file=out)
+            r.warnings = [w for w in r.warnings if "made by other" not in w]
+            r.problems, r.other_code = [], False
+        except ValueError as e:
+            refused += 1
+            print(f"--accept: REFUSED {e}", file=out)
+    return refused
+
+
 def _main_published(args, files: list[Path]) -> int:
     root = _repo_root(files[0].parent if files else Path.cwd())
-    reports = audit_published(files, root)
+    aud = PublishedAuditor(root, regenerate=not getattr(args, "no_regenerate", False))
+    try:
+        reports = audit_published(files, root, auditor=aud)
+        refused = 0
+        if getattr(args, "accept", False):
+            named = {str(Path(f)) for f in getattr(args, "figures", [])}
+            refused = _accept(aud, reports, named, sys.stderr if args.json else sys.stdout)
+    finally:
+        if aud.regen is not None:
+            aud.regen.close()
     if getattr(args, "remake", False):
         say = sys.stderr if args.json else sys.stdout       # --json keeps stdout for the reports
         remake = _remake_targets(reports)
@@ -87,7 +118,7 @@ def _main_published(args, files: list[Path]) -> int:
             print(f"made by other code, remade from committed inputs by: {remake_command(remake)}")
     if args.strict and any(r.warnings for r in reports):
         return 1
-    return 0 if all(r.ok for r in reports) else 1
+    return 0 if all(r.ok for r in reports) and not refused else 1
 
 
 def main(args) -> int:
@@ -101,6 +132,9 @@ def main(args) -> int:
             print(f"copyhead audit: --docs {docs}: not a folder", file=sys.stderr)
             return 2
         published += product_files(Path(docs))
+    if getattr(args, "accept", False) and not (docs or published):
+        print("copyhead audit: --accept re-stamps published products: give --docs DIR or their files", file=sys.stderr)
+        return 2
     if getattr(args, "remake", False) and not docs:
         print("copyhead audit: --remake remakes published products: give --docs DIR", file=sys.stderr)
         return 2

@@ -12,7 +12,7 @@ attributes (``copyhead_kind``, ``code_fingerprint``, ``inputs_json``). For each 
   or paths outside the repository: a study's runs) are named, not checked; where such a file is present
   on this machine its checksum is compared too (a warning when it differs);
 - the code: the record's fingerprint of the code that makes it (``code_fingerprint`` of its concern,
-  :data:`copyhead.provenance.CODE_MODULES`) must equal the current code's. A page or figure made by other
+  :data:`copyhead.provenance.CODE_ROOTS`) must equal the current code's. A page or figure made by other
   code is a problem (``snakemake -s workflow/docs.smk`` remakes it from the committed inputs); a data file
   made from any input outside the checkout (a study's published aggregate, the studies' tables) cannot be
   remade here, and a benchmark page is a measurement of one machine, so other code there is a warning that
@@ -31,8 +31,10 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..datafiles import DataFileError, read_dataset, sha256_file
-from ..provenance import CODE_MODULES, KIND_CONCERN, code_fingerprint, sidecar_path
+from ..datafiles import DataFileError, read_dataset, sha256_file, write_json
+from ..provenance import (CODE_ROOTS, KIND_CONCERN, changed_modules, code_fingerprint, code_version,
+                          code_version_string, module_digests, now_iso, sidecar_path)
+from .numbers import Regenerator
 
 GENERATED_SUFFIXES = (".nc", ".json", ".png", ".pdf")
 # first-lines markers of a page that a command wrote (it must then have a record)
@@ -52,6 +54,9 @@ class ProductReport:
     code_version: str = ""
     hand_written: bool = False
     remake: str = ""                          # made by other code, remade from committed inputs: its docs.smk target
+    other_code: bool = False                  # its record's fingerprint is not the current code's
+    numbers_equal: bool | None = None         # made again with the current code: are its numbers the same?
+    versioned_input: bool = False             # a data product that takes long to make (not remade by the audit)
 
     @property
     def ok(self) -> bool:
@@ -60,7 +65,8 @@ class ProductReport:
     def as_dict(self) -> dict:
         return {"path": self.path, "ok": self.ok, "record": self.record, "hand_written": self.hand_written,
                 "code_version": self.code_version, "problems": self.problems, "warnings": self.warnings,
-                "outside_checkout": self.outside, "inputs": self.inputs}
+                "outside_checkout": self.outside, "inputs": self.inputs, "other_code": self.other_code,
+                "numbers_equal": self.numbers_equal, "versioned_input": self.versioned_input}
 
 
 def _is_record(path: Path) -> bool:
@@ -109,9 +115,12 @@ class PublishedAuditor:
     """Audits products against the checkout rooted at ``root`` (where their recorded relative paths
     were written: the repository root)."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, regenerate: bool = True):
         self.root = Path(root).resolve()
-        self.current = {c: code_fingerprint(c) for c in CODE_MODULES}
+        self.current = {c: code_fingerprint(c) for c in CODE_ROOTS}
+        self.modules = {c: module_digests(c) for c in CODE_ROOTS}
+        self.regen = Regenerator(self.root) if regenerate else None
+        self.records: dict[str, dict] = {}            # path -> the record the audit read (for --accept)
         self._sha: dict[Path, str] = {}
         self._ignored: dict[str, bool] = {}
 
@@ -169,9 +178,14 @@ class PublishedAuditor:
             base = _published_source(path.parent)
             if base:
                 inputs = {(p if Path(p).is_absolute() else str(Path(base) / p)): s for p, s in inputs.items()}
+            try:
+                modules = json.loads(attrs.get("code_modules_json", "") or "{}")
+                argv = json.loads(attrs.get("argv_json", "") or "[]")
+            except ValueError:
+                modules, argv = {}, []
             rec = {"kind": kind, "concern": KIND_CONCERN.get(kind, ""),
-                   "code_fingerprint": str(attrs.get("code_fingerprint", "")),
-                   "code_version": str(attrs.get("code_version", "")), "data": True,
+                   "code_fingerprint": str(attrs.get("code_fingerprint", "")), "code_modules": modules,
+                   "code_version": str(attrs.get("code_version", "")), "data": True, "argv": argv,
                    "inputs": {p: {"path": p, "sha256": s} for p, s in inputs.items()}}
             return "netCDF attributes", rec, ""
         return "", None, ""
@@ -195,6 +209,7 @@ class PublishedAuditor:
                 rep.hand_written = True
             return rep
         rep.code_version = str(rec.get("code_version", ""))
+        self.records[str(path)] = rec
         self._check_outputs(rep, path, rec)
         inputs = dict(rec.get("inputs", {}))
         if rec.get("results"):                         # a figure that marks a results JSON's transitions
@@ -256,10 +271,18 @@ class PublishedAuditor:
                                     f"{self._sha256(real)[:12]} != recorded {sha[:12]})")
 
     def _check_code(self, rep: ProductReport, path: Path, rec: dict, data_only: bool, needs_outside: bool) -> None:
-        """The record's code fingerprint against the current code's. Made by other code: a benchmark page or a
-        data file made from any input outside the checkout (a study's aggregates; the studies' tables, made
-        from each study's results and the committed spec) cannot be remade here, so that is a warning saying
-        where to remake it; anything else is remade from committed inputs by workflow/docs.smk, so a problem."""
+        """The record's code fingerprint against the current code's; where they differ, the products are judged
+        by their numbers, not by the stamp:
+
+        - a benchmark page (a measurement of one machine): a warning that says how to measure again;
+        - a data product (netCDF, or a table whose record says ``data``: a study's aggregates, the studies'
+          tables, the theory and one-loop files) is a *versioned input*: slow to make, so a warning that names
+          the changed modules (``copyhead audit --docs docs --accept`` makes it again and re-stamps it when its
+          numbers are equal);
+        - a page, table or figure made from committed data is made again now into a scratch copy
+          (:class:`copyhead.audit.numbers.Regenerator`) and compared number by number: equal numbers are a
+          warning (``--accept`` re-stamps it, in seconds), different numbers a problem that names the product
+          and the numbers that moved."""
         concern = rec.get("concern") or ("figures" if rec.get("kind") == "figure" else "")
         if concern not in self.current:
             if concern:
@@ -270,18 +293,72 @@ class PublishedAuditor:
         recorded, now = str(rec.get("code_fingerprint", "")), self.current[concern]
         if recorded == now:
             return
+        rep.other_code = True
+        changed = changed_modules(rec["code_modules"], self.modules[concern]) if rec.get("code_modules") else []
+        modules = (", ".join(changed[:6]) + (f" and {len(changed) - 6} more" if len(changed) > 6 else "")
+                   if changed else "not named by its record (made before records named them)")
         why = (f"made by other {concern} code (fingerprint {recorded or 'none'}, current {now}; "
-               f"made by {rep.code_version or 'unknown'})")
+               f"made by {rep.code_version or 'unknown'}; modules: {modules})")
         if rec.get("kind") == "benchmark":       # a measurement of one machine: not remade by the DAG
             rep.warnings.append(f"{path}: measured {why}; measure again: {rec.get('command') or 'its command'}")
-        elif data_only and needs_outside:
-            rep.warnings.append(f"{path}: {why}; it is made from inputs outside the checkout: remake it where "
-                                "they are (the study's folder) and publish it again")
-        else:
-            # named with --forcerun: Snakemake sees a code change through its own records (.snakemake/), which a
-            # fresh clone does not have, so a plain run there would keep the product
+        elif data_only or path.suffix == ".nc":
+            rep.versioned_input = True
+            rep.warnings.append(f"{path}: a versioned input {why}; `copyhead audit --docs docs --accept {path}` "
+                                "makes it again (slow) and re-stamps it if its numbers are equal"
+                                + ("; it is made from inputs outside the checkout: remake it where they are and "
+                                   "publish it again" if needs_outside else ""))
+        elif self.regen is None:
             rep.remake = self._target(path, rec)
-            rep.problems.append(f"{path}: {why}; `{remake_command([rep.remake])}` remakes it")
+            rep.problems.append(f"{path}: {why}; not made again (--no-regenerate): "
+                                f"`{remake_command([rep.remake])}` remakes it")
+        else:
+            diffs, _ = self.regen.check(path, rec)
+            rep.numbers_equal = not diffs
+            if diffs:
+                rep.remake = self._target(path, rec)
+                shown = "; ".join(diffs[:5]) + (f"; and {len(diffs) - 5} more" if len(diffs) > 5 else "")
+                rep.problems.append(f"{path}: {why}; made again with the current code, its numbers differ: {shown}; "
+                                    f"`{remake_command([rep.remake])}` remakes it")
+            else:
+                rep.warnings.append(f"{path}: {why}; made again with the current code, every number is the same "
+                                    "(within copyhead.tolerances.FIT): `copyhead audit --docs docs --accept` re-stamps it")
+
+    # -- re-stamping --------------------------------------------------------------------------------------
+    def accept(self, rep: ProductReport) -> str:
+        """Re-stamp a product made by other code whose numbers, made again with the current code, are the
+        same: its record gets the current fingerprint, module digests and code version (and ``accepted``: when
+        and from which fingerprint). A netCDF product's record becomes a sidecar (its bytes, and so every record
+        that names it as an input, stay as they are). Returns what was done, or raises ValueError saying why
+        it is refused."""
+        path = Path(rep.path)
+        rec = self.records.get(str(path))
+        if rec is None or not rep.other_code:
+            raise ValueError(f"{path}: made by the current code: nothing to accept")
+        if [p for p in rep.problems if "numbers differ" not in p]:
+            raise ValueError(f"{path}: has problems other than its code: {rep.problems[0]}")
+        if rep.numbers_equal is None:                 # a versioned input: made again only now, on request
+            if self.regen is None:
+                raise ValueError(f"{path}: --accept needs to make it again (not with --no-regenerate)")
+            diffs, _ = self.regen.check(path, rec)
+            rep.numbers_equal = not diffs
+            if diffs:
+                raise ValueError(f"{path}: made again with the current code, its numbers differ: "
+                                 + "; ".join(diffs[:5]))
+        if not rep.numbers_equal:
+            raise ValueError(f"{path}: its numbers differ from what the current code makes: remake it, not accept")
+        concern = rec.get("concern") or "figures"
+        stamp = {"code_fingerprint": self.current[concern], "code_modules": self.modules[concern],
+                 "code_version": code_version_string(code_version()),
+                 "accepted": {"on": now_iso(), "from_fingerprint": rec.get("code_fingerprint", ""),
+                              "from_code_version": rec.get("code_version", ""),
+                              "by": "copyhead audit --accept: made again, every number the same"}}
+        side = sidecar_path(path)
+        if side.is_file():
+            write_json(dict(json.loads(side.read_text()), **stamp), side)
+        else:                                          # netCDF: its attributes stay; the sidecar now speaks
+            write_json(dict(rec, **stamp, product=path.name,
+                            outputs={path.name: {"path": str(path), "sha256": self._sha256(path)}}), side)
+        return f"re-stamped {path} ({rec.get('code_fingerprint') or 'none'} -> {self.current[concern]})"
 
     def _target(self, path: Path, rec: dict) -> str:
         """What workflow/docs.smk remakes ``path`` through, relative to the checkout: the ``--out`` of the
@@ -312,9 +389,14 @@ def remake_command(targets, cores: int = 2) -> str:
     return " ".join(remake_args([], cores)) + " " + " ".join(f"'{t}'" for t in targets)
 
 
-def audit_published(paths, root: Path) -> list[ProductReport]:
-    aud = PublishedAuditor(root)
-    return [aud.audit(Path(p)) for p in paths]
+def audit_published(paths, root: Path, regenerate: bool = True, auditor: PublishedAuditor | None = None
+                    ) -> list[ProductReport]:
+    aud = auditor or PublishedAuditor(root, regenerate=regenerate)
+    try:
+        return [aud.audit(Path(p)) for p in paths]
+    finally:
+        if auditor is None and aud.regen is not None:
+            aud.regen.close()
 
 
 def print_report(rep: ProductReport, out) -> None:

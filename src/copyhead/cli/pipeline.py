@@ -229,7 +229,15 @@ def register(sub) -> None:
                                                "--results; any other file is audited as a published product")
     au.add_argument("--docs", metavar="DIR", help="audit every published file under DIR (e.g. docs): fails on "
                                                   "a hand-edited product, one older than a committed input, or "
-                                                  "a page or figure made by other code")
+                                                  "a page, table or figure whose numbers the current code "
+                                                  "changes (made again into a scratch copy and compared)")
+    au.add_argument("--accept", action="store_true",
+                    help="re-stamp the published products made by other code whose numbers, made again with the "
+                         "current code, are the same (a versioned input, e.g. a .nc file, only when named); "
+                         "refuse, naming the numbers, where they differ")
+    au.add_argument("--no-regenerate", action="store_true",
+                    help="with --docs: do not make products again to compare their numbers (other code is then "
+                         "a problem)")
     au.add_argument("--all", action="store_true", help="audit every figure under --results/figures")
     au.add_argument("--results", default="results", help="results folder (default: results)")
     au.add_argument("--json", action="store_true", help="machine-readable output")

@@ -107,19 +107,81 @@ def write_figure(fig, out: str | Path, record: dict, formats: tuple[str, ...] = 
 
     out = Path(out)
     name = record.get("figure") or record.get("product", out.stem)
-    short = json.dumps({"figure": name, "code_version": record["code_version"],
-                        "inputs": {r: v["sha256"] for r, v in record["inputs"].items()}}, sort_keys=True)
+    # no stamps in the images (code version, dates): a remake that changes no number changes no byte
+    short = json.dumps({"figure": name, "inputs": {r: v["sha256"] for r, v in record["inputs"].items()}},
+                       sort_keys=True)
     meta = {"pdf": {"Title": name, "Creator": f"copyhead {record['package_version']}", "Subject": short,
-                    "Keywords": "copyhead provenance; see " + out.with_suffix(".provenance.json").name},
+                    "Keywords": "copyhead provenance; see " + out.with_suffix(".provenance.json").name,
+                    "CreationDate": None},
             "png": {"Title": name, "Software": "copyhead", "Description": short}}
     images = {ext: io.BytesIO() for ext in formats}
     try:
         for ext, image in images.items():
             fig.savefig(image, format=ext, metadata=meta.get(ext))
+        record = dict(record, figure_data=figure_data(fig))
     finally:
         plt.close(fig)
     return write_product({out.with_suffix("." + ext): image.getvalue() for ext, image in images.items()},
                          record, sidecar=out.with_suffix(".provenance.json"))
+
+
+def _numbers(values, limit: int = 400) -> dict | list:
+    """An array's numbers as the record keeps them: all (6 significant digits) up to ``limit``, else its
+    shape, finite count, range, mean and ``limit`` evenly spaced entries."""
+    import numpy as np
+    a = np.ma.filled(np.ma.asarray(values, dtype=float), np.nan)
+    r = lambda x: [None if not np.isfinite(v) else float(f"{v:.6g}") for v in np.ravel(x)]
+    if a.size <= limit:
+        return r(a)
+    fin = a[np.isfinite(a)]
+    stats = [fin.min(), fin.max(), fin.mean()] if fin.size else []
+    return {"shape": list(a.shape), "finite": int(fin.size), "min_max_mean": r(stats),
+            "samples": r(a.ravel()[np.linspace(0, a.size - 1, limit).astype(int)])}
+
+
+def figure_data(fig) -> dict:
+    """What a figure shows, as numbers and words (its record's ``figure_data``; the audit compares a remade
+    figure by these, not by its pixels): per axes its title, labels, limits and scales, and every line,
+    collection (markers, error bars, bands, meshes), patch (bars), image and text, in drawing order."""
+    from matplotlib.collections import Collection
+    from matplotlib.image import AxesImage
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Rectangle
+    from matplotlib.text import Text
+
+    out = {"axes": [], "texts": [t.get_text() for t in fig.texts if t.get_text()]}
+    for ax in fig.axes:
+        a = {"title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
+             "xlim": _numbers(ax.get_xlim()), "ylim": _numbers(ax.get_ylim()),
+             "scale": [ax.get_xscale(), ax.get_yscale()],
+             "ticks": [[t.get_text() for t in ax.get_xticklabels()], [t.get_text() for t in ax.get_yticklabels()]],
+             "artists": []}
+        leg = ax.get_legend()
+        if leg is not None:
+            a["legend"] = [t.get_text() for t in leg.get_texts()]
+        for art in ax.get_children():
+            if not art.get_visible():
+                continue
+            if isinstance(art, Line2D):
+                a["artists"].append({"line": art.get_label() if not art.get_label().startswith("_") else "",
+                                     "xy": _numbers(art.get_xydata())})
+            elif isinstance(art, AxesImage):
+                a["artists"].append({"image": _numbers(art.get_array())})
+            elif isinstance(art, Collection):
+                entry = {"collection": type(art).__name__, "offsets": _numbers(art.get_offsets())}
+                arr = art.get_array()
+                if arr is not None:
+                    entry["values"] = _numbers(arr)
+                if not len(art.get_offsets()) or type(art).__name__ in ("LineCollection", "PolyCollection",
+                                                                        "FillBetweenPolyCollection"):
+                    entry["paths"] = _numbers([v for p in art.get_paths()[:200] for v in p.vertices.ravel()])
+                a["artists"].append(entry)
+            elif isinstance(art, Rectangle) and art is not ax.patch:
+                a["artists"].append({"bar": _numbers([art.get_x(), art.get_y(), art.get_width(), art.get_height()])})
+            elif isinstance(art, Text) and art.get_text() and art not in (ax.title, ax._left_title, ax._right_title):
+                a["artists"].append({"text": art.get_text()})
+        out["axes"].append(a)
+    return out
 
 
 # Names that lived in the former single-module copyhead.figures, loaded on first use (PEP 562).

@@ -22,8 +22,7 @@ from pathlib import Path
 from ..analysis.convergence import RHAT_MAX
 from ..analysis.tables import build_tables, jsonable
 from ..config import canonical_json, config_hash
-from ..provenance import (code_version, code_version_string, json_text, product_record, read_dataset, sha256_file,
-                          write_product)
+from ..provenance import json_text, product_record, read_dataset, sha256_file, write_product
 from .appendix import render_appendix
 from .page import render_page
 
@@ -47,7 +46,6 @@ def write_results(inputs: dict, out: Path, out_json: Path | None = None, config:
     tables["config_name"] = config_name
     if config is not None:
         tables["config"] = {"hash": config_hash(config), "json": canonical_json(config)}
-    tables["code_version"] = code_version_string(code_version())
     tables = jsonable(tables)
     out = Path(out)
     out_json = out if out.suffix == ".json" else Path(out_json) if out_json else out.with_suffix(".json")

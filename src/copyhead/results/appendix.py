@@ -23,8 +23,8 @@ def _config_section(t: dict) -> list[str]:
     name = t.get("config_name")
     cfg_hash = (t.get("config") or {}).get("hash", "")
     out.append((f"Produced from `{name}`" if name else "Produced from the config recorded in the inputs")
-               + (f" (config hash `{cfg_hash}`)" if cfg_hash else "")
-               + (f" by copyhead {t['code_version']}" if t.get("code_version") else "") + ".")
+               + (f" (config hash `{cfg_hash}`)" if cfg_hash else "") + "; the code that made it: the provenance "
+               "records beside this page and results.json.")
     cfg = json.loads((t.get("config") or {}).get("json") or "{}")
     used = sorted({n for att in t["attentions"].values() for n in att["recipes"]})
     rec_rows = []

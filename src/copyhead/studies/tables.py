@@ -300,6 +300,7 @@ def write_tables(spec_path: str | Path, paths: list[str | Path], out_json: str |
     text = json.dumps(jsonable(rep, drop=("config",)), indent=1, sort_keys=True) + "\n"
     out_json.parent.mkdir(parents=True, exist_ok=True)
     # data whose inputs (the studies' results) live outside the checkout: remade where the studies are
-    record = dict(product_record("studies_tables", "studies", inputs, {"spec": str(spec_path)}, kind="table"), data=True)
+    record = dict(product_record("studies_tables", "studies_tables", inputs, {"spec": str(spec_path)}, kind="table"),
+                  data=True)
     write_product({out_json: text}, record)
     return rep
