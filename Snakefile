@@ -5,8 +5,11 @@
 from snakemake.logging import logger
 from snakemake.utils import min_version
 
+import json
+import os
+
 from copyhead import config as chcfg
-from copyhead import recovery
+from copyhead import datafiles, recovery
 
 min_version("9.0")
 
@@ -23,6 +26,17 @@ for _cfgfile in workflow.overwrite_configfiles or ["config.yaml"]:
         raise WorkflowError(str(err)) from None
 
 
+# Every product records the config file(s) it was made from (and the `--config` overrides), so that
+# `copyhead audit` compares it with those, not with whatever config.yaml lies beside it: named here, in the
+# jobs' environment (copyhead.datafiles.config_source).
+os.environ[datafiles.CONFIG_FILES_ENV] = json.dumps(
+    [datafiles.config_path_record(f) for f in workflow.overwrite_configfiles] or ["config.yaml"])
+try:
+    os.environ[datafiles.CONFIG_OVERRIDES_ENV] = json.dumps(chcfg.parse_overrides(workflow.config_settings.config))
+except chcfg.ConfigError:
+    pass   # named by the validation (common.smk)
+
+
 # config.yaml is the default experiment; `--configfile other.yaml` replaces it (instead of Snakemake's
 # default of merging the two, which would leave keys of config.yaml behind). `--config key=value` still
 # overrides single keys of whichever file is used.
@@ -32,15 +46,22 @@ if not workflow.overwrite_configfiles:
 
 
 # After a `kill -9` of snakemake: its directory locks are removed here when the killed run was on this
-# machine (copyhead.recovery); temporary files of killed writes are removed when the next run starts.
+# machine (copyhead.recovery) and none of the jobs it started still runs here; temporary files of killed
+# writes are removed when the next run starts. Every job records itself (pid, command, which snakemake
+# started it) under .snakemake/copyhead-jobs, so that a job left running is found and named.
 _stale = recovery.clear_stale_locks(".snakemake")
 if _stale:
     logger.warning(_stale)
 elif workflow.is_main_process and (_held := recovery.lock_holders(".snakemake")):
     logger.warning(_held)   # Snakemake's own refusal that follows names no process
+if workflow.is_main_process:
+    os.environ.update(recovery.job_environment(".snakemake"))
 
 
 onstart:
+    # the locks were removed by hand (`snakemake --unlock`) while a killed run's job still runs: refuse too
+    if _orphans := recovery.orphaned_jobs(".snakemake"):
+        raise WorkflowError(recovery.orphans_message(_orphans, locks_kept=False))
     recovery.record_owner(".snakemake")
     for _tmp in recovery.remove_stale_temps("results"):
         logger.info(f"removed {_tmp} (temporary file of a killed write)")

@@ -219,6 +219,7 @@ def test_a_figure_that_cannot_be_written_is_one_line_and_keeps_the_earlier_outpu
     """A write that fails half-way (a file-size limit: the pdf fits, the png does not) is one line naming
     the file, and the figure's earlier pdf, png and sidecar are left exactly as they were."""
     inputs, out = _fig_inputs(tmp_path), tmp_path / "figs/fig6_linear_loss_curves.pdf"
+    out.parent.mkdir()                           # copyhead never makes an --out's folder
     assert _figure(inputs, out, tmp_path).returncode == 0
     before = tree(out.parent)
     sizes = {p: len(b) for p, b in before.items()}

@@ -83,8 +83,14 @@ def test_registry_entries_resolve():
     from copyhead import config as c
     cfg = c.load(ROOT / "tests/configs/tiny.yaml")
     assert list(FIGURES) == ["fig1_stages", "fig2_landscapes", "fig3_linear_order_params",
-                             "fig4_softmax_order_params", "fig5_coverage", "fig6_linear_loss_curves",
-                             "fig7_softmax_loss_curves", "fig8_scaling"]
+                             "fig3b_linear_diagnostics", "fig4_softmax_order_params", "fig4b_softmax_diagnostics",
+                             "fig5_coverage", "fig6_linear_loss_curves", "fig7_softmax_loss_curves", "fig8_scaling"]
+    for name in FIGURES:   # every figure has its caption for the Snakemake report (figures.smk)
+        assert (ROOT / f"workflow/report/{name}.rst").read_text().strip(), name
+    for main, diag in (("fig3_linear_order_params", "fig3b_linear_diagnostics"),
+                       ("fig4_softmax_order_params", "fig4b_softmax_diagnostics")):   # the same inputs
+        assert (FIGURES[diag].needs, FIGURES[diag].optional) == (FIGURES[main].needs, FIGURES[main].optional)
+        assert FIGURES[diag].options(cfg) == FIGURES[main].options(cfg)
     for name, f in FIGURES.items():
         assert f.name == name and callable(f.draw)
         assert all(kind in ("aggregate", "theory") and att in ("linear", "softmax") for kind, att in f.needs)
@@ -105,15 +111,19 @@ def test_names_of_the_former_module_still_resolve():
 
 def test_order_parameter_figure_plots_the_aggregates_mean_and_sem(files):
     import matplotlib.pyplot as plt
+    ag = synthetic_aggregate()
     fig = FIGURES["fig3_linear_order_params"].draw(files, {})
     bars = _errorbars(fig)
-    ag = synthetic_aggregate()
     for opt, label in (("adam", "Adam"), ("sgld", "SGLD")):
         for var, name in (("c1", "$\\hat c_1$"), ("cG", "$\\hat c_G$")):
             x, y, half = bars[f"_{name} {label}"]
             np.testing.assert_array_equal(x, [4, 8])
             np.testing.assert_allclose(y, ag[f"{var}_mean"].sel(optimizer=opt).values)
             np.testing.assert_allclose(half, ag[f"{var}_sem"].sel(optimizer=opt).values)  # NaN for sgld
+    plt.close(fig)
+    fig = FIGURES["fig3b_linear_diagnostics"].draw(files, {})   # the test loss moved to the diagnostics
+    bars = _errorbars(fig)
+    for opt, label in (("adam", "Adam"), ("sgld", "SGLD")):
         _, y, half = bars[label]  # test-loss panel
         np.testing.assert_allclose(y, ag["test_loss_final_mean"].sel(optimizer=opt).values)
         np.testing.assert_allclose(half, ag["test_loss_final_sem"].sel(optimizer=opt).values)
@@ -138,18 +148,28 @@ def test_make_figure_writes_pdf_png_and_provenance(files, tmp_path):
 def test_transition_outside_the_swept_range_leaves_no_stray_label(files):
     import matplotlib.pyplot as plt
     fig = FIGURES["fig3_linear_order_params"].draw(files, {})  # theory onset at P=2, sweep P=4, 8
-    ax = fig.axes[0]
-    labels = {t.get_text(): t for t in ax.texts}
-    # the named lines are the ticks of an axis on top of the panel, above the data (one per transition)
-    (top,) = ax.child_axes
+    ax, strip = fig.axes[0], fig.axes[1]
+    # the named lines are the ticks of an axis on top of the strip above the panel (one per transition)
+    (top,) = strip.child_axes
     names = dict(zip(top.xaxis.get_major_formatter().seq, top.xaxis.get_majorticklocs()))
     assert names == {"onset 2": 2.0, "crossover 18": 18.0}
     lo, hi = ax.get_xlim()
     assert not lo <= names["onset 2"] <= hi              # out of the panel's view: line and name not drawn
-    assert not any(s.startswith(("onset", "crossover")) for s in labels)    # nothing inside the panel
-    # without a results JSON the experimental transitions are not drawn, and the panel says so
-    assert "no results JSON: experimental transitions not drawn" in labels
+    assert not ax.child_axes and not any(t.get_text().startswith(("onset", "crossover")) for t in ax.texts)
+    assert {ln.get_xdata()[0] for ln in ax.lines if len(ln.get_xdata()) == 2} >= {2.0, 18.0}   # lines continue
+    # without a results JSON the experimental transitions are not drawn, and the strip says so
+    assert "no results JSON: experimental transitions not drawn" in {t.get_text() for t in strip.texts}
     plt.close(fig)
+
+
+def test_landscape_levels_are_round_numbers():
+    """fig2's shared colour scale: contour levels (and so the colour-bar ticks) at a round step from 0."""
+    from copyhead.figures.draw import _round_levels
+    lv = _round_levels(1377.2)
+    assert lv[0] == 0 and lv[-1] <= 1377.2 and 6 <= len(lv) <= 14
+    step = lv[1] - lv[0]
+    assert step in (100, 200, 250, 500) and np.allclose(np.diff(lv), step)
+    assert all(f"{v:g}" == f"{int(v)}" for v in lv)   # plain numbers: 0, 200, …, not 917.9, 1147
 
 
 def _scaling_theory(attention):
@@ -179,8 +199,11 @@ def test_fig8_draws_the_results_models_transitions_with_their_cis(tmp_path):
                                ("SGLD jump at $L=32$, 95% CI", (24.3, 20.2, 26.0))):
         x, y, _ = bars[label]
         assert y == pytest.approx([e])
+        assert list(x) == [32.0]    # at the run's L itself, not offset "for legibility"
         seg = fig.axes[0].containers[[c.get_label() for c in fig.axes[0].containers].index(label)].lines[2][0]
         assert sorted(seg.get_segments()[0][:, 1]) == pytest.approx([lo, hi])
+    marks = [c.lines[0].get_marker() for c in fig.axes[0].containers]
+    assert len(set(marks)) == 2   # told apart by marker (and colour), not by position
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any("paper" in s and "L\\ln^2L" in s for s in labels) and len(labels) <= 4
     assert {"onset", "crossover", "$P^*$"} <= {t.get_text() for t in fig.axes[0].texts}   # named directly
@@ -188,4 +211,24 @@ def test_fig8_draws_the_results_models_transitions_with_their_cis(tmp_path):
     fig = FIGURES["fig8_scaling"].draw(inputs, {})   # no results JSON: said on the panel, nothing made up
     assert not _errorbars(fig)
     assert any("no results JSON" in t.get_text() for t in fig.axes[0].texts)
+    plt.close(fig)
+
+
+def test_studies_finite_size_figure_colours_by_P_instead_of_a_legend_entry_per_curve():
+    """fig9/fig9b of the studies: one colour bar for P/P_ref and a marker key, not 12 legend entries."""
+    import matplotlib.pyplot as plt
+    from copyhead.figures.studies import draw_finite_size
+    pts = [{"x": x, "gap": -1.0 / x, "error": 0.01} for x in (16, 32, 64)]
+    params = {"linear": (("c1", "ĉ1"), ("cG", "ĉG")), "softmax": (("aG", "âG"),)}
+    gaps = [{"attention": att, "recipe": "hmc", "ratio": r, "param": p, "name": n, "points": pts,
+             "fit": {"a": 0.0, "b": -1.0}}
+            for att, ps in params.items() for r in (0.5, 0.7, 0.75, 1.0, 1.35, 1.4, 2.0) for p, n in ps]
+    transitions = [{"attention": "linear", "prior": "large_deviation", "fit": {"a": 1.0, "b": 0.5},
+                    "points": [{"x": x, "ratio": 1.0 + 0.5 / x, "error": 0.05} for x in (16, 32, 64)]}]
+    fig = draw_finite_size({"by": "d_k", "gaps": gaps, "transitions": transitions}, "synthetic")
+    sizes = [len(ax.get_legend().get_texts()) for ax in fig.axes if ax.get_legend()]
+    assert sizes and max(sizes) <= 4          # (a): ĉ1, ĉG; (b): âG; (c): one per transition series
+    (cbar,) = [a for ax in fig.axes for a in ax.child_axes if "P / P_ref" in a.get_ylabel()]
+    ticks = [t.get_text() for t in cbar.get_yticklabels()]
+    assert "0.5" in ticks and "2" in ticks and len(ticks) < 7   # 0.7/0.75 and 1.35/1.4: one tick each
     plt.close(fig)

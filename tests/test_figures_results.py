@@ -1,5 +1,6 @@
-"""fig3/fig4 residual panels and hollow (not converged) markers, fig6 with plain-MAP Adam runs: synthetic
-aggregates of tests/test_results.py (the variable layout of copyhead.aggregate)."""
+"""fig3/fig4 (legend, theory lines, transition strip, hollow = not converged markers), their diagnostics
+fig3b/fig4b (residuals, R̂), fig6 with plain-MAP Adam runs: synthetic aggregates of tests/test_results.py (the
+variable layout of copyhead.aggregate)."""
 import json
 from pathlib import Path
 
@@ -50,41 +51,126 @@ def test_points_with_large_rhat_are_drawn_hollow(softmax_files):
             y = float(aG.sel(optimizer=opt, P=P))
             assert any(x == P and yy == pytest.approx(y) for x, yy in hollow), (opt, P)
     assert not any(x in (8.0, 24.0, 32.0, 48.0) for x, _ in hollow)  # converged points stay filled
-    assert "open markers: split" in ax.get_title()
-    labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert len(labels) <= 4 and "SGLD" in labels   # one legend entry per recipe, nothing else
+    assert "open markers: split" in fig.axes[1].get_title()           # the strip above the panel
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[:2] == ["SGLD", "SGLD, copy start"]   # one entry per recipe shown, then the theory
+    assert all(t.startswith("theory") for t in labels[2:]) and len(labels) <= 6
     plt.close(fig)
 
 
-def test_residual_panel_shows_z_against_the_named_curve(softmax_files):
+def test_residual_panels_show_the_difference_to_the_named_curve(softmax_files):
+    """fig4b: experiment − theory against each method's natural curve, bars ±2σ (so z = Δ/σ), and R̂."""
     import matplotlib.pyplot as plt
     files, _ = softmax_files
-    fig = FIGURES["fig4_softmax_order_params"].draw(files, {})
-    axz, axr = fig.axes[2], fig.axes[3]
-    assert "SGLD vs closed form, posterior mean" in axz.get_title()
+    fig = FIGURES["fig4b_softmax_diagnostics"].draw(files, {})
+    axG, axr = fig.axes[1], fig.axes[3]
+    assert "SGLD vs closed form, posterior mean" in fig._suptitle.get_text()
     ag, th = read_dataset(files["aggregate_softmax"]), read_dataset(files["theory_softmax"])
     rows = [r for r in agreement_table(ag, th, None, "softmax", recipes(ag))
-            if r["curve"] == "closed_mean" and r["recipe"] == "sgld" and r["param"] == "aG"]
-    drawn = _points(axz, False) + _points(axz, True)
+            if r["curve"] == "closed_mean" and r["recipe"] == "sgld" and r["param"] == "aG" and np.isfinite(r["z"])]
+    (c,) = [c for c in axG.containers if c.get_label() == "_$\\hat a_G$ SGLD"]
+    x, y = (np.asarray(v, float) for v in c.lines[0].get_data())
+    half = np.array([(seg[1, 1] - seg[0, 1]) / 2 for seg in c.lines[2][0].get_segments()])
     for r in rows:
-        assert any(x == r["P"] and y == pytest.approx(r["z"]) for x, y in drawn)
+        i = list(x).index(r["P"])
+        assert y[i] == pytest.approx(r["experiment"] - r["theory"])
+        assert y[i] / (half[i] / 2) == pytest.approx(r["z"], rel=1e-6)      # the bar is ±2σ of z
     assert axr.get_ylabel().startswith("split-")
     assert any(line.get_ydata()[0] == 1.05 for line in axr.lines if len(line.get_ydata()) == 2)
+    legend = [t.get_text() for t in fig.axes[2].get_legend().get_texts()]   # every recipe, fig4's first
+    assert legend[:2] == ["SGLD", "SGLD, copy start"] and "SGLD, prior vs copy start (across seeds)" in legend
     plt.close(fig)
 
 
-def test_same_dataset_theory_is_the_residual_reference_when_given(tmp_path):
+def test_same_dataset_theory_is_drawn_named_and_the_residual_reference_when_given(tmp_path):
     import matplotlib.pyplot as plt
     ag, th, same = known_posterior(n_seeds=3, n_draws=40)
     files = {"aggregate_linear": str(write_dataset(ag, tmp_path / "ag.nc")),
              "theory_linear": str(write_dataset(th, tmp_path / "th.nc")),
              "datasets_linear": str(write_dataset(same, tmp_path / "same.nc"))}
     fig = FIGURES["fig3_linear_order_params"].draw(files, {})
-    assert "same dataset, posterior mean" in fig.axes[2].get_title()
-    # the same-dataset theory is drawn (× minimiser, + posterior mean; named in the caption, not the legend)
-    marks = {ln.get_marker() for ln in fig.axes[0].lines if ln.get_linestyle() in ("None", "none")
-             and np.array_equal(np.asarray(ln.get_xdata(), float), same["P"].values.astype(float))}
-    assert {"x", "+"} <= marks
+    ax = fig.axes[0]
+    # the same-dataset theory (mean over the seeds at the runs' P) is a line, named in the legend
+    lines = [ln for ln in ax.lines if ln.get_label() == "theory, same training sets"]
+    assert len(lines) == 2 and all(np.array_equal(np.asarray(ln.get_xdata(), float), same["P"].values.astype(float))
+                                   for ln in lines)
+    assert "theory, same training sets" in [t.get_text() for t in ax.get_legend().get_texts()]
+    plt.close(fig)
+    fig = FIGURES["fig3b_linear_diagnostics"].draw(files, {})
+    assert "same dataset, posterior mean" in fig._suptitle.get_text()
+    plt.close(fig)
+
+
+def _full_softmax_sweep(n_draws=20):
+    """Softmax with every kind of recipe: HMC and SGLD from the prior and from the copy solution (prior
+    starts copy from P = 24, copy starts from P = 12), Adam and plain-MAP Adam (one state per run)."""
+    rng = np.random.default_rng(3)
+    Ps = [8, 12, 16, 20, 24, 32]
+    lev_p = np.where(np.array(Ps) >= 24, 0.6, 0.02)
+    lev_c = np.where(np.array(Ps) >= 12, 0.6, 0.02)
+    out = {}
+    for name, lev, n in (("adam", lev_p, 1), ("adam_map", 0 * lev_p, 1), ("hmc", lev_p, n_draws),
+                         ("hmc_copy", lev_c, n_draws), ("sgld", lev_p, n_draws), ("sgld_copy", lev_c, n_draws)):
+        aG = lev[:, None, None] + 0.03 * rng.standard_normal((len(Ps), 4, n))
+        out[name] = (1 - aG, aG)
+    return fake_aggregate("softmax", out, Ps, range(4))
+
+
+def test_main_recipes_are_the_reference_sampler_both_starts_sgld_and_adam():
+    import xarray as xr
+    from copyhead.figures.orders import main_recipes
+    spec = {"adam": ("adam", "prior"), "adam_map": ("adam", "prior"), "hmc": ("hmc", "prior"),
+            "hmc_copy": ("hmc", "copy"), "sgld": ("sgld", "prior"), "sgld_copy": ("sgld", "copy"),
+            "sgld_half": ("sgld", "prior")}
+
+    def recs(names):
+        ag = xr.Dataset(coords={"optimizer": list(names)})
+        return recipes(ag, {"optimizers": {n: {"method": spec[n][0], "init": spec[n][1]} for n in names}})
+    assert main_recipes(recs(spec)) == ["hmc", "hmc_copy", "sgld", "adam"]
+    assert main_recipes(recs(["adam", "adam_map", "sgld", "sgld_copy", "sgld_half"])) == ["sgld", "sgld_copy", "adam"]
+    assert main_recipes(recs(["hmc", "sgld", "sgld_copy", "adam"])) == ["hmc", "sgld", "sgld_copy", "adam"]
+
+
+def test_order_parameter_figure_legend_names_every_line_and_marks_stay_off_the_data(tmp_path):
+    """fig4 as a referee reads it: ≤ 4 method entries and ≤ 6 entries in all, every theory line named in the
+    legend, the transitions in a strip above the panel (the y axis holds the data and the theory only)."""
+    from copyhead.figures import figure_data
+    ag = _full_softmax_sweep()
+    th = fake_theory("softmax", np.geomspace(4, 100, 60), {"saddle": (lambda P: 1 - P / 300, lambda P: P / 300),
+                                                          "mean": (lambda P: 1 - P / 300, lambda P: P / 300)},
+                     scalars={"P_star": 18.0, "P_spinodal_low": 11.0, "P_spinodal_high": 22.0})
+    cell = lambda m, e, lo, hi: {"recipe": m, "estimate": e, "ci_lo": lo, "ci_hi": hi}   # noqa: E731
+    summary = {"attentions": {"softmax": {"transitions": [
+        {"kind": "jump", "label": "jump of âG", "hmc": cell("hmc", 22.0, 20.0, 24.0),
+         "sgld": cell("sgld", 22.0, 20.0, 24.0), "adam": cell("adam", 21.0, 16.0, 24.0)},
+        {"kind": "hysteresis_lower", "hmc": cell("hmc+hmc_copy", 10.5, None, None)},
+        {"kind": "hysteresis_upper", "hmc": cell("hmc+hmc_copy", 22.5, None, None)}]}}}
+    res = tmp_path / "results.json"
+    res.write_text(json.dumps({"summary": summary}))
+    files = {"aggregate_softmax": str(write_dataset(ag, tmp_path / "ag.nc")),
+             "theory_softmax": str(write_dataset(th, tmp_path / "th.nc"))}
+    fig = FIGURES["fig4_softmax_order_params"].draw(dict(files, results=str(res)), {})
+    main, strip = figure_data(fig)["axes"][:2]   # what the provenance record (write_figure) says the figure shows
+    legend = main["legend"]
+    methods = [t for t in legend if not t.startswith("theory")]
+    assert methods == ["HMC (reference)", "HMC, copy start", "SGLD", "Adam"] and len(legend) <= 6
+    named = [t for t in legend if t.startswith("theory")]
+    drawn = [a["line"] for a in main["artists"] if a.get("line")]   # the record names the theory's lines
+    assert named == ["theory, closed form"] and drawn == named * 2       # one line per order parameter
+    ax, st = fig.axes[:2]
+    legend_names = {t.get_text() for t in ax.get_legend().get_texts()}
+    for ln in ax.lines:
+        x = np.asarray(ln.get_xdata(), float)
+        if ln.get_linestyle() in ("None", "none", "") or (len(x) == 2 and x[0] == x[1]):
+            continue   # markers, and the vertical transition lines (named on the strip's top edge)
+        assert ln.get_label() in legend_names, ln.get_label()
+    # the y axis holds the data (â in [0, 1]) and nothing above it; the marks are in the strip
+    assert ax.get_ylim()[1] < 1.1
+    assert [t.get_text() for t in st.get_yticklabels()] == ["HMC", "SGLD", "Adam", "hysteresis"]
+    bars = sorted(tuple(ln.get_xdata()) for ln in st.lines if len(ln.get_xdata()) == 2 and ln.get_linestyle() == "-")
+    assert (10.5, 22.5) in bars and (20.0, 24.0) in bars and (16.0, 24.0) in bars
+    assert strip["ylim"] != main["ylim"]
+    import matplotlib.pyplot as plt
     plt.close(fig)
 
 

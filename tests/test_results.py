@@ -599,9 +599,9 @@ def test_a_run_with_a_non_finite_result_is_named_and_marked(tmp_path):
     files = {"aggregate_linear": str(write_dataset(ag, tmp_path / "ag.nc")),
              "theory_linear": str(write_dataset(th, tmp_path / "th.nc"))}
     fig = FIGURES["fig3_linear_order_params"].draw(dict(files, results=str(path)), {})
-    marks = [ln for ln in fig.axes[0].lines if ln.get_marker() == "x" and ln.get_color() == "red"]
+    marks = [ln for ax in fig.axes for ln in ax.lines if ln.get_marker() == "x" and ln.get_color() == "red"]
     assert len(marks) == 1 and list(marks[0].get_xdata()) == [P]
-    assert any("1 non-finite run(s) excluded" in t.get_text() for t in fig.axes[1].texts)
+    assert any("1 non-finite run(s) excluded" in t.get_text() for ax in fig.axes for t in ax.texts)
     plt.close(fig)
 
 
@@ -672,13 +672,13 @@ def test_the_page_reports_the_hmc_reference_and_sgld_against_it(tmp_path):
     assert blocks and all(len(set(b)) == 1 for b in blocks), blocks
 
 
-def test_a_point_whose_chains_have_not_mixed_makes_the_verdict_not_mixed():
+def test_a_point_whose_chains_have_not_mixed_is_left_out_of_the_verdict():
     """Per training set, never across seeds: a chain's halves (or one dataset's prior- and copy-started
-    chains, which override) with bulk ESS < 100 or R̂ > 1.01 is 'not mixed'; the agreement verdict then says
-    'not mixed' with the count, and the verdict of the mixed points alone beside it."""
+    chains, which override) with bulk ESS < 100 or R̂ > 1.01 is 'not mixed'; such points are left out of the
+    effect size, which decides the verdict; with no mixed point the verdict is 'not mixed'."""
     from copyhead.analysis.agreement import agreement_summaries
     from copyhead.analysis.convergence import mixing_status
-    from copyhead.analysis.summary import agreement_verdict
+    from copyhead.analysis.summary import agreement_verdict, effect_size
     from copyhead.results.format import verdict_text
     conv = [{"recipe": "hmc", "P": 8.0, "param": "c1", "rhat_within_max": 1.002, "ess_chain_min": 300.0},
             {"recipe": "hmc", "P": 16.0, "param": "c1", "rhat_within_max": 1.002, "ess_chain_min": 50.0},
@@ -690,15 +690,50 @@ def test_a_point_whose_chains_have_not_mixed_makes_the_verdict_not_mixed():
     assert not m[("hmc", 24.0, "c1")]["mixed"] and m[("hmc", 24.0, "c1")]["rhat"] == 1.3   # the pair decides
     assert m[("hmc_copy", 24.0, "c1")]["basis"].startswith("prior- and copy-started")
     rows = [{"attention": "linear", "recipe": "hmc", "method": "hmc", "curve": "same_mean", "P": P, "name": "ĉ1",
-             "param": "c1", "z": z, "away": True, "mixed": m[("hmc", P, "c1")]["mixed"]}
-            for P, z in ((8.0, 0.5), (16.0, 5.0), (24.0, -4.0))]
+             "param": "c1", "z": z, "away": True, "mixed": m[("hmc", P, "c1")]["mixed"], "experiment": x,
+             "theory": 0.30} for P, z, x in ((8.0, 0.5, 0.31), (16.0, 5.0, 0.50), (24.0, -4.0, 0.05))]
     (s,) = agreement_summaries(rows)
     assert (s["n_not_mixed"], s["n_mixed"], s["n_within_2_mixed"]) == (2, 1, 1) and s["rms_z_mixed"] == 0.5
-    v = agreement_verdict(s)
-    assert v["outcome"] == "not mixed" and v["on_mixed"]["outcome"] == "agrees" and v["on_mixed"]["n"] == 1
-    assert verdict_text(v).startswith("not mixed (2 of 3 points") and "mixed points alone: agrees" in verdict_text(v)
+    v = agreement_verdict(s, effect_size(rows, "hmc", "same_mean", 0.02))
+    assert v["outcome"] == "agrees within tolerance" and v["effect"]["n"] == 1 and v["effect"]["n_not_mixed"] == 2
+    assert verdict_text(v).startswith("agrees within tolerance (|Δ| ≤ 0.02); 2 of 3 points not mixed")
     rows_ok = [dict(r, mixed=True) for r in rows]
-    assert agreement_verdict(agreement_summaries(rows_ok)[0])["outcome"] == "does not agree"
+    v = agreement_verdict(agreement_summaries(rows_ok)[0], effect_size(rows_ok, "hmc", "same_mean", 0.02))
+    assert v["outcome"] == "deviates" and v["effect"]["max_abs_delta"] == pytest.approx(0.25)
+    assert verdict_text(v) == "deviates by 0.25 (−83 %; tolerance |Δ| ≤ 0.02)"
+    none = [dict(r, mixed=False) for r in rows]
+    v = agreement_verdict(agreement_summaries(none)[0], effect_size(none, "hmc", "same_mean", 0.02))
+    assert v["outcome"] == "not mixed"
+
+
+def test_every_verdict_row_carries_its_effect_size_and_the_tolerance(tmp_path):
+    """The published results page's verdicts, rendered by the current code from the committed results JSON:
+    every agreement verdict has |Δ|, Δ relative to the theory and the tolerance beside its significance; the
+    claims table's agreement row and the SGLD-against-HMC table say |Δ|; no location verdict compares the
+    paper's number at an unstated size."""
+    import shutil
+    from copyhead.analysis.summary import build_summary
+    from copyhead.results import write_pages
+    shutil.copy(Path(__file__).resolve().parents[1] / "docs/results.json", tmp_path / "results.json")
+    tables = json.loads((tmp_path / "results.json").read_text())
+    summ = build_summary(tables)
+    for sa in summ["attentions"].values():
+        for r in sa["agreement"]:
+            for v in [r["verdict"]] + [o["verdict"] for o in r["others"]]:
+                e = v["effect"]
+                assert e["tolerance"] == summ["tolerance"] and "max_abs_delta" in e and "worst_rel" in e
+                assert v["outcome"] in ("agrees within tolerance", "deviates", "not mixed", "no points")
+        for s in (sa.get("reference") or {}).get("sgld", []):
+            assert s["effect"]["tolerance"] == summ["tolerance"] and s["effect"]["n"] > 0
+    write_pages(tmp_path / "results.json", tmp_path / "results.md", figure_dir="results_figures")
+    md = (tmp_path / "results.md").read_text()
+    lines = [x for x in md.splitlines() if x.startswith("- ") and " against the " in x and "**" in x]
+    assert lines and all("|Δ| ≤ " in x and ("|Δ| = " in x or "deviates by" in x or "within tolerance" in x
+                                            or "not mixed" in x) for x in lines), lines
+    claims = [x for x in md.splitlines() if x.startswith("| theory agrees with Adam and SGLD")]
+    assert claims and "\\|Δ\\| ≤" in claims[0] and "tolerance" in claims[0]
+    assert "paper / ours" not in md and "size not stated" in md
+    assert md.split("## The paper's claims")[0].count("At this study's size") == 1
 
 
 def test_seed_block_bootstrap_widens_the_rms_z_when_seeds_move_together():

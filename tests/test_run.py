@@ -117,6 +117,7 @@ def test_divergence_via_cli(tmp_path):
     cfg_path = tmp_path / "config.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg))
     out = tmp_path / "runs" / "d.nc"
+    out.parent.mkdir()                     # copyhead writes into an existing folder (it never makes an --out's)
     rc = cli.main(["train", "--config", str(cfg_path), "--attention", "linear", "--optimizer", "sgld",
                    "--P", "8", "--seed", "0", "--out", str(out)])
     assert rc == 0
@@ -164,6 +165,7 @@ def test_cli_train_end_to_end(tmp_path):
     cfg_path = tmp_path / "config.yaml"
     cfg_path.write_text(yaml.safe_dump(tiny_config()))
     out = tmp_path / "results/runs/softmax/sgld_copy/P8/seed0.nc"
+    out.parent.mkdir(parents=True)         # as Snakemake does before the job
     assert cli.main(["train", "--config", str(cfg_path), "--attention", "softmax", "--optimizer",
                      "sgld_copy", "--P", "8", "--seed", "0", "--out", str(out)]) == 0
     f = read_dataset(out)

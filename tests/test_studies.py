@@ -266,6 +266,7 @@ def test_tables_then_page_from_studies_json_alone(tmp_path):
     paths, studies, groups = _size_studies(tmp_path / "studies")
     spec = _spec(tmp_path, studies, groups)
     tables = tmp_path / "report" / "studies.json"
+    tables.parent.mkdir()                  # copyhead writes into an existing folder (it never makes an --out's)
     assert main(["studies-report", str(spec), *map(str, paths), "--out", str(tables)]) == 0
     rec = json.loads(sidecar_path(tables).read_text())
     assert set(rec["inputs"]) == {"spec", "study_S16", "study_S32", "study_S48"}
@@ -442,6 +443,7 @@ def test_studies_workflow_dry_run_plans_one_nested_study_per_member(tmp_path):
 def test_missing_or_corrupt_results_file_is_named(tmp_path):
     bad = tmp_path / "results.json"
     bad.write_text("{")
+    (tmp_path / "r").mkdir()               # the --out folder exists: refused for the input, not for the folder
     for path, what in ((tmp_path / "none.json", "no such results file"), (bad, "not a results JSON")):
         with pytest.raises(Exception, match=what):
             T.load_study(path)

@@ -146,15 +146,24 @@ def _write_cause(e: BaseException) -> BaseException | None:
 
 
 def check_writable(path: str | Path) -> Path:
-    """Raise a one-line :class:`WriteError` now if ``path`` could not be written later (its folder cannot
-    be made, or a file cannot be created in it), so that a command refuses before it computes; a probe
-    file is created and removed, the target itself is not touched."""
+    """Raise a one-line :class:`WriteError` now if ``path`` could not be written later (its folder does not
+    exist or is not a folder, or a file cannot be created in it), so that a command refuses before it
+    computes. The folder is never created here: a command writes into a folder that exists (inside the
+    workflow Snakemake makes every output's folder before the job runs), so a mistyped ``--out`` is named
+    instead of becoming a new folder. A probe file is created and removed; the target is not touched."""
     path = Path(path)
+    folder = path.parent
     try:
         if path.is_dir():
             raise IsADirectoryError(21, "Is a directory")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=path.parent)
+        if not folder.is_dir():
+            above = next((p for p in folder.parents if p.exists()), None)
+            if folder.exists() or (above is not None and not above.is_dir()):
+                bad = folder if folder.exists() else above
+                raise WriteError(f"{path}: cannot be written ({bad} is a file, not a folder); nothing was computed")
+            raise WriteError(f"{path}: cannot be written ({folder}: no such folder; copyhead does not create "
+                             "it: make it first, or give another --out); nothing was computed")
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=folder)
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
@@ -286,3 +295,46 @@ def require_kind(path: str | Path, kind: str, attention: str | None = None) -> N
         raise DataFileError(f"{path}: a copyhead {found} file, expected {article} {kind} file")
     if attention and attrs.get("attention", attention) != attention:
         raise DataFileError(f"{path}: a {attrs['attention']}-attention {kind} file, expected {attention}")
+
+
+# Which config file(s) a product was made from, recorded in it (netCDF attribute ``config_files``, a sidecar's
+# ``config_files``) so that ``copyhead audit`` compares it with that file, not with whatever config.yaml lies
+# beside it. The workflow names the files it read (``--configfile``, else config.yaml) and its ``--config``
+# overrides in its jobs' environment (the Snakefile); a command run by hand that reads ``--config FILE``
+# names that file itself (copyhead.cli: :func:`config_source_given`).
+CONFIG_FILES_ENV, CONFIG_OVERRIDES_ENV = "COPYHEAD_CONFIG_FILES", "COPYHEAD_CONFIG_OVERRIDES"
+_config_source_given: list[str] | None = None
+
+
+def config_path_record(path: str | Path) -> str:
+    """A config file's path as products record it: relative to the working directory when inside it (the
+    workflow's folder: a copied or moved folder keeps its record), else absolute."""
+    p = Path(path).absolute()
+    try:
+        return p.relative_to(Path.cwd().absolute()).as_posix()
+    except ValueError:
+        return str(p)
+
+
+def config_source_given(files) -> None:
+    """Set (a list of paths) or clear (None) the config file(s) the running command read itself."""
+    global _config_source_given
+    _config_source_given = None if files is None else [config_path_record(f) for f in files]
+
+
+def config_source() -> dict:
+    """``{"config_files": [...]}`` (plus ``config_overrides``, the workflow's ``--config`` values, when
+    given): the config the current product is made from, or {} when nobody said."""
+    if _config_source_given is not None:
+        return {"config_files": list(_config_source_given)}
+    try:
+        files = json.loads(os.environ.get(CONFIG_FILES_ENV, "null"))
+        overrides = json.loads(os.environ.get(CONFIG_OVERRIDES_ENV, "null"))
+    except ValueError:
+        return {}
+    if not isinstance(files, list) or not files:
+        return {}
+    out = {"config_files": [str(f) for f in files]}
+    if isinstance(overrides, dict) and overrides:
+        out["config_overrides"] = overrides
+    return out

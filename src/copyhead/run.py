@@ -4,7 +4,8 @@
 (:mod:`copyhead.train`): it builds each seed's data (:mod:`copyhead.task`), the batched network
 (:mod:`copyhead.model`), each chain's initial state (prior draw or copy solution) and noise stream, runs
 the batch with periodic checkpoints next to the outputs (a restarted job resumes from it bit-identically,
-but only under the same code, config, seeds and device; the checkpoint is deleted once every output
+but only under the same code, config, seeds and device, and only when its content matches the sha256 it
+carries: a damaged one is moved aside to ``<name>.corrupt``; the checkpoint is deleted once every output
 exists), prints progress lines to its log, and writes one Dataset per seed (documented in
 ``docs/engine.md``) atomically with its provenance attributes. A diverged chain is not an error: its file
 has ``status = "diverged"`` and the step at which divergence was seen. :func:`train_run` is the
@@ -29,11 +30,12 @@ from .resources import memory_problem
 from .provenance import atomic_write, code_fingerprint, now_iso, provenance_attrs, write_dataset
 from .schedules import record_steps, sample_steps, step_size
 from .task import hmc_seed, make_data, noise_seed, torch_seed
-from .train import SAMPLE_VARS, BatchState, Interrupted, NoiseStreams, new_state, run_chains
+from .train import SAMPLE_VARS, BatchState, Interrupted, NoiseStreams, new_state, run_chains, state_sha256
 
 __all__ = ["train_job", "train_points", "train_run", "resolve_device", "checkpoint_path", "Interrupted"]
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
+CHECKSUM = "state_sha256"   # the key of a checkpoint's checksum of everything else it holds (train.state_sha256)
 
 
 def resolve_device(name: str | None) -> str:
@@ -266,7 +268,9 @@ def _run_batch(rc: RunConfig, model: CopyAttention, Ps, seeds, outs, dev, stop_a
         state = new_state(model, recipe, theta)
 
     def save(d: dict):
-        atomic_write(ckpt, lambda tmp: torch.save(dict(d, key=key), tmp))
+        d = dict(d, key=key)
+        d[CHECKSUM] = state_sha256(d)   # verified on resume: a damaged checkpoint is never resumed from
+        atomic_write(ckpt, lambda tmp: torch.save(d, tmp))
 
     every = dict(checkpoint=save, checkpoint_every=recipe.checkpoint_every, stop_after=stop_after, log=log)
     if recipe.method == "hmc":  # per chain: one generator for the sampler, one for the readout draws
@@ -282,20 +286,42 @@ def _run_batch(rc: RunConfig, model: CopyAttention, Ps, seeds, outs, dev, stop_a
 
 
 def _resume(ckpt: Path, key: str, dev, log) -> BatchState | None:
-    """The state saved at ``ckpt`` when it was written under ``key`` (same code, config, seeds, device)."""
+    """The state saved at ``ckpt`` when it was written under ``key`` (same code, config, seeds, device) and
+    its content still matches the checksum it carries. An unreadable or damaged checkpoint is moved aside
+    to ``<name>.corrupt`` (kept, not deleted) and named in one log line; the run then starts from step 0."""
     if not ckpt.exists():
         return None
     try:
         d = torch.load(ckpt, map_location="cpu", weights_only=True)  # tensors and plain data only; RNG on CPU
-    except Exception as e:  # an unreadable checkpoint is ignored (it is rewritten atomically, so rare)
-        log(f"ignoring unreadable checkpoint {ckpt}: {type(e).__name__}: {e}")
+        if not isinstance(d, dict):
+            raise TypeError(f"holds a {type(d).__name__}, not a checkpoint")
+    except Exception as e:  # rewritten atomically, so rare: a damaged disk, a copy cut short, not ours
+        _set_aside(ckpt, f"{type(e).__name__}: {e}", log, prefix="ignoring unreadable checkpoint")
         return None
-    if d.get("key") != key:
+    recorded = d.pop(CHECKSUM, None)
+    if d.get("key") != key:   # an older or other job's checkpoint: not damaged, just not this run's
         log(f"ignoring checkpoint {ckpt}: written by other code, config, seeds or device")
+        return None
+    actual = state_sha256(d)
+    if recorded != actual:
+        why = ("it carries no sha256 of its state" if recorded is None else
+               f"its state does not match the sha256 it carries ({actual[:12]} != recorded {str(recorded)[:12]})")
+        _set_aside(ckpt, why, log, prefix="ignoring damaged checkpoint")
         return None
     state = BatchState.from_dict(d, dev)
     log(f"resuming from checkpoint {ckpt} at step {state.step}")
     return state
+
+
+def _set_aside(ckpt: Path, why: str, log, prefix: str):
+    """Move a checkpoint that cannot be resumed from to ``<name>.corrupt`` and say so in one line."""
+    aside = ckpt.with_name(ckpt.name + ".corrupt")
+    try:
+        os.replace(ckpt, aside)
+        kept = f"moved to {aside}"
+    except OSError as e:
+        kept = f"left in place ({e.strerror or e}); it is overwritten by the next checkpoint"
+    log(f"{prefix} {ckpt}: {why}; {kept}; starting from step 0")
 
 
 def train_run(run_cfg: dict, out: Path, device: str | None = None, _stop_after: int | None = None,

@@ -36,10 +36,12 @@ Divergence (:func:`diverged`) is checked at record steps and every ``CHECK_EVERY
 when U or θ is non-finite, or when U or ||θ||² exceeds ``DIVERGE_FACTOR`` times its scale at the start
 (|U₀| + n and ||θ₀||² + Σ prior variances): no sampler or optimiser of this posterior moves that far
 legitimately. The loop can save its complete state (θ, Adam moments, noise-generator states, records)
-every ``checkpoint_every`` steps and resume from it bit-identically.
+every ``checkpoint_every`` steps and resume from it bit-identically; :func:`state_sha256` is the checksum a
+checkpoint carries of that state.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -152,6 +154,40 @@ class BatchState:
     def live(self, device) -> torch.Tensor:
         """(K,) bool: the chains that have not diverged."""
         return torch.tensor([d < 0 for d in self.diverged_step], device=device)
+
+
+def state_sha256(d) -> str:
+    """sha256 over a checkpoint's content (:meth:`BatchState.to_dict` plus what the writer adds): every
+    tensor's dtype, shape and bytes, every number, string and key, in a fixed order. A checkpoint carries
+    it beside the state and the reader recomputes it, so a bit flipped in a tensor's data (which
+    ``torch.load`` reads without complaint) is found before a run resumes from it."""
+    h = hashlib.sha256()
+
+    def walk(x):
+        if isinstance(x, torch.Tensor):
+            t = x.detach().cpu().contiguous()
+            h.update(f"T{t.dtype}{tuple(t.shape)}:".encode())
+            h.update(t.numpy().tobytes() if t.numel() else b"")
+        elif isinstance(x, dict):
+            h.update(f"D{len(x)}:".encode())
+            for k in sorted(x, key=str):
+                h.update(f"K{type(k).__name__}{k!r}:".encode())
+                walk(x[k])
+        elif isinstance(x, (list, tuple)):
+            h.update(f"L{len(x)}:".encode())
+            for v in x:
+                walk(v)
+        elif isinstance(x, np.ndarray):
+            walk(torch.from_numpy(np.ascontiguousarray(x)))
+        elif isinstance(x, np.generic):
+            walk(x.item())
+        elif x is None or isinstance(x, (bool, int, float, str)):
+            h.update(f"S{type(x).__name__}{x!r};".encode())
+        else:
+            raise TypeError(f"a checkpoint holds a {type(x).__name__}, which state_sha256 cannot hash")
+
+    walk(d)
+    return h.hexdigest()
 
 
 def new_state(model: CopyAttention, recipe, theta: torch.Tensor) -> BatchState:

@@ -235,7 +235,7 @@ def block_rms_z(rows, n_boot: int = 400, level: float = 0.95, seed: int = 0) -> 
     return out
 
 
-def _counted(attention: str, param: str) -> bool:
+def counted(attention: str, param: str) -> bool:
     """Whether a parameter enters the summaries: both of linear attention's (ĉ1, ĉG, independent
     projections); only the copy weight âG of softmax attention, whose â1 = 1 − âG inside the span would
     count the same deviation twice."""
@@ -247,12 +247,12 @@ def agreement_summaries(rows) -> list[dict]:
     ``recipe`` = "all <method>"): over the points away from the transitions, n_away (with a z), rms_z,
     chi2, dof, chi2_per_dof, p_value, n_within_2 (|z| ≤ 2), the worst point (recipe, P, param, z), and over
     all points n_all, rms_z_all; n_no_error counts points without an error (one seed). Softmax attention
-    counts âG only (:func:`_counted`). Rows carrying
+    counts âG only (:func:`counted`). Rows carrying
     ``mixed`` (sampled points, :func:`copyhead.analysis.convergence.mixing_status`) add n_not_mixed (away
     points whose chains have not mixed) and the same statistics over the mixed away points alone
     (n_mixed, rms_z_mixed, n_within_2_mixed)."""
     groups: dict[tuple, list[dict]] = {}
-    for row in [r for r in rows if _counted(r["attention"], r["param"])]:
+    for row in [r for r in rows if counted(r["attention"], r["param"])]:
         groups.setdefault((row["attention"], "recipe", row["recipe"], row["method"], row["curve"]), []).append(row)
         groups.setdefault((row["attention"], "method", f"all {row['method']}", row["method"], row["curve"]),
                           []).append(row)

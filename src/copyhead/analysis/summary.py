@@ -14,7 +14,8 @@ attention type:
   outcome "inside" | "outside" | "no interval" | "no estimate" | "no theory". The closed-form (large-N)
   value and the paper's number on our σ² scale stand beside them.
 - ``agreement`` — one row per method: the natural curve's summary over the points away from the
-  transitions, with the verdict rule of :func:`agreement_verdict`.
+  transitions, with the verdict of :func:`agreement_verdict`: the effect size |Δ| against the tolerance
+  (:data:`AGREE_TOLERANCE`, or the config's ``results.tolerance``) decides, significance stands beside it.
 - ``convergence`` — counts of R̂ flags of the SGLD chains and what they mean for the error bars;
   ``reference`` — the HMC reference posterior where the sweep has one: its convergence (per dataset across
   prior- and copy-started chains) and SGLD against it on the same datasets; ``evidence`` — numbers on the
@@ -25,10 +26,11 @@ at the paper's σ² = :data:`PAPER_SIGMA2`, are put on our σ² by multiplying w
 """
 from __future__ import annotations
 
+import json
 import math
 
 from ..config.schema import METHODS, SAMPLERS
-from .agreement import SOURCES, natural_curve
+from .agreement import SOURCES, counted, natural_curve
 from .convergence import flagged_points
 from .stats import is_number as _ok
 
@@ -71,10 +73,16 @@ WHY = {"mean": "posterior mean: what an SGLD chain's average estimates",
        "same": "each run's own training set, the same estimator on the swept P",
        "exact": "the dataset-averaged exact action", "closed": "closed form (N ≫ (V+L)²)"}
 CI_RULE = "the natural theory value lies inside the method's 95% bootstrap CI"
-AGREE_RULE = ("agrees: every point within 2σ and RMS z ≤ 1.5; mostly agrees: ≥ 90 % within 2σ and RMS z ≤ 2; "
-              "else does not agree (points away from the transitions); not mixed: a sampler's point whose chains "
-              "have bulk ESS < 100 or R̂ > 1.01 on its training set makes the verdict 'not mixed' (the verdict "
-              "of the mixed points alone is given beside it)")
+# The agreement tolerance: |Δ| = |experiment − theory| in each order parameter below which a point agrees.
+# Fixed before looking at the effect sizes (docs/config.md, "Agreement tolerance"); a config may set its own
+# (``results: {tolerance: ...}``).
+AGREE_TOLERANCE = 0.02
+AGREE_RULE = ("effect size first: the largest |Δ| = |experiment − theory| over the points away from the "
+              "transitions (a sampler's: those whose chains mixed) against the tolerance |Δ| ≤ {tol:g} in each "
+              "order parameter, fixed before looking: 'agrees within tolerance' when every such point is inside "
+              "it, else 'deviates by |Δ| (Δ relative to the theory's value)' at the worst point; 'not mixed' when "
+              "no point's chains mixed (bulk ESS ≥ 100 and R̂ ≤ 1.01 on its training set); significance (RMS z, "
+              "points within 2σ) stands beside it")
 
 
 def _num(x) -> float:
@@ -178,28 +186,56 @@ def transition_rows(att: dict, attention: str) -> list[dict]:
     return out
 
 
-def _agree_word(k: int, n: int, rms: float) -> str:
-    if k == n and rms <= 1.5:
-        return "agrees"
-    if k >= 0.9 * n and rms <= 2:
-        return "mostly agrees"
-    return "does not agree"
+def tolerance(tables: dict) -> float:
+    """The agreement tolerance of a results model: its config's ``results.tolerance``, else
+    :data:`AGREE_TOLERANCE`."""
+    cfg = json.loads((tables.get("config") or {}).get("json") or "{}")
+    return float((cfg.get("results") or {}).get("tolerance", AGREE_TOLERANCE))
 
 
-def agreement_verdict(s: dict | None) -> dict:
-    """{"rule", "value", "outcome"} of one agreement summary row (value: RMS z; outcome: agrees | mostly
-    agrees | does not agree | no error bars | not mixed). "not mixed" wherever one of its away points'
-    chains has not mixed (``n_not_mixed`` > 0); then ``on_mixed`` is the verdict of the mixed points
-    alone (with their count), or None when there are none."""
-    if not s or not s["n_away"]:
-        return {"rule": AGREE_RULE, "value": math.nan, "outcome": "no error bars"}
-    k, n, rms = s["n_within_2"], s["n_away"], _num(s["rms_z"])
-    out = {"rule": AGREE_RULE, "value": rms, "outcome": _agree_word(k, n, rms)}
-    if s.get("n_not_mixed"):
-        nm = s.get("n_mixed") or 0
-        out.update(outcome="not mixed", n_not_mixed=s["n_not_mixed"], n_away=n, on_mixed=(
-            {"outcome": _agree_word(s["n_within_2_mixed"], nm, _num(s["rms_z_mixed"])), "n": nm,
-             "n_within_2": s["n_within_2_mixed"], "rms_z": _num(s["rms_z_mixed"])} if nm else None))
+def effect_size(rows: list[dict], recipe: str, curve: str | None, tol: float) -> dict:
+    """|Δ| = |experiment − theory| of one recipe against one curve over the points away from the transitions
+    (softmax: âG only, :func:`copyhead.analysis.agreement.counted`); for a sampler only the points whose
+    chains mixed count (``n_not_mixed`` the others). ``max_abs_delta``, the worst point's Δ and Δ relative to
+    the theory's value there (``worst_rel``; NaN where |theory| < tol, a relative error of a near-zero value
+    says nothing), ``rms_delta``, ``n_within_tol`` of ``n``. Where no point mixed, those numbers are of all
+    the points and ``provisional`` is True (the verdict is then 'not mixed')."""
+    pts = [r for r in rows if r["recipe"] == recipe and r["curve"] == curve and r["away"]
+           and counted(r["attention"], r["param"]) and _ok(r.get("experiment")) and _ok(r.get("theory"))]
+    use = [r for r in pts if r.get("mixed") is not False]
+    provisional = not use and bool(pts)      # no point mixed: the effect size of all of them, said to be provisional
+    out = {"tolerance": tol, "n": len(use), "n_not_mixed": len(pts) - len(use), "n_within_tol": 0,
+           "provisional": provisional,
+           "max_abs_delta": math.nan, "rms_delta": math.nan, "worst_P": math.nan, "worst_param": "",
+           "worst_delta": math.nan, "worst_rel": math.nan, "worst_experiment": math.nan, "worst_theory": math.nan}
+    if provisional:
+        use = pts
+    if not use:
+        return out
+    d = [r["experiment"] - r["theory"] for r in use]
+    i = max(range(len(d)), key=lambda j: abs(d[j]))
+    w = use[i]
+    out.update(n_within_tol=sum(abs(x) <= tol for x in d), max_abs_delta=abs(d[i]),
+               rms_delta=math.sqrt(sum(x * x for x in d) / len(d)), worst_P=w["P"], worst_param=w["name"],
+               worst_delta=d[i], worst_experiment=w["experiment"], worst_theory=w["theory"],
+               worst_rel=d[i] / abs(w["theory"]) if abs(w["theory"]) >= tol else math.nan)
+    return out
+
+
+def agreement_verdict(s: dict | None, eff: dict | None = None) -> dict:
+    """{"rule", "outcome", "effect", ...} of one method against one curve: the effect size decides
+    (:data:`AGREE_RULE`): outcome "agrees within tolerance" | "deviates" | "not mixed" | "no points";
+    significance (RMS z, points within 2σ of the summary row ``s``) is carried beside it."""
+    eff = eff or {"n": 0, "n_not_mixed": 0, "tolerance": AGREE_TOLERANCE}
+    out = {"rule": AGREE_RULE.format(tol=eff["tolerance"]), "effect": eff, "value": eff.get("max_abs_delta"),
+           "rms_z": (s or {}).get("rms_z"), "n_within_2": (s or {}).get("n_within_2"),
+           "n_away": (s or {}).get("n_away")}
+    if eff.get("provisional") or not eff["n"]:
+        out["outcome"] = "not mixed" if eff["n_not_mixed"] else "no points"
+    elif eff["n_within_tol"] == eff["n"]:
+        out["outcome"] = "agrees within tolerance"
+    else:
+        out["outcome"] = "deviates"
     return out
 
 
@@ -212,7 +248,8 @@ def _find(att: dict, recipe: str, curve: str | None) -> dict | None:
     return next((s for s in att["agreement_summary"] if s["recipe"] == recipe and s["curve"] == curve), None)
 
 
-def agreement_rows(att: dict) -> list[dict]:
+def agreement_rows(att: dict, tol: float = AGREE_TOLERANCE, optimizers: dict | None = None) -> list[dict]:
+    optimizers = optimizers or {}
     out = []
     for method in METHODS:
         recs = prior_recipes(att, method)
@@ -221,7 +258,14 @@ def agreement_rows(att: dict) -> list[dict]:
         curve = natural_curve(att["agreement"], method)
         s = _find(att, recs[0], curve)
         row = {"method": method, "recipe": recs[0], "curve": curve,
-               "curve_label": s["curve_label"] if s else "", "verdict": agreement_verdict(s)}
+               "curve_label": s["curve_label"] if s else "", "recipe_config": optimizers.get(recs[0], {}),
+               "verdict": agreement_verdict(s, effect_size(att["agreement"], recs[0], curve, tol)),
+               # the method's other prior-started recipes beside it (Adam: the scored recipe warms the prior
+               # up; plain MAP is shown next to it), each with its recipe settings and effect size
+               "others": [{"recipe": n, "recipe_config": optimizers.get(n, {}),
+                           "verdict": agreement_verdict(_find(att, n, curve),
+                                                        effect_size(att["agreement"], n, curve, tol))}
+                          for n in recs[1:]]}
         for k in ("n_away", "n_within_2", "rms_z", "chi2_per_dof", "p_value", "worst_recipe", "worst_P",
                   "worst_param", "worst_z", "n_all", "rms_z_all", "rms_z_block_lo", "rms_z_block_hi",
                   "block_n_distinct", "n_grid_limited"):
@@ -281,15 +325,32 @@ def evidence(att: dict, rhat_max: float) -> list[dict]:
     return out
 
 
-def reference_posterior(att: dict, rhat_max: float) -> dict | None:
+def sampler_effect(att: dict, recipe: str, tol: float) -> dict:
+    """SGLD against HMC on the same training sets, effect size first: the largest |Δ| = |SGLD − HMC| over the
+    recipe's points (softmax: âG only), Δ relative to HMC's value, and the points within the tolerance."""
+    rows = [r for r in att.get("samplers", []) if r["recipe"] == recipe and counted(r["attention"], r["param"])
+            and _ok(r.get("diff"))]
+    out = {"tolerance": tol, "n": len(rows), "n_not_mixed": 0, "n_within_tol": sum(abs(r["diff"]) <= tol for r in rows),
+           "max_abs_delta": math.nan, "worst_P": math.nan, "worst_param": "", "worst_delta": math.nan,
+           "worst_rel": math.nan, "worst_experiment": math.nan, "worst_theory": math.nan}
+    if rows:
+        w = max(rows, key=lambda r: abs(r["diff"]))
+        ref = w.get("hmc")
+        out.update(max_abs_delta=abs(w["diff"]), worst_P=w["P"], worst_param=w["name"], worst_delta=w["diff"],
+                   worst_experiment=w.get("sgld"), worst_theory=ref,
+                   worst_rel=w["diff"] / abs(ref) if _ok(ref) and abs(ref) >= tol else math.nan)
+    return out
+
+
+def reference_posterior(att: dict, rhat_max: float, tol: float = AGREE_TOLERANCE) -> dict | None:
     """The HMC reference posterior of one attention type (None without HMC recipes): its convergence
     (:func:`convergence_summary` of the HMC rows: across its chains and per dataset across the prior- and
     copy-started chains of one training set) and SGLD against it on the same training sets (the tables'
-    ``sampler_summary`` rows, one per SGLD recipe)."""
+    ``sampler_summary`` rows, one per SGLD recipe, each with its effect size, :func:`sampler_effect`)."""
     if not any(r["method"] == "hmc" for r in att["recipes"].values()):
         return None
     return {"convergence": convergence_summary(att, rhat_max, "hmc"),
-            "sgld": [dict(s) for s in att.get("sampler_summary", [])]}
+            "sgld": [dict(s, effect=sampler_effect(att, s["recipe"], tol)) for s in att.get("sampler_summary", [])]}
 
 
 SCALING_RULE = "the form whose ratio max/min over the theory's L range is smallest"
@@ -315,14 +376,16 @@ def scaling_summary(att: dict) -> dict | None:
 def build_summary(tables: dict) -> dict:
     """The summary of the module docstring from the JSON-ready tables."""
     rhat_max = tables["settings"]["rhat_max"]
-    out = {"paper_sigma2": PAPER_SIGMA2, "attentions": {}}
+    tol = tolerance(tables)
+    optimizers = json.loads((tables.get("config") or {}).get("json") or "{}").get("optimizers", {})
+    out = {"paper_sigma2": PAPER_SIGMA2, "tolerance": tol, "attentions": {}}
     if "softmax" in tables["attentions"]:
         out["scaling"] = scaling_summary(tables["attentions"]["softmax"])
     for a, att in tables["attentions"].items():
         out["attentions"][a] = {
             "sigma2": att["theory"].get("config", {}).get("model", {}).get("sigma2"),
-            "transitions": transition_rows(att, a), "agreement": agreement_rows(att),
+            "transitions": transition_rows(att, a), "agreement": agreement_rows(att, tol, optimizers),
             "convergence": convergence_summary(att, rhat_max), "evidence": evidence(att, rhat_max),
-            "reference": reference_posterior(att, rhat_max),
+            "reference": reference_posterior(att, rhat_max, tol),
             "nonfinite": att.get("nonfinite", [])}
     return out

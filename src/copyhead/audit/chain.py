@@ -10,9 +10,13 @@ problem: the audit names it and exits non-zero.
 Every product records the fingerprint of the code that made it (``code_fingerprint``; figures in their
 sidecar); one that differs from the current code's (``copyhead.provenance.code_fingerprint``) is *stale*:
 a warning (exit 1 under ``--strict``). So is a product whose recorded config differs from the one the
-current config file gives it (``config.yaml`` of the audited folder, or ``--config``): each differing key
-is one line, ``stale: <product> made with model.sigma2 = 0.1, config.yaml now says 0.2`` (runs per
-recipe, theory files, figure options); a product for a point no longer in the sweep is not compared. ``--fix`` removes what is broken so that the next ``snakemake``
+config file gives it: the file(s) the figure records it was made from (``config_files``: the workflow's
+``--configfile``, else config.yaml; a product made before that record: ``config.yaml`` of the audited
+folder), or ``--config``, which wins. Each differing key is one line, ``stale: <product> made with
+optimizers.sgld.eta = 0.001, conf/tiny.yaml now says 0.002`` (runs per recipe, theory files, figure
+options); a product for a point no longer in the sweep is not compared. A figure made from a stale product
+is stale itself (``STALE`` instead of ``OK``), and products of one figure that record different config files
+are named. ``--fix`` removes what is broken so that the next ``snakemake``
 makes it again instead of failing downstream: an unreadable file itself, a product whose recorded input
 changed (the input is kept), figure outputs that changed, and, under ``--results``, every unreadable
 netCDF file and stale temporary file of a killed write.
@@ -20,15 +24,17 @@ netCDF file and stale temporary file of a killed write.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import sqlite3
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import ConfigError, config_differences, load, run_config, run_identity, theory_config
+from ..config import (ConfigError, config_differences, load_mapping, merge_overrides, run_config, run_identity,
+                      theory_config, validate)
 from ..figures import FIGURES
-from ..provenance import CODE_MODULES, KIND_CONCERN, DataFileError, code_fingerprint, read_dataset, sha256_file
+from ..provenance import CODE_ROOTS, KIND_CONCERN, DataFileError, code_fingerprint, read_dataset, sha256_file
 from ..repair import FOREIGN
 
 
@@ -45,6 +51,9 @@ class Report:
     config_stale: dict = field(default_factory=dict)
     # what `--fix` removes: path -> reason (an empty reason list: Snakemake remakes a missing file itself)
     remove: dict[str, str] = field(default_factory=dict)
+    # why the figure itself is stale (made by other code or options, or from a stale product); '' if not
+    figure_stale: str = ""
+    config_files: list[str] = field(default_factory=list)    # the config file(s) the products were compared with
 
     @property
     def ok(self) -> bool:
@@ -52,7 +61,8 @@ class Report:
 
     def as_dict(self) -> dict:
         return {"figure": self.figure, "ok": self.ok, "problems": self.problems, "warnings": self.warnings,
-                "stale": self.stale, "remove": self.remove,
+                "stale": self.stale, "figure_stale": self.figure_stale, "config_files": self.config_files,
+                "remove": self.remove,
                 "products": self.products, "runs": self.runs, "code_versions": self.code_versions,
                 "total_run_wall_time_s": sum(r.get("wall_time_s") or 0 for r in self.runs)}
 
@@ -86,15 +96,16 @@ def _snakemake_record(root: Path, path: str) -> dict | None:
 class _Auditor:
     def __init__(self, root: Path, config: Path | None = None):
         self.root = root
-        # the config the products should have been made with: config.yaml of the audited root (or the
-        # file named by --config); None (with why) when it cannot be read, then no config check is made
-        self.config_path = Path(config) if config is not None else root / "config.yaml"
-        self.config, self.config_error = _current_config(self.config_path)
-        self.config_label = (str(config) if config is not None else "config.yaml")
+        # the config the products should have been made with, per figure (:meth:`_use_config`): the file
+        # named by --config, else the file(s) the figure records, else config.yaml of the audited root;
+        # None (with why) when it cannot be read, then no config check is made
+        self.explicit = Path(config) if config is not None else None
+        self._configs: dict[tuple, tuple] = {}
+        self.config, self.config_error, self.config_label, self.config_files = None, "", "config.yaml", []
         # path -> (sha256, dataset or the read error): `--all` reaches the same aggregate and runs from
         # several figures; each file is hashed and read once per audit
         self._files: dict[Path, tuple[str, object]] = {}
-        self.current = {c: code_fingerprint(c) for c in CODE_MODULES}
+        self.current = {c: code_fingerprint(c) for c in CODE_ROOTS}
 
     def _stale(self, kind: str, recorded: str) -> str:
         """'' if ``recorded`` is the current fingerprint of the code making ``kind``, else why not."""
@@ -107,9 +118,41 @@ class _Auditor:
             return f"made by other {concern} code (fingerprint {recorded}, current {self.current[concern]})"
         return ""
 
-    def _config_stale(self, rep: Report, kind: str, path: str, recorded, want):
+    def _use_config(self, rec: dict, inputs: list[str]):
+        """Choose the config a figure's products are compared with: ``--config``, else the config file(s)
+        (and ``--config`` overrides of the workflow) the figure's record names, else those an input file
+        records (a figure drawn by hand from workflow products), else config.yaml of the audited root."""
+        files, overrides = None, {}
+        if self.explicit is not None:
+            files, label = [str(self.explicit)], str(self.explicit)
+        else:
+            for source in itertools.chain([rec], (self._attrs(p) for p in inputs)):   # the first that says
+                files = _recorded_list(source.get("config_files"))
+                if files:
+                    overrides = _recorded_dict(source.get("config_overrides"))
+                    break
+            files = files or ["config.yaml"]
+            label = " + ".join(files) + (" (with the workflow's --config overrides)" if overrides else "")
+        key = (tuple(files), json.dumps(overrides, sort_keys=True))
+        if key not in self._configs:
+            paths = [Path(f) if self.explicit is not None else self._resolve(f) for f in files]
+            self._configs[key] = _current_config(paths, overrides)
+        self.config, self.config_error = self._configs[key]
+        self.config_label, self.config_files = label, files
+
+    def _attrs(self, recorded_path: str) -> dict:
+        """The attributes of a netCDF input ({} if it cannot be read: the audit reports that itself)."""
+        path = self._resolve(recorded_path)
+        if not path.exists():
+            return {}
+        _, content = self._load(path)
+        return {} if isinstance(content, DataFileError) else dict(content.attrs)
+
+    def _config_stale(self, rep: Report, kind: str, path: str, recorded, want, rename: dict | None = None):
         """Note every key where a product's recorded config differs from what the current config gives
-        it (collected per (kind, key, values) and printed as one line each by :meth:`_config_lines`)."""
+        it (collected per (kind, key, values) and printed as one line each by :meth:`_config_lines`);
+        ``rename`` maps a record's top-level section to the config's (a run's ``recipe`` is
+        ``optimizers.<recipe>``), so the line names the key to look for in the config file."""
         if want is None:
             return
         if isinstance(recorded, str):
@@ -118,6 +161,8 @@ class _Auditor:
             except json.JSONDecodeError:
                 return
         for key, got, now in config_differences(recorded, want):
+            head, dot, rest = key.partition(".")
+            key = f"{rename[head]}{dot}{rest}" if rename and head in rename else key
             rep.config_stale.setdefault((kind, key, repr(got), repr(now)), []).append(path)
 
     def _config_lines(self, rep: Report):
@@ -150,6 +195,16 @@ class _Auditor:
         path = Path(p)
         return path if path.is_absolute() else self.root / path
 
+    def _load(self, path: Path) -> tuple[str, object]:
+        """(sha256, dataset or the read error) of a file, read once per audit."""
+        if path not in self._files:
+            try:
+                content = read_dataset(path)
+            except DataFileError as e:
+                content = e
+            self._files[path] = (sha256_file(path), content)
+        return self._files[path]
+
     def _check_file(self, rep: Report, recorded_path: str, sha: str, what: str, consumer: list[str]):
         """Verify existence and checksum; return the opened dataset or None. For ``--fix``: an unreadable
         file is removed, a changed one makes its ``consumer`` files (made from the old content) removed."""
@@ -159,13 +214,7 @@ class _Auditor:
             for c in consumer:     # made from it: removed, so that snakemake remakes both
                 rep.remove.setdefault(str(self._resolve(c)), f"made from {recorded_path}, which is missing")
             return None
-        if path not in self._files:
-            try:
-                content = read_dataset(path)
-            except DataFileError as e:
-                content = e
-            self._files[path] = (sha256_file(path), content)
-        actual, content = self._files[path]
+        actual, content = self._load(path)
         if isinstance(content, DataFileError):
             rep.problems.append(f"{content} ({what})")
             rep.remove[str(path)] = "unreadable netCDF file"
@@ -206,9 +255,15 @@ class _Auditor:
                 rep.problems.append(f"{out['path']}: changed since it was made (figure output)")
                 rep.remove.update({f: f"figure output {out['path']} changed" for f in fig_files})
         rep.code_versions.setdefault(rec.get("code_version", "unknown"), []).append(str(sidecar))
+        inputs = {role: inp for role, inp in sorted(rec.get("inputs", {}).items()) if isinstance(inp, dict)}
+        self._use_config(rec, [i["path"] for i in inputs.values() if str(i.get("path", "")).endswith(".nc")])
+        rep.config_files = list(self.config_files)
+        sources: dict[str, list[str]] = {}     # config files recorded -> the products recording them
+        _note_source(sources, rec.get("config_files"), str(sidecar))
         why = self._stale("figure", rec.get("code_fingerprint", ""))
         if why:
             rep.stale.append(str(sidecar))
+            rep.figure_stale = why
             rep.warnings.append(f"stale figure {figure}: {why}")
         if self.config is not None and rec.get("figure") in FIGURES:
             fig = FIGURES[rec["figure"]]
@@ -216,7 +271,7 @@ class _Auditor:
         fig_job = _snakemake_record(self.root, rec.get("outputs", {}).get("pdf", {}).get("path", ""))
         if fig_job:
             rep.products.append({"role": "figure", "path": str(figure), "snakemake": fig_job})
-        for role, inp in sorted(rec.get("inputs", {}).items()):
+        for role, inp in inputs.items():
             ds = self._check_file(rep, inp["path"], inp.get("sha256", ""), f"input {role} of {sidecar.name}",
                                   consumer=fig_files)
             prod = {"role": role, "path": inp["path"], "kind": inp.get("kind", ""),
@@ -228,6 +283,7 @@ class _Auditor:
             if ds is None:
                 continue
             self._note_version(rep, ds.attrs, inp["path"])
+            _note_source(sources, ds.attrs.get("config_files"), inp["path"])
             kind = str(ds.attrs.get("copyhead_kind", ""))
             prod["code_fingerprint"] = str(ds.attrs.get("code_fingerprint", ""))
             why = self._stale(kind, prod["code_fingerprint"])
@@ -239,7 +295,7 @@ class _Auditor:
                 self._config_stale(rep, kind, inp["path"], ds.attrs.get("config_json", "{}"),
                                    self._want_theory(kind, ds.attrs.get("config_json", "{}")))
             if kind == "aggregate":
-                self._audit_runs(rep, ds.attrs, inp["path"])
+                self._audit_runs(rep, ds.attrs, inp["path"], sources)
         stale_runs = [r for r in rep.runs if r.get("stale")]
         if stale_runs:
             rep.stale += [r["path"] for r in stale_runs]
@@ -249,6 +305,15 @@ class _Auditor:
         if self.config_error:
             rep.warnings.append(f"{self.config_label}: {self.config_error}; recorded configs not compared")
         self._config_lines(rep)
+        if len(sources) > 1:
+            rep.warnings.append("made from different config files: " + "; ".join(
+                f"{src} ({len(p)} file(s), e.g. {p[0]})" for src, p in sorted(sources.items())))
+        made_from = [p for p in rep.stale if p != str(sidecar)]
+        if str(sidecar) in rep.stale and not rep.figure_stale:
+            rep.figure_stale = "made with other figure options (named above)"
+        if made_from and not rep.figure_stale:
+            rep.figure_stale = f"made from {len(made_from)} stale product(s), e.g. {made_from[0]}"
+            rep.warnings.append(f"stale figure {figure}: {rep.figure_stale} (`snakemake` remakes them and it)")
         if len(rep.code_versions) > 1:
             rep.warnings.append("mixed code versions: " + "; ".join(
                 f"{v} ({len(f)} file(s))" for v, f in sorted(rep.code_versions.items())))
@@ -275,7 +340,7 @@ class _Auditor:
             rep.problems.append(f"{path}: {FOREIGN} than its aggregate's: {'; '.join(diff)}")
             rep.remove[str(self._resolve(path))] = f"{FOREIGN}: {'; '.join(diff)}"
 
-    def _audit_runs(self, rep: Report, attrs: dict, agg_path: str):
+    def _audit_runs(self, rep: Report, attrs: dict, agg_path: str, sources: dict):
         try:
             inputs = json.loads(attrs.get("inputs_json", "{}"))
         except json.JSONDecodeError:
@@ -293,8 +358,10 @@ class _Auditor:
                 why = self._stale("run", str(a.get("code_fingerprint", "")))
                 if why:
                     run["stale"] = why
-                self._config_stale(rep, "run", path, a.get("config_json", "{}"), self._want_run(a))
+                self._config_stale(rep, "run", path, a.get("config_json", "{}"), self._want_run(a),
+                                   rename={"recipe": f"optimizers.{a.get('optimizer', '?')}"})
                 self._note_version(rep, a, path)
+                _note_source(sources, a.get("config_files"), path)
                 self._check_run_content(rep, ds, attrs, path)
             job = _snakemake_record(self.root, path)
             if job:
@@ -302,14 +369,46 @@ class _Auditor:
             rep.runs.append(run)
 
 
-def _current_config(path: Path):
-    """(validated config, '') or (None, why not)."""
-    if not path.is_file():
-        return None, "not found"
+def _current_config(paths: list[Path], overrides: dict | None = None):
+    """(validated config, '') or (None, why not): the files merged in order (as the Snakefile merges its
+    ``--configfile`` files), then the ``--config`` overrides."""
+    merged = {}
+    for path in paths:
+        if not path.is_file():
+            return None, "not found" if len(paths) == 1 else f"{path.name} not found"
+        try:
+            merged = merge_overrides(merged, load_mapping(path))
+        except ConfigError as e:
+            return None, f"invalid ({str(e).splitlines()[0]})"
     try:
-        return load(path), ""
+        return validate(merge_overrides(merged, overrides or {})), ""
     except ConfigError as e:
         return None, f"invalid ({str(e).splitlines()[0]})"
+
+
+def _recorded_list(value) -> list[str]:
+    """A product's ``config_files`` record (a list in a sidecar, JSON text in a netCDF attribute)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return []
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def _recorded_dict(value) -> dict:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _note_source(sources: dict, recorded, product: str):
+    files = _recorded_list(recorded)
+    if files:
+        sources.setdefault(" + ".join(files), []).append(product)
 
 
 def audit_figures(figures, root: Path = Path("."), config: Path | None = None) -> list[Report]:
@@ -319,7 +418,8 @@ def audit_figures(figures, root: Path = Path("."), config: Path | None = None) -
 
 def _print(rep: Report, out=sys.stdout):
     d = rep.as_dict()
-    print(f"{'OK  ' if rep.ok else 'FAIL'} {rep.figure}", file=out)
+    head = "FAIL" if not rep.ok else "STALE" if rep.figure_stale else "OK  "
+    print(f"{head} {rep.figure}", file=out)
     for p in rep.products:
         line = f"  <- {p['role']}: {p['path']}"
         if p.get("kind"):

@@ -172,8 +172,12 @@ class Regenerator:
         return self.scratch / Path(path).resolve().relative_to(self.root)
 
     def run(self, rec: dict) -> tuple[bool, str]:
-        """Run the record's command (``argv``) in the scratch copy: (ok, why not)."""
+        """Run the record's command (``argv``; for a record made before argv was kept, its ``command`` line
+        where that splits unambiguously: no JSON argument) in the scratch copy: (ok, why not)."""
         argv = rec.get("argv")
+        command = str(rec.get("command") or "")
+        if not argv and command and not any(c in command for c in "{}'\""):
+            argv = command.split()
         if not argv:
             return False, "its record names no argv (made before records kept the command's arguments): remake it once"
         prog = Path(argv[0])

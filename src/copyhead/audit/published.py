@@ -186,6 +186,7 @@ class PublishedAuditor:
             rec = {"kind": kind, "concern": KIND_CONCERN.get(kind, ""),
                    "code_fingerprint": str(attrs.get("code_fingerprint", "")), "code_modules": modules,
                    "code_version": str(attrs.get("code_version", "")), "data": True, "argv": argv,
+                   "command": str(attrs.get("command", "")),
                    "inputs": {p: {"path": p, "sha256": s} for p, s in inputs.items()}}
             return "netCDF attributes", rec, ""
         return "", None, ""

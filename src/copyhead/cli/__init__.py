@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 from .. import config as cfgmod
-from ..datafiles import check_not_foreign, check_writable
+from .. import recovery
+from ..datafiles import check_not_foreign, check_writable, config_source_given
 from ..provenance import DataFileError, sidecar_path
 from . import pipeline, studies, theory_maps
 from .lazy import call
@@ -66,12 +67,33 @@ def _check_outputs(args) -> None:
         check_writable(out)
 
 
+def _config_read(args) -> list[str] | None:
+    """The config file a command reads itself (``--config FILE``, unless the workflow's JSON form of the
+    same settings replaces it): what its products record as the config they were made from. None: the
+    command reads none (the workflow's jobs: the Snakefile names its config files in their environment)."""
+    path = getattr(args, "config", None)
+    if not path or args.cmd == "audit" or any(getattr(args, k, None) for k in ("run_config", "theory_config",
+                                                                                 "run_configs")):
+        return None
+    return [path]
+
+
+def _job_command(args) -> str:
+    """What a job record names: the command and its outputs (the workflow's JSON arguments left out)."""
+    outs = getattr(args, "out", None)
+    outs = [outs] if isinstance(outs, str) else list(outs or [])
+    return " ".join([f"copyhead {args.cmd}", *(["--out", *map(str, outs)] if outs else [])])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _terminate)
+    job = None
     try:
+        config_source_given(_config_read(args))
         _check_outputs(args)
+        job = recovery.record_job(_job_command(args))     # inside the workflow only (its environment says)
         return args.func(args)
     except (Terminated, KeyboardInterrupt) as e:
         why = "SIGTERM" if isinstance(e, Terminated) else "Ctrl-C (SIGINT)"
@@ -88,5 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"copyhead {args.cmd}: error: {e}", file=sys.stderr)
         return 2
     finally:
+        recovery.release_job(job)
+        config_source_given(None)
         signal.signal(signal.SIGTERM, previous)
 

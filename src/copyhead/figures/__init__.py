@@ -23,7 +23,7 @@ from ..provenance import figure_record, sha256_file, write_product
 @dataclass(frozen=True)
 class Figure:
     name: str
-    function: str                         # drawing function in copyhead.figures.draw (fig3/fig4: .orders)
+    function: str                         # drawing function in copyhead.figures.draw (fig3/fig4, 3b/4b: .orders)
     needs: tuple = ()                     # (kind, attention) pairs: kind in {aggregate, theory}
     options: Callable[[dict], dict] = field(default=lambda cfg: {})
     attention: str = ""                   # passed to the drawing function when set (one function, two figures)
@@ -62,14 +62,19 @@ FIGURES = {f.name: f for f in [
            lambda cfg: {"stage_optimizer": cfg["figures"]["stage_optimizer"],
                         "stages": {a: [[k, v] for k, v in st.items()] for a, st in cfg["figures"]["stages"].items()}}),
     Figure("fig2_landscapes", "fig_landscapes", _THEORY),
-    # fig3/fig4: ĉ1, ĉG (linear) or â1, âG (softmax) vs P: Adam circles, SGLD diamonds, theory lines, test loss;
-    # residuals z against theory and split-R̂ vs P below (hollow markers: R̂ above the threshold)
+    # fig3/fig4: ĉ1, ĉG (linear) or â1, âG (softmax) vs P in the paper's style: HMC (prior and copy start),
+    # SGLD, Adam as markers, theory lines named in the legend, transitions in a strip above the panel;
+    # fig3b/fig4b: their diagnostics for every recipe (residuals, test loss, split-R̂), the same inputs
     Figure("fig3_linear_order_params", "fig_order_params", (("aggregate", "linear"), ("theory", "linear")),
            _recipes("linear"), attention="linear", optional=(("datasets", "linear"),), results=True),
+    Figure("fig3b_linear_diagnostics", "fig_diagnostics", (("aggregate", "linear"), ("theory", "linear")),
+           _recipes("linear"), attention="linear", optional=(("datasets", "linear"),)),
     Figure("fig4_softmax_order_params", "fig_order_params", (("aggregate", "softmax"), ("theory", "softmax")),
            _recipes("softmax"), attention="softmax", optional=(("datasets", "softmax"),), results=True),
+    Figure("fig4b_softmax_diagnostics", "fig_diagnostics", (("aggregate", "softmax"), ("theory", "softmax")),
+           _recipes("softmax"), attention="softmax", optional=(("datasets", "softmax"),)),
     Figure("fig5_coverage", "fig_coverage", _BOTH + _THEORY),
-    # fig6/fig7: test loss vs training step for every P and every Adam run (adam and adam_map), log axes
+    # fig6/fig7: test loss vs training step per P (median and range over seeds), one panel per Adam recipe
     Figure("fig6_linear_loss_curves", "fig_loss_curves", (("aggregate", "linear"),), _recipes("linear"),
            attention="linear"),
     Figure("fig7_softmax_loss_curves", "fig_loss_curves", (("aggregate", "softmax"),), _recipes("softmax"),

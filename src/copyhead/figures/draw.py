@@ -71,6 +71,14 @@ def _barrier_top(sm) -> float:
     return 1.3 * max(tops) if tops else float(np.nanpercentile(sm["action_landscape"].values, 30))
 
 
+def _round_levels(top: float, n: int = 12) -> np.ndarray:
+    """About ``n`` contour levels from 0 up to ``top`` at a round step (1, 2, 2.5 or 5 × 10^k), so the
+    colourbar's ticks read 0, 200, 400, … instead of 917.9, 1147, 1377."""
+    from matplotlib.ticker import MaxNLocator
+    levels = MaxNLocator(nbins=n, steps=[1, 2, 2.5, 5, 10]).tick_values(0.0, top)
+    return levels[(levels >= 0) & (levels <= top * (1 + 1e-9))]
+
+
 def fig_landscapes(inputs, options):
     """fig2: linear S(ĉ1, ĉG) − min S at the theory's landscape P on one shared colour scale (one colourbar);
     softmax S(β; P) − min S across P* (one colour per P, named on a discrete colourbar), the y range showing
@@ -88,7 +96,7 @@ def fig_landscapes(inputs, options):
            for P in Ps]
     Svs = [S - np.nanmin(S) for S in Svs]
     top = min(float(np.nanquantile(S, 0.6)) for S in Svs)   # the same levels in every panel
-    levels = np.linspace(0, top, 13)
+    levels = _round_levels(top)   # round numbers (0, 200, 400, ...): the colourbar reads as plain values
     for ax, P, Sv in zip(axes, Ps, Svs):
         cs = ax.contourf(c1, cG, Sv, levels=levels, cmap="Blues_r", extend="max")
         ax.contour(c1, cG, Sv, levels=levels, colors="k", linewidths=0.3)
@@ -100,9 +108,9 @@ def fig_landscapes(inputs, options):
         ax.set_title(f"linear, $P={P:.3g}$")
         ax.set_aspect("equal")
     axes[0].set_ylabel(r"$\hat c_G$", labelpad=1)
-    cb = left.colorbar(cs, ax=list(axes), shrink=0.8, pad=0.02, format="%.4g")
+    cb = left.colorbar(cs, ax=list(axes), shrink=0.8, pad=0.02, format="%g")
     cb.ax.tick_params(labelsize=5.5)
-    cb.set_label("$S-\\min S$ (linear)", fontsize=6)
+    cb.set_label("$S-\\min S$ (linear; nats)", fontsize=6)
     ax = right.subplots()
     beta = sm["beta_grid"].values
     sPs = np.asarray(sm["landscape_P"].values, float)
@@ -118,7 +126,7 @@ def fig_landscapes(inputs, options):
     ax.set_ylim(-0.05 * top, top)
     ax.set_xlim(beta.min(), min(beta.max(), 1.4 * max(b_copy) + 0.2))
     ax.set_xlabel(r"copy logit $\beta$")
-    ax.set_ylabel(r"$S(\beta;P)-\min S$", labelpad=1)
+    ax.set_ylabel(r"$S(\beta;P)-\min S$ (nats)", labelpad=1)
     Pst = float(sm["P_star"]) if "P_star" in sm else float("nan")
     ax.set_title(f"softmax, $P^*={Pst:.3g}$" if np.isfinite(Pst) else "softmax")
     edges = np.arange(len(sPs) + 1)
@@ -130,10 +138,11 @@ def fig_landscapes(inputs, options):
 
 
 def fig_coverage(inputs, options):
-    """fig5, one row per attention type: (left) coverage of Ā by span{J, I}: projected-norm ratio
-    ||ΠĀ||/||Ā|| (for an orthogonal projection this equals the cosine between Ā and ΠĀ, which the run files
-    also store); (right) cosine similarity between Ā and the theory's predicted pattern (m1 J + mP I)/L at
-    the same P. Colour and marker: recipe (one legend below)."""
+    """fig5, one row per attention type: (left) coverage by span{J, I}: the projected-norm ratio ||ΠA||/||A||
+    of each recorded attention matrix (a sampler's draws, Adam's final state), averaged over the draws (the
+    runs' ``coverage_ratio``; for an orthogonal projection it equals the cosine between A and ΠA); (right)
+    cosine similarity between the mean pattern Ā and the theory's predicted pattern (m1 J + mP I)/L at the
+    same P. Colour and marker: recipe (one legend below)."""
     plt = pyplot()
     rows = [a for a in ATTENTIONS if f"aggregate_{a}" in inputs]
     fig, axes = plt.subplots(len(rows), 2, figsize=(WIDE, 1.9 * len(rows) + 0.4), squeeze=False, sharey=True,
@@ -156,8 +165,12 @@ def fig_coverage(inputs, options):
             ax.set_ylim(-0.05, 1.05)
             if r < len(rows) - 1:
                 ax.set_xlabel("")
-        axes[r, 0].set_title(f"{att}: coverage $\\|\\Pi\\bar A\\|_F/\\|\\bar A\\|_F$, $\\Pi$ onto span$\\{{J, I\\}}$")
-        axes[r, 1].set_title(f"{att}: $\\cos(\\bar A, A_{{\\rm theory}})$, $A_{{\\rm theory}}=(m_1J+m_PI)/L$")
+        # the runs' coverage_ratio: per recorded state (a sampler's draw, Adam's final state), then averaged
+        # over the draws — not the coverage of the chain's mean pattern Ā (caption)
+        axes[r, 0].set_title(f"{att}: coverage $\\|\\Pi A\\|_F/\\|A\\|_F$ onto span$\\{{J, I\\}}$, mean over draws",
+                             fontsize=7)
+        axes[r, 1].set_title(f"{att}: $\\cos(\\bar A, A_{{\\rm theory}})$, $A_{{\\rm theory}}=(m_1J+m_PI)/L$",
+                             fontsize=7)
         axes[r, 0].set_ylabel("ratio / cosine")
         for h, lab in zip(*axes[r, 0].get_legend_handles_labels()):
             labels.setdefault(lab, h)
@@ -224,11 +237,45 @@ def _label_line(ax, x, y, text, color, dy=0.0):
                     color=color, va="center", ha="left", annotation_clip=False)
 
 
+def _zoom_at_L(ax, lin, sm, L0, marks):
+    """An inset of fig8's L panel around the run's L: the closed-form crossover and P* there beside the
+    experiment's marks with their CIs (on the full log axis they sit within a marker's width of each other)."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+    ins = ax.inset_axes([0.62, 0.04, 0.36, 0.27])
+    ys = []
+    for key, ds in (("P_crossover", lin), ("P_star", sm)):
+        _, color, fmt, _ = SCALING_STYLE[key]
+        ins.plot(ds["scaling_L"], ds[f"{key}_vs_L"], fmt, color=color, ms=3)
+        i = int(np.argmin(np.abs(ds["scaling_L"].values - L0)))
+        ys.append(float(ds[f"{key}_vs_L"][i]))
+    for c, kw in marks:
+        ins.errorbar([L0], [c["estimate"]], **dict(kw, ms=5, capsize=2))
+        ys += [v for v in (c["estimate"], c["ci_lo"], c["ci_hi"]) if v is not None]
+    lo, hi = min(ys), max(ys)
+    ins.set_xscale("log", base=2)
+    ins.set_xlim(L0 / 1.18, L0 * 1.18)
+    ins.set_ylim(lo - 0.12 * (hi - lo), hi + 0.12 * (hi - lo))
+    ins.xaxis.set_major_locator(FixedLocator([L0]))
+    ins.xaxis.set_minor_locator(NullLocator())
+    ins.tick_params(labelsize=5, length=2, pad=1, labelbottom=False)
+    ins.text(0.03, 0.5, f"$L={L0}$", transform=ins.transAxes, fontsize=5.5, va="center")
+    for side in ("top", "right"):
+        ins.spines[side].set_visible(True)
+    ax.indicate_inset_zoom(ins, edgecolor="0.5", lw=0.6)
+    return ins
+
+
+# fig8's theory curves: name, colour, line format, label offset (points); the experiment's marks reuse them
+SCALING_STYLE = {"P_onset": ("onset", "tab:blue", "o:", 0), "P_crossover": ("crossover", "tab:green", "s--", 4),
+                 "P_star": ("$P^*$", "tab:red", "D-", -4)}
+
+
 def fig_scaling(inputs, options):
     """fig8: theory transition points vs L (and vs V, d_k where the config asks for them), directly labelled;
-    the paper's P* ∝ L ln²L through the closed-form P* at the run's L as a reference; at the run's L the
-    experimental SGLD transitions of the results model (analysis.summary: the crossover and the logistic
-    midpoint of the jump, the same estimators as the results page) with their 95% bootstrap CIs."""
+    the paper's P* ∝ L ln²L through the closed-form P* at the run's L as a reference; at the run's L itself
+    (no offset) the experimental transitions of the results model, HMC's where the sweep has it, else SGLD's
+    (analysis.summary: the crossover and the jump of âG, the same estimators as the results page), with their
+    95% bootstrap CIs, in the colour and marker of the theory curve each is compared with."""
     plt = pyplot()
     from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
     lin = read_dataset(inputs["theory_linear"])
@@ -239,10 +286,9 @@ def fig_scaling(inputs, options):
     xlabels = {"L": "sequence length $L$", "V": "vocabulary size $V$", "d_k": "key dimension $d_k$"}
     for ax, n in zip(axes[0], names):
         x = lin[f"scaling_{n}"].values
-        for y, fmt, color, text, dy in ((lin[f"P_onset_vs_{n}"], "o:", "tab:blue", "onset", 0),
-                                        (lin[f"P_crossover_vs_{n}"], "s--", "tab:green", "crossover", 4),
-                                        (sm[f"P_star_vs_{n}"], "D-", "tab:red", "$P^*$", -4)):
-            xs = x if text != "$P^*$" else sm[f"scaling_{n}"]
+        for key, ds in (("P_onset", lin), ("P_crossover", lin), ("P_star", sm)):
+            text, color, fmt, dy = SCALING_STYLE[key]
+            y, xs = ds[f"{key}_vs_{n}"], ds[f"scaling_{n}"]
             ax.plot(xs, y, fmt, color=color, ms=3)
             _label_line(ax, xs, y, text, color, dy)
         ax.set_xscale("log", base=2)
@@ -264,19 +310,25 @@ def fig_scaling(inputs, options):
             ax.plot(Ls, ref, color="0.5", lw=0.8, ls=(0, (4, 2)), zorder=0,
                     label=rf"paper: $P^*\propto L\ln^2L$ (through $P^*$ at $L={Ls[k]:g}$)")
     summary = results_summary(inputs)
-    drawn = 0
-    for i, (att, v) in enumerate(ATTENTIONS.items()):
-        kind, color, name = v.transition, v.transition_color, v.transition
+    marks = []
+    # the experiment at its true L (no offset): each transition in the colour and marker of the theory curve
+    # it is compared with (linear crossover: green square; softmax P*: red diamond), larger and open, so the
+    # theory's filled marker at the same L and the other transition's mark show through
+    for att, v in ATTENTIONS.items():
+        kind, name = v.transition, v.transition
+        color, fmt = SCALING_STYLE[v.theory_transition][1:3]
         method = "hmc" if experiment_transition(summary, att, kind, "hmc") else "sgld"   # the reference first
         c = experiment_transition(summary, att, kind, method)
         if c is None:
             continue
         lo, hi = c["ci_lo"], c["ci_hi"]
         yerr = ([[c["estimate"] - lo], [hi - c["estimate"]]] if lo is not None and hi is not None else None)
-        ax.errorbar([L0 * (0.86, 1.16, 1.0)[i % 3]], [c["estimate"]], yerr=yerr, fmt="*", color=color,
-                    ms=6, mec="k", mew=0.4, capsize=3, elinewidth=1.2, ecolor="k", zorder=5,
-                    label=f"{method.upper()} {name} at $L={L0}$, 95% CI")
-        drawn += 1
+        kw = dict(yerr=yerr, fmt=fmt[0], color=color, ms=6, mfc="none", mec=color, mew=1.1, capsize=3,
+                  elinewidth=1.0, ecolor=color, zorder=5)
+        ax.errorbar([L0], [c["estimate"]], label=f"{method.upper()} {name} at $L={L0}$, 95% CI", **kw)
+        marks.append((c, kw))
+    if marks and "L" in names:
+        _zoom_at_L(ax, lin, sm, L0, marks)
     if summary is None:
         ax.text(0.02, 0.98, "no results JSON: experimental transitions not drawn", transform=ax.transAxes,
                 fontsize=5.5, va="top", color="0.4")

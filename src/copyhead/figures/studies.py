@@ -59,28 +59,52 @@ def draw_finite_size(fs: dict, title: str):
     """Gaps (sampler − same-dataset theory, prior starts: HMC's or SGLD's, :func:`_stage`) of both attention types and the transition ratios
     experiment/theory against 1/size, with their weighted fits (a ``finite_size`` table of studies.json)."""
     plt = _pyplot()
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import ListedColormap, LogNorm
+    from matplotlib.lines import Line2D
     B = fs["by"]
-    fig, axes = plt.subplots(1, len(ATTENTIONS) + 1, figsize=(12.5, 5.0), dpi=150)
+    fig, axes = plt.subplots(1, len(ATTENTIONS) + 1, figsize=(12.5, 4.6), dpi=150)
     stage, method = _stage(fs["gaps"])
+    # colour: P/P_ref on one log scale for both attention types (one colour bar, not a legend entry per
+    # curve); marker: the order parameter (open square: the pooling one, filled circle: the copy one)
+    ratios = sorted({r["ratio"] for r in fs["gaps"] if r["recipe"] == stage}) or [1.0]
+    norm = LogNorm(min(ratios), max(ratios) if max(ratios) > min(ratios) else min(ratios) * 2)
+    cmap = ListedColormap(plt.get_cmap("viridis")(np.linspace(0, 0.9, 256)))   # no pale yellow on white
     for i, (ax, att) in enumerate(zip(axes, ATTENTIONS)):
         rows = [r for r in fs["gaps"] if r["attention"] == att and r["recipe"] == stage]
-        ratios = sorted({r["ratio"] for r in rows})
-        cmap = plt.get_cmap("viridis")
+        keys = {}
         for r in rows:
-            color = cmap(ratios.index(r["ratio"]) / max(1, len(ratios) - 1) * 0.9)
+            color = cmap(norm(r["ratio"]))
+            copy = r["param"].endswith("G")
             x = np.array([1.0 / p["x"] for p in r["points"]])
             y = np.array([p["gap"] for p in r["points"]])
             e = np.array([p["error"] for p in r["points"]])
-            line = ax.errorbar(x, y, yerr=Z(e), fmt="o" if r["param"].endswith("G") else "s", ms=3.5, capsize=2,
-                               color=color, mfc=color if r["param"].endswith("G") else "none",
-                               label=f"{r['name']}, P = {g(r['ratio'])}·P_ref")
+            line = ax.errorbar(x, y, yerr=Z(e), fmt="o" if copy else "s", ms=3.5, capsize=2,
+                               color=color, mfc=color if copy else "none",
+                               label=f"_{r['name']}, P = {g(r['ratio'])}·P_ref")
             _fit_line(ax, r["fit"], x, line[0].get_color(), "--")
+            keys[r["name"]] = Line2D([], [], marker="o" if copy else "s", color="0.35",
+                                     mfc="0.35" if copy else "none", ls="none", ms=4, label=r["name"])
         ax.axhline(0, color="k", lw=0.6)
         ax.set_xlim(left=0)
         ax.set_xlabel(f"1/{B}")
         ax.set_ylabel(f"{method} − same-dataset theory")
         ax.set_title(f"({'abcdefgh'[i]}) {att}: order parameters, prior starts (95% bars)", fontsize=9)
-        ax.legend(fontsize=5.5, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.2))   # below: hides no point
+        if keys:
+            ax.legend(handles=list(keys.values()), fontsize=7, loc="best", title_fontsize=7,
+                      title="colour: P / P_ref")
+    sm = ScalarMappable(norm=norm, cmap=cmap)
+    cax = axes[len(ATTENTIONS) - 1].inset_axes([1.03, 0.0, 0.035, 1.0])
+    cb = fig.colorbar(sm, cax=cax)
+    ticks = ratios[:1]
+    for r in ratios[1:]:   # a tick per ratio, but not two within 10 % (their labels would overlap)
+        if r / ticks[-1] >= 1.1:
+            ticks.append(r)
+    cb.set_ticks(ticks)
+    cb.set_ticklabels([g(r) for r in ticks])
+    cb.minorticks_off()
+    cb.ax.tick_params(labelsize=6.5)
+    cb.set_label("P / P_ref (both panels)", fontsize=8)
     ax = axes[len(ATTENTIONS)]
     for t in fs["transitions"]:
         x = np.array([1.0 / p["x"] for p in t["points"]])
@@ -100,9 +124,10 @@ def draw_finite_size(fs: dict, title: str):
     ax.set_xlabel(f"1/{B}")
     ax.set_ylabel(f"transition P: {method} / closed-form theory")
     ax.set_title(f"(c) transition points (95% CI), fits r_∞ + b/{B}", fontsize=9)
-    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2))
+    ax.legend(fontsize=6.5, loc="best")
     fig.suptitle(title + " (dashed: weighted fits over the measured sizes)", fontsize=10)
     fig.tight_layout()
+    fig.subplots_adjust(wspace=0.42)   # room for the colour bar beside (b)
     return fig
 
 

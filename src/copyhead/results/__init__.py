@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 
 from ..analysis.convergence import RHAT_MAX
+from ..analysis.summary import build_summary
 from ..analysis.tables import build_tables, jsonable
 from ..config import canonical_json, config_hash
 from ..provenance import json_text, product_record, read_dataset, sha256_file, write_product
@@ -73,6 +74,9 @@ def write_pages(tables_json: Path, out_md: Path, figure_dir: str = "../results/f
     the page's Studies section, from the studies reports' JSON files ``studies`` (docs/studies*/studies.json)."""
     tables_json, out_md = Path(tables_json), Path(out_md)
     tables = json.loads(tables_json.read_text())
+    # the verdicts are the current code's reading of the JSON's tables (copyhead.analysis.summary: effect sizes,
+    # tolerance, rules), so a change of a verdict rule does not need the tables computed again
+    tables["summary"] = jsonable(build_summary(tables))
     appendix = out_md.with_name(out_md.stem + "_appendix.md")
     roles = _study_roles(studies)
     reps = [(p.parent.name, json.loads(p.read_text())) for p in roles.values()]

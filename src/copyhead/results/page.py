@@ -5,24 +5,31 @@ Everything else is in the appendix (:mod:`.appendix`). Nothing is computed or ju
 """
 from __future__ import annotations
 
-from .claims import claims_section
+from .claims import claims, claims_section
 from .findings import headline
-from .format import METHOD, P_, ci, g, ok, sampler_name, table, verdict_text
+from .format import METHOD, P_, ci, effect_text, g, ok, pct, sampler_name, significance_text, table, verdict_text
 
-KEY_FIGURES = [("fig3_linear_order_params", "linear order parameters against P, residuals z, R̂",
-                "Linear attention: ĉ1 and ĉG of every method (points: seed means, 95% bars) against P with the "
-                "theory curves; below, each point's z against its natural curve and the per-dataset R̂. What to "
-                "see: where ĉG overtakes ĉ1 in data and theory, and how far apart they are."),
-               ("fig4_softmax_order_params", "softmax order parameters against P, residuals z, R̂",
-                "Softmax attention: â1 and âG against P with the theory curves, z and R̂ as in fig3. What to see: "
-                "the step of âG in the data against the theory's, and the hollow (not mixed) points near it."),
+KEY_FIGURES = [("fig3_linear_order_params", "linear order parameters against P with the theory",
+                "Linear attention: ĉ1 (pooling) rises first and ĉG (copy) overtakes it later, in the data as in "
+                "the theory, but the measured crossover lies above the closed form's and the sampled ĉG stays "
+                "below the theory curves until P ≈ 48. Points: seed means ± 1 standard error over seeds (HMC "
+                "prior- and copy-started, SGLD, Adam); lines: closed-form and same-training-set theory; strip "
+                "on top: the theory's transitions and the measured ones with their 95% bootstrap CIs."),
+               ("fig4_softmax_order_params", "softmax order parameters against P with the theory",
+                "Softmax attention: âG jumps between P = 16 and 18 in HMC and SGLD, after the exact-average P* "
+                "and just below the closed-form P*; above the jump the samplers follow the same-training-set "
+                "theory. Points: seed means ± 1 standard error over seeds; hollow: not converged (split-R̂ > "
+                "1.05); strip on top: transitions with their 95% bootstrap CIs and the prior- vs copy-start "
+                "(hysteresis) check."),
                ("fig8_scaling", "transition points against L, with the experiment's at the run's L",
                 "The closed form's transition points against L (lines) and this run's measured ones at its L "
-                "(points). What to see: how the theory's transitions move with L; the data's single L only "
-                "anchors them.")]
-OTHER_FIGURES = [("fig1_stages", "mean attention per stage"), ("fig2_landscapes", "action landscapes"),
-                 ("fig5_coverage", "coverage of Ā by span{J, I}"), ("fig6_linear_loss_curves", "linear Adam loss"),
-                 ("fig7_softmax_loss_curves", "softmax Adam loss")]
+                "(open markers, 95% bootstrap CIs; inset: zoom at that L). What to see: how the theory's "
+                "transitions move with L; the data's single L only anchors them.")]
+OTHER_FIGURES = [("fig3b_linear_diagnostics", "linear: residuals, test loss, split-R̂ of every recipe"),
+                 ("fig4b_softmax_diagnostics", "softmax: residuals, test loss, split-R̂ of every recipe"),
+                 ("fig1_stages", "mean attention per stage"), ("fig2_landscapes", "action landscapes"),
+                 ("fig5_coverage", "coverage of the attention by span{J, I}"),
+                 ("fig6_linear_loss_curves", "linear Adam loss"), ("fig7_softmax_loss_curves", "softmax Adam loss")]
 SOURCE = {"same": "same-dataset", "exact": "exact-average", "closed": "closed-form"}
 
 
@@ -87,9 +94,21 @@ def _agreement_line(a: str, r: dict) -> str:
         return f"- {a}, {METHOD[r['method']]} (`{r['recipe']}`): no point away from the transitions has an error bar."
     worst = (f"; worst P = {P_(r['worst_P'])} {r['worst_param']}, z = {g(r['worst_z'])}"
              if ok(r["worst_z"]) else "")
-    return (f"- {a}, {METHOD[r['method']]} (`{r['recipe']}`) against the {r['curve_label']}: **{verdict_text(v)}** — "
-            f"{r['n_within_2']} of {r['n_away']} points within 2σ, RMS z = {g(r['rms_z'])}{_block(r)}, χ²/dof = "
-            f"{g(r['chi2_per_dof'])}{worst}{_grid(r)}.")
+    others = "".join(f" Beside it, `{o['recipe']}`{_recipe_note(o.get('recipe_config'))}: **{verdict_text(o['verdict'])}** "
+                     f"— {effect_text(o['verdict'].get('effect'))}." for o in r.get("others", []))
+    return (f"- {a}, {METHOD[r['method']]} (`{r['recipe']}`{_recipe_note(r.get('recipe_config'))}) against the "
+            f"{r['curve_label']}: **{verdict_text(v)}** — "
+            f"{effect_text(v.get('effect'))}. Significance: {r['n_within_2']} of {r['n_away']} points within 2σ, "
+            f"RMS z = {g(r['rms_z'])}{_block(r)}, χ²/dof = {g(r['chi2_per_dof'])}{worst}{_grid(r)}.{others}")
+
+
+def _recipe_note(rc: dict | None) -> str:
+    """What an Adam recipe is, in a few words: plain MAP, or the prior's weight warmed up (docs/adam.md)."""
+    if not rc or rc.get("method") != "adam" or "prior_warmup" not in rc:
+        return ""
+    w = rc["prior_warmup"]
+    return (", plain MAP: the full prior from the first step" if not w else
+            f", MAP with the prior's weight warmed up over the first {w} steps, a tuned variant (docs/adam.md)")
 
 
 def _convergence(a: str, c: dict) -> str:
@@ -100,6 +119,58 @@ def _convergence(a: str, c: dict) -> str:
     return (f"- {a}: {c['n_flag']} of {c['n_rows']} SGLD (recipe, P, parameter) rows have R̂ > {g(c['rhat_max'])} "
             f"across chains (largest {g(c['largest_rhat'])}); {c['n_within_flag']} have a chain whose two halves "
             f"differ (within-chain R̂ > {g(c['rhat_max'])}){within}; smallest bulk ESS {g(c['smallest_ess'])}.")
+
+
+def _sampler_verdict(e: dict | None) -> str:
+    """A method against the exact posterior on the same data: within the tolerance, or by how much not."""
+    if not e or not e.get("n"):
+        return "no points"
+    if e["n_within_tol"] == e["n"]:
+        return f"agrees within tolerance (|Δ| ≤ {g(e['tolerance'])})"
+    rel = f" ({pct(e['worst_rel'])})" if ok(e.get("worst_rel")) else ""
+    return f"deviates by {g(e['max_abs_delta'], 2)}{rel}"
+
+
+def _opening(tables: dict, summ: dict, studies=()) -> list[str]:
+    """The page's first two sentences, generated: where the theory holds (against the exact posterior, with the
+    effect size and the size of the study) and what differs (the methods against the exact posterior; the
+    paper's qualitative claims)."""
+    import json as _json
+    cfg = _json.loads((tables.get("config") or {}).get("json") or "{}")
+    task, model = cfg.get("task", {}), cfg.get("model", {})
+    size = ", ".join(f"{k} = {g(v)}" for k, v in (("V", task.get("V")), ("L", task.get("L")),
+                                                   ("d_k", model.get("d_k")), ("σ²", model.get("sigma2"))) if v)
+    regime = (" — d_k ≤ L, where the paper's large-d_k theory is not meant to be exact" if ok(model.get("d_k"))
+              and ok(task.get("L")) and model["d_k"] <= task["L"] else "")
+    tol = g(summ.get("tolerance"))
+    holds, misses, methods = [], [], []
+    for a, sa in summ["attentions"].items():
+        for r in sa.get("agreement", []):
+            e = r["verdict"].get("effect") or {}
+            if r["method"] == "hmc" and e.get("n"):
+                text = (f"{a} attention (largest |Δ| {g(e['max_abs_delta'], 2)})" if e["n_within_tol"] == e["n"] else
+                        f"{a} attention by up to {g(e['max_abs_delta'], 2)}"
+                        + (f" ({pct(e['worst_rel'])}, {e['worst_param']} at P = {P_(e['worst_P'])})"
+                           if ok(e.get("worst_rel")) else ""))
+                (holds if e["n_within_tol"] == e["n"] else misses).append(text)
+            elif r["method"] == "adam" and e.get("n"):
+                methods.append(f"{a} Adam (`{r['recipe']}`, a MAP estimate) deviates from its minimiser by up to "
+                               f"{g(e['max_abs_delta'], 2)}" if e["n_within_tol"] < e["n"] else
+                               f"{a} Adam (`{r['recipe']}`) agrees with its minimiser within |Δ| ≤ {tol}")
+        for sg in (sa.get("reference") or {}).get("sgld", [])[:1]:
+            e = sg.get("effect") or {}
+            if e.get("n"):
+                methods.insert(0, f"{a} SGLD matches HMC on the same training sets within |Δ| ≤ "
+                                  f"{g(e['max_abs_delta'], 2)}")
+    if not holds and not misses:
+        return []
+    first = (f"At this study's size ({size}{regime}), the theory on each run's own training set matches the exact "
+             f"posterior (HMC) within |Δ| ≤ {tol} for " + (" and ".join(holds) or "no attention type")
+             + (f", and deviates for {'; '.join(misses)}" if misses else "") + ".")
+    quals = [r for r in claims(summ, studies)[:2] if r[2].startswith("supported")]
+    second = ("; ".join(methods) + (f"; the qualitative claims ({', '.join(r[0].split(' (')[0] for r in quals)}) "
+                                    "are reproduced" if quals else "") + ".") if methods or quals else ""
+    return [first + (" " + second[0].upper() + second[1:] if second else ""), ""]
 
 
 def _posterior_method(sa: dict) -> str:
@@ -121,12 +192,13 @@ def _headline(summ: dict) -> list[str]:
                 f" ({_curve(t)} {value(t)}; closed form {value(main['closed_form'])})" if t else ""))
         if agr and agr["n_away"]:
             bits.append(f"{METHOD[m]} order parameters against the {agr['curve_label']}: {verdict_text(agr['verdict'])} "
-                        f"(RMS z = {g(agr['rms_z'])}, {agr['n_within_2']} of {agr['n_away']} points within 2σ)")
+                        f"({significance_text(agr['verdict'])})")
         ref = sa.get("reference")
         if ref:
             for s in ref["sgld"][:1]:
-                bits.append(f"SGLD (`{s['recipe']}`) against HMC on the same training sets: {s['n_within_2']} of "
-                            f"{s['n']} points within 2σ (RMS z = {g(s['rms_z'])})")
+                bits.append(f"SGLD (`{s['recipe']}`) against HMC on the same training sets: "
+                            f"{_sampler_verdict(s.get('effect'))} ({s['n_within_2']} of {s['n']} points within 2σ, "
+                            f"RMS z = {g(s['rms_z'])})")
         if bits:
             out.append(f"- **{a}**: " + "; ".join(bits) + ".")
     return out
@@ -157,13 +229,14 @@ def _reference(summ: dict) -> list[str]:
             "Per dataset: one training set's prior- and copy-started chains (R̂ and bulk ESS of those two "
             "chains, the worst over the datasets of a point). R̂ across the seeds of a point is not a "
             "convergence test (it measures the spread between datasets; it is in the appendix).", ""]
-    rows = [[a, f"`{s['recipe']}` − `{s['reference']}`", f"{s['n_within_2']} of {s['n']}", g(s["rms_z"]),
+    rows = [[a, f"`{s['recipe']}` − `{s['reference']}`", _sampler_verdict(s.get("effect")),
+             effect_text(s.get("effect")), f"{s['n_within_2']} of {s['n']}", g(s["rms_z"]),
              f"P = {P_(s['worst_P'])} {s['worst_param']}: Δ = {g(s['worst_diff'])}, z = {g(s['worst_z'])}"
              if ok(s["worst_z"]) else "–", f"{g(s['ess_sgld'])} / {g(s['ess_hmc'])}"]
             for a, ref in refs.items() for s in ref["sgld"]]
     if rows:
-        out += [table(["attention", "SGLD − HMC", "points within 2σ", "RMS z", "largest |z|",
-                       "median ESS per chain SGLD / HMC"], rows), "",
+        out += [table(["attention", "SGLD − HMC", "verdict", "effect size", "points within 2σ", "RMS z",
+                       "largest |z|", "median ESS per chain SGLD / HMC"], rows), "",
                 "z = (mean over seeds of SGLD − HMC on the same training set) / its Monte Carlo error; an SGLD "
                 "chain that has not mixed underestimates its error, so its |z| is an upper bound. The points of "
                 "one recipe share seeds across P, so they are not independent (the RMS z is a summary, not a "
@@ -200,7 +273,7 @@ def render_page(tables: dict, figure_dir: str = "results_figures", appendix_name
     out = ["# Results: theory against experiment", "",
            f"*Generated by `copyhead results` from `{json_name}` (config `{name}`; the code version is in "
            f"the provenance record beside this page); do not edit by hand. Every table, per-point z, R̂ and definition: [{appendix_name}]({appendix_name}).*", ""] \
-        + claims_section(summ, studies) + ["## Headline", ""] + _headline(summ) + [""]
+        + _opening(tables, summ, studies) + claims_section(summ, studies) + ["## Headline", ""] + _headline(summ) + [""]
     for a, sa in summ["attentions"].items():
         s2 = sa["sigma2"]
         methods = [m for m in METHOD if m != "hmc" or any(r.get("hmc") for r in sa["transitions"])]
