@@ -57,6 +57,7 @@ class ProductReport:
     other_code: bool = False                  # its record's fingerprint is not the current code's
     numbers_equal: bool | None = None         # made again with the current code: are its numbers the same?
     versioned_input: bool = False             # a data product that takes long to make (not remade by the audit)
+    input_changed: bool = False               # a versioned input whose committed input changed since
 
     @property
     def ok(self) -> bool:
@@ -215,7 +216,7 @@ class PublishedAuditor:
         inputs = dict(rec.get("inputs", {}))
         if rec.get("results"):                         # a figure that marks a results JSON's transitions
             inputs["results"] = rec["results"]
-        self._check_inputs(rep, path, inputs)
+        self._check_inputs(rep, path, inputs, versioned=bool(rec.get("data")) or path.suffix == ".nc")
         self._check_code(rep, path, rec, data_only=bool(rec.get("data")), needs_outside=bool(rep.outside))
         self._check_scripts(rep, path, rec)
         return rep
@@ -251,7 +252,11 @@ class PublishedAuditor:
                 rep.problems.append(f"{p}: changed since it was made (sha256 {self._sha256(p)[:12]} != "
                                     f"recorded {str(o.get('sha256'))[:12]}; edited by hand?)")
 
-    def _check_inputs(self, rep: ProductReport, path: Path, inputs: dict) -> None:
+    def _check_inputs(self, rep: ProductReport, path: Path, inputs: dict, versioned: bool = False) -> None:
+        """Each recorded input against the file now: outside the checkout, named (and compared where present,
+        a warning); in the checkout, missing is a problem and changed is a problem, except for a versioned
+        input (a slow data product), where it is a warning that names the input: ``--accept`` makes it again
+        from the current inputs and re-stamps it (inputs included) when its numbers are the same."""
         for role, inp in sorted(inputs.items()):
             recorded, sha = str(inp.get("path", "")), str(inp.get("sha256", ""))
             entry = {"role": role, "path": recorded, "kind": inp.get("kind", ""),
@@ -268,8 +273,15 @@ class PublishedAuditor:
             if not real.is_file():
                 rep.problems.append(f"{recorded}: missing (committed input {role} of {path})")
             elif sha and self._sha256(real) != sha:
-                rep.problems.append(f"{path}: older than its committed input {recorded} (changed since: sha256 "
-                                    f"{self._sha256(real)[:12]} != recorded {sha[:12]})")
+                why = (f"{path}: older than its committed input {recorded} (changed since: sha256 "
+                       f"{self._sha256(real)[:12]} != recorded {sha[:12]})")
+                if versioned:
+                    rep.versioned_input = rep.input_changed = True
+                    rep.warnings.append(f"{why}; a versioned input: `copyhead audit {path} --docs docs --accept` "
+                                        "makes it again from the current inputs (slow) and re-stamps it if its "
+                                        "numbers are the same")
+                else:
+                    rep.problems.append(why)
 
     def _check_code(self, rep: ProductReport, path: Path, rec: dict, data_only: bool, needs_outside: bool) -> None:
         """The record's code fingerprint against the current code's; where they differ, the products are judged
@@ -333,8 +345,8 @@ class PublishedAuditor:
         it is refused."""
         path = Path(rep.path)
         rec = self.records.get(str(path))
-        if rec is None or not rep.other_code:
-            raise ValueError(f"{path}: made by the current code: nothing to accept")
+        if rec is None or not (rep.other_code or rep.input_changed):
+            raise ValueError(f"{path}: made by the current code from its current inputs: nothing to accept")
         if [p for p in rep.problems if "numbers differ" not in p]:
             raise ValueError(f"{path}: has problems other than its code: {rep.problems[0]}")
         if rep.numbers_equal is None:                 # a versioned input: made again only now, on request
@@ -353,6 +365,10 @@ class PublishedAuditor:
                  "accepted": {"on": now_iso(), "from_fingerprint": rec.get("code_fingerprint", ""),
                               "from_code_version": rec.get("code_version", ""),
                               "by": "copyhead audit --accept: made again, every number the same"}}
+        inputs = {role: dict(inp, sha256=self._sha256(self._resolve(str(inp.get("path", "")))))
+                  if self._resolve(str(inp.get("path", ""))).is_file() and not self._outside(str(inp.get("path", "")))
+                  else inp for role, inp in (rec.get("inputs") or {}).items()}
+        stamp["inputs"] = inputs
         side = sidecar_path(path)
         if side.is_file():
             write_json(dict(json.loads(side.read_text()), **stamp), side)
