@@ -3,7 +3,7 @@
 #     bash benchmarks/change_cost.sh [SCRATCH_DIR]        # ~10 min on 2 cores
 # Five changes, each alone (reverted before the next):
 #   1. move      a module of theory/ to another name (theory/scan.py -> theory/grid_scan.py, imports rewritten)
-#   2. rename    a private helper of figures/ (figures/style.py: _rhat_label -> _rhat_legend_label)
+#   2. rename    a private helper of figures/ (figures/draw.py: _round_levels -> _rounded_contour_levels)
 #   3. docstring of copyhead.theory.output.write_theory reworded
 #   4. unused    function added to theory/one_loop/curve.py
 #   5. number    a published figure shows altered (fig6/fig7 draw 1.1 x the median test loss)
@@ -22,7 +22,7 @@ echo "scratch clone of $(git rev-parse --short HEAD) in $S/repo"
 
 now() { date +%s.%N; }
 secs() { python3 -c "print(f'{$2 - $1:.0f}')"; }
-revert() { git checkout -q -- . && git clean -qfd -- src docs; }
+revert() { git reset -q --hard && git clean -qfd -- src docs; }
 planned() {   # jobs `snakemake -n` plans for the tiny pipeline made before the change
   local out
   out=$(snakemake -n --cores 1 --configfile tests/configs/tiny.yaml 2>&1)
@@ -33,6 +33,8 @@ ROWS=()
 row() { ROWS+=("$(printf '| %-9s | %-6s | %6s | %-14s | %-7s | %s |' "$@")"); }
 check() { if ! eval "$1"; then echo "EXPECTATION FAILED: $2"; FAIL=1; fi; }
 
+BASE=$(python3 -m copyhead audit --docs docs 2>&1 | grep -c "made by other")
+echo "before any change: $BASE published products made by other code (benchmark pages, versioned inputs: warnings)"
 t0=$(now)
 snakemake --cores 2 --configfile tests/configs/tiny.yaml > "$S/tiny_dag.log" 2>&1 || { echo "tiny DAG failed: $S/tiny_dag.log"; exit 2; }
 echo "tiny pipeline made in $(secs "$t0" "$(now)") s; planned now: $(planned) jobs"
@@ -52,7 +54,8 @@ accept() {
 }
 
 # 1. move a module of theory/
-git mv -q src/copyhead/theory/scan.py src/copyhead/theory/grid_scan.py
+git mv src/copyhead/theory/scan.py src/copyhead/theory/grid_scan.py
+git diff --cached --quiet && { echo "change 1 did not apply: update this script"; exit 2; }
 grep -rl "scan import" src tests benchmarks | xargs sed -i -e 's/from \.scan import/from .grid_scan import/' \
   -e 's/from copyhead\.theory\.scan import/from copyhead.theory.grid_scan import/'
 read -r rc s <<< "$(audit move)"; read -r acc sa <<< "$(accept move)"
@@ -62,7 +65,8 @@ row move "$rc" "$s" "${acc#*:} in ${sa} s" "$(planned)" "$(grep -c 'made by othe
 revert
 
 # 2. rename a private helper of figures/
-sed -i 's/_rhat_label/_rhat_legend_label/g' src/copyhead/figures/style.py
+sed -i 's/_round_levels/_rounded_contour_levels/g' src/copyhead/figures/draw.py
+git diff --quiet src/copyhead/figures/draw.py && { echo "change 2 did not apply: update this script"; exit 2; }
 read -r rc s <<< "$(audit rename)"; read -r acc sa <<< "$(accept rename)"
 check "[ $rc = 0 ]" "audit after the rename (exit $rc, $S/audit_rename.txt)"
 check "[ ${acc%%:*} = 0 ]" "--accept after the rename ($S/accept_rename.txt)"
