@@ -26,7 +26,7 @@ revert() { git reset -q --hard && git clean -qfd -- src docs; }
 planned() {   # jobs `snakemake -n` plans for the tiny pipeline made before the change
   local out
   out=$(snakemake -n --cores 1 --configfile tests/configs/tiny.yaml 2>&1)
-  echo "$out" | awk '$1 == "total" {print $2; found=1} END {if (!found) print 0}'
+  echo "$out" | awk '$1 == "total" && !found {print $2; found=1} END {if (!found) print 0}'
 }
 FAIL=0
 ROWS=()
@@ -104,7 +104,7 @@ row number "$rc" "$s" "refused" "$(planned)" "fails: $(grep '^FAIL' "$S/audit_nu
 revert
 
 echo
-echo "| change    | audit  | audit [s] | --accept      | planned | what the audit says |"
+echo "| change    | audit exit | audit [s] | --accept (re-stamped, time) | snakemake -n jobs | what the audit says |"
 echo "|-----------|--------|--------|----------------|---------|---------------------|"
 printf '%s\n' "${ROWS[@]}"
 echo "(audit logs: $S/audit_*.txt, $S/accept_*.txt)"
