@@ -8,6 +8,11 @@ took 27 min instead of 6 on such a machine. ``COPYHEAD_MAX_NODE_MEM_MB=0`` means
 this machine's RAM is the limit, as on a machine without sinfo. A value set outside is kept. The query
 itself is tested with a stand-in sinfo (tests/test_workflow.py), and the real-Slurm tests (``-m slurm``)
 read the node size through sinfo for their submissions (``copyhead.resources.submission_cap``).
+
+The suite runs in parallel (``pytest -n auto``, README; pytest-xdist, ``--dist worksteal`` in pyproject's
+addopts). The tests on the tiny DAG (fixture ``pipeline``, tests/test_workflow.py) come first: the worker
+that takes the first tests builds the DAG (one for the whole session, every worker reads it) while the others
+start on the rest of the suite, and a worker that runs dry takes work from the others' queues.
 """
 import importlib.util
 import os
@@ -18,6 +23,22 @@ import pytest
 
 def pytest_configure(config):
     os.environ.setdefault("COPYHEAD_MAX_NODE_MEM_MB", "0")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tests that use the tiny DAG first, in their own order, then the others in theirs (a stable
+    reordering: every xdist worker collects the same order)."""
+    uses = ["pipeline" in getattr(item, "fixturenames", ()) for item in items]
+    items[:] = [i for i, u in zip(items, uses) if u] + [i for i, u in zip(items, uses) if not u]
+
+
+@pytest.fixture(scope="session")
+def session_dir(tmp_path_factory) -> Path:
+    """A folder every process of this test session shares: under pytest-xdist the common parent of the
+    workers' own temporary folders, else the session's temporary folder. What a fixture builds here once
+    is seen by all workers (build it under a lock: see tests/test_workflow.py's ``pipeline``)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 @pytest.fixture

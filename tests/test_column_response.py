@@ -11,6 +11,9 @@ from copyhead.theory.one_loop.dataset import DatasetMoments, transverse_system
 from copyhead.theory.prior import neg_log_prior_matrix
 from copyhead.theory.same_dataset import run_training_tokens
 
+# tests of the research benchmark benchmarks/column_response.py: -m research
+pytestmark = pytest.mark.research
+
 
 def _setup(bench_script, prior="large_deviation", L=5, V=3, d_k=10, P=12, seed=1, c=(0.1, 0.2)):
     mod = bench_script("column_response")

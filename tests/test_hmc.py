@@ -171,6 +171,7 @@ def test_hmc_needs_position_scores():
         cfgmod.validate(cfg)
 
 
+@pytest.mark.research   # a research benchmark (benchmarks/)
 def test_the_metastability_measurement_reads_the_latent_heat_and_the_ladder_it_needs(bench_script):
     """benchmarks/metastability.py: a training set whose two starts sit on different branches gets the
     latent heat Δℓ = ℓ̄(pooling) − ℓ̄(copy) and a ladder spacing ln 5/Δℓ over the spinodals' β range; one
@@ -193,6 +194,7 @@ def test_the_metastability_measurement_reads_the_latent_heat_and_the_ladder_it_n
     assert not any("latent_heat" in x for x in rows if x["agree"])
 
 
+@pytest.mark.research   # a research benchmark (benchmarks/)
 def test_the_mixing_target_is_judged_per_training_set_and_leaves_out_metastable_ones(bench_script):
     """benchmarks/hmc_targets.py: R̂ and bulk ESS of one training set's prior- and copy-started chains
     (never across seeds); independent draws meet ESS ≥ 400 and R̂ ≤ 1.01, slow chains do not, and a

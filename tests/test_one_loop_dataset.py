@@ -54,6 +54,7 @@ def test_dataset_one_loop_equals_eq31_on_the_full_projections(m1, mP):
     assert mine.min_rel_eig == pytest.approx(full.min_rel_eig, rel=1e-8)
 
 
+@pytest.mark.research   # long one-loop numerics (the per-dataset one loop, ~16 s)
 @pytest.mark.parametrize("attention", ["linear", "softmax"])
 def test_uncorrected_per_dataset_mean_is_the_same_dataset_theory(attention):
     """The weight the per-dataset correction is added to is the run's own 2-D (softmax 1-D) action (Sec. 4.4):
@@ -116,6 +117,7 @@ def test_comparison_takes_the_per_dataset_shift_against_its_own_base_and_flags()
     assert float(rms.sel(x=16)) == pytest.approx(0.0) and int(n.sel(x=32)) == 0
 
 
+@pytest.mark.research   # long one-loop numerics (the per-dataset one loop, ~16 s)
 @pytest.mark.parametrize("attention", ["linear", "softmax"])
 def test_theory_option_per_dataset_fills_the_same_dataset_theory(attention):
     """theory.fluctuations {kind: one_loop, per_dataset: true} adds each run's per-dataset one loop to the
@@ -148,6 +150,7 @@ def test_per_dataset_without_one_loop_is_a_config_error():
         validate(cfg)
 
 
+@pytest.mark.research   # a research benchmark (benchmarks/)
 def test_off_plane_part_and_column_share_of_the_benchmark(bench_script):
     """benchmarks/one_loop_column_share.py: the off-plane part is orthogonal to J and I, a column mode keeps
     its share 1, and the cosine of a matrix with itself is 1."""
@@ -161,6 +164,7 @@ def test_off_plane_part_and_column_share_of_the_benchmark(bench_script):
     assert mod.column_share(D) == pytest.approx(1.0) and mod.cosine(D, 2 * D) == pytest.approx(1.0)
 
 
+@pytest.mark.research   # a research benchmark (benchmarks/)
 def test_column_share_scaling_parts_fit_and_summary(bench_script):
     """benchmarks/column_share_scaling.py: the column and rest parts add up to ‖u‖² (a column mode is all
     column), the weighted line fit recovers a line exactly, and a (size, P) with a set below the noise has
@@ -190,6 +194,7 @@ def test_column_share_scaling_parts_fit_and_summary(bench_script):
     assert np.isnan(mod.summary([row, dict(row, share_signal=-0.01)])["lnr"])     # no log of a share ≤ 0
 
 
+@pytest.mark.research   # a research benchmark (benchmarks/)
 def test_exact_sampling_benchmark_samples_the_posterior_of_one_training_set(bench_script):
     """benchmarks/one_loop_exact.py draws with the project's HMC: a short run gives order parameters in the
     sign gauge (ĉ1 ≥ 0) near the per-dataset theory at a size where the posterior is narrow."""

@@ -118,6 +118,7 @@ def test_log_vmf_against_monte_carlo_over_the_sphere():
     assert float(log_vmf(kb, L)[1]) == pytest.approx(1 - (L - 2) / (2 * kb), abs=5.0 / kb**2)
 
 
+@pytest.mark.research   # long one-loop numerics
 def test_radial_integral_equals_brute_force_quadrature_over_the_column_space():
     """Eq. (37) (the ρ integral with the exact direction average) equals −ln of the ratio of the 3-D column-space
     integrals ∫e^{−ΔI−ΔE−g·x} / ∫e^{−ΔI} at L = 4, and its mean is x̄_c = −ĝ ⟨ρA_ν⟩ (also ⟨ρ²⟩ with and without
@@ -217,6 +218,7 @@ def test_correction_splits_into_the_column_sector_and_the_gaussian_rest():
     assert res[10000][1] < 0.06
 
 
+@pytest.mark.research   # long one-loop numerics
 def test_dataset_means_adds_a_finite_pooling_variant_and_keeps_the_others():
     """dataset_means with the pooling sector: a finite ``pooling`` mean with weights in [0, 1], unstable on no
     more mass than Eq. (31) (the rest's Hessian is a principal block of the full one), and ``none``/``one_loop``

@@ -2,6 +2,7 @@
 model the evidence's mean force and the exact prior's (estimated per draw given Q) cancel in every direction of
 M — and its decomposition of the chains' mean against the Gaussian order."""
 import numpy as np
+import pytest
 import torch
 
 from copyhead.config import ActionParams
@@ -9,6 +10,9 @@ from copyhead.task import make_data
 from copyhead.theory.one_loop.blocks import transverse_basis
 from copyhead.theory.prior import neg_log_prior_matrix_grad, saddle_correction_grad
 from copyhead.theory.same_dataset import run_training_tokens
+
+# tests of the research benchmark benchmarks/prior_force.py: -m research
+pytestmark = pytest.mark.research
 
 
 def test_the_exact_prior_force_balances_the_evidence_force_on_exact_draws(bench_script):

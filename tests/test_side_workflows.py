@@ -84,6 +84,7 @@ def test_one_loop_dataset_figure_gets_a_sidecar(tmp_path, name):
     _check_figure_sidecar(out, {"predictions": pred})
 
 
+@pytest.mark.research   # long one-loop numerics (the per-dataset one loop of the side study, ~15 s)
 def test_one_loop_predict_writes_its_provenance(tmp_path):
     """`copyhead one-loop predict` at one planted point of a tiny finite-size study: a netCDF of kind
     one_loop with the code fingerprint of its concern and the sha256 of each input file."""

@@ -8,6 +8,9 @@ import torch
 from copyhead.hmc import HMC
 from copyhead.umbrella import mbar, sample, windows
 
+# umbrella sampling (the metastability study of benchmarks/metastability.py), not the paper pipeline: -m research
+pytestmark = pytest.mark.research
+
 H, TILT = 30.0, 0.5          # a double well: barrier of 30 nats between minima at x = ±1, tilted
 
 

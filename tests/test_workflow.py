@@ -4,10 +4,10 @@ One session-scoped fixture runs the whole DAG once (every rule, every figure) in
 workflow; the other tests dry-run edits of its config against that finished state, or audit/tamper with
 copies of its results.
 """
+import fcntl
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -66,26 +66,47 @@ def train_jobs(jobs: dict[str, int]) -> dict[str, int]:
 
 
 @pytest.fixture(scope="session")
-def pipeline(tmp_path_factory):
+def pipeline(session_dir):
     """The whole DAG, run in a folder whose path has a space and a non-ASCII letter (every path in every
-    rule is quoted; an unquoted one cut the path at the space)."""
-    wd = _copy_workflow(tmp_path_factory.mktemp("sp ace é") / "wk")
-    smk(wd)
+    rule is quoted; an unquoted one cut the path at the space). One for the whole session: under
+    pytest-xdist the first worker that needs it builds it (the others wait on the lock) and every worker
+    reads it. The tests only read it (dry runs and audits in place); what edits or remakes works on a copy
+    (``_edit``, ``_copy``)."""
+    wd = session_dir / "sp ace é" / "wk"
+    done, failed = session_dir / "pipeline.done", session_dir / "pipeline.failed"
+    with open(session_dir / "pipeline.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)          # released when the file closes
+        if failed.exists():
+            raise AssertionError(f"the tiny DAG failed in another worker of this session:\n{failed.read_text()}")
+        if not done.exists():
+            try:
+                smk(_copy_workflow(wd))
+            except BaseException as err:
+                failed.write_text(str(err))
+                raise
+            done.touch()
+    return wd
+
+
+def _copy(pipeline: Path, tmp_path: Path) -> Path:
+    """A copy of the finished pipeline (results, metadata and all), for a test that writes to it."""
+    wd = tmp_path / "wd"
+    shutil.copytree(pipeline, wd, symlinks=True)
     return wd
 
 
 def _edit(pipeline: Path, tmp_path: Path, edit) -> Path:
     """A copy of the finished pipeline (results, metadata and all) with an edited config."""
-    wd = tmp_path / "wd"
-    shutil.copytree(pipeline, wd, symlinks=True)
+    wd = _copy(pipeline, tmp_path)
     cfg = yaml.safe_load((wd / "config.yaml").read_text())
     edit(cfg)
     (wd / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     return wd
 
 
-FIGS = ["fig1_stages", "fig2_landscapes", "fig3_linear_order_params", "fig4_softmax_order_params",
-        "fig5_coverage", "fig6_linear_loss_curves", "fig7_softmax_loss_curves", "fig8_scaling"]
+FIGS = ["fig1_stages", "fig2_landscapes", "fig3_linear_order_params", "fig3b_linear_diagnostics",
+        "fig4_softmax_order_params", "fig4b_softmax_diagnostics", "fig5_coverage", "fig6_linear_loss_curves",
+        "fig7_softmax_loss_curves", "fig8_scaling"]
 
 
 def test_end_to_end_every_output(pipeline):
@@ -131,9 +152,10 @@ def test_diverged_run_is_shown_on_figures(pipeline):
     assert f._status_note(read_dataset(pipeline / "results/aggregate/linear.nc")) == "1 diverged run(s) excluded"
 
 
-def test_report_renders(pipeline):
-    smk(pipeline, "--report", "results/report.html")
-    html = (pipeline / "results/report.html").read_text(errors="ignore")
+def test_report_renders(pipeline, tmp_path):
+    wd = _copy(pipeline, tmp_path)               # the report is written into results/
+    smk(wd, "--report", "results/report.html")
+    html = (wd / "results/report.html").read_text(errors="ignore")
     assert "fig4_softmax_order_params" in html
     # captions are reStructuredText: "|z|" would be an undefined substitution, embedded as an ERROR
     for needle in ("System Message", "ERROR/3", "Undefined substitution"):
@@ -247,8 +269,7 @@ def test_audit_names_products_made_with_another_config(pipeline, tmp_path):
     """`sed -i 's/sigma2: 0.1/sigma2: 0.2/' config.yaml` without rerunning: the audit says which products
     were made with the old value and what the config says now; --strict fails; the unedited config is
     clean (test_clean_pipeline_audits_ok), and nothing is removed by --fix for it."""
-    wd = tmp_path / "wd"
-    shutil.copytree(pipeline, wd, symlinks=True)
+    wd = _copy(pipeline, tmp_path)
     assert "sigma2: 0.1" in (wd / "config.yaml").read_text()
     subprocess.run(["sed", "-i", "s/sigma2: 0.1/sigma2: 0.2/", "config.yaml"], cwd=wd, check=True)
     fig = "results/figures/fig3_linear_order_params.pdf"
@@ -276,8 +297,8 @@ def test_audit_detects_changed_and_missing_run(pipeline, tmp_path):
     # every figure drawn from the linear aggregate fails, naming the run; the others still audit OK
     users = {f for f in FIGS if "aggregate_linear" in
              json.loads((wd / f"results/figures/{f}.provenance.json").read_text())["inputs"]}
-    assert users == {"fig1_stages", "fig3_linear_order_params", "fig5_coverage", "fig6_linear_loss_curves",
-                     "fig8_scaling"}
+    assert users == {"fig1_stages", "fig3_linear_order_params", "fig3b_linear_diagnostics", "fig5_coverage",
+                     "fig6_linear_loss_curves", "fig8_scaling"}
     for fig in FIGS:
         r = _audit(wd, f"results/figures/{fig}.pdf")
         if fig in users:
@@ -389,6 +410,10 @@ def test_slurm_node_memory_is_asked_once_per_workflow_not_per_job(tmp_path):
     bin_dir.mkdir()
     (bin_dir / "sinfo").write_text(f"#!/bin/sh\necho \"$*\" >> '{calls}'\necho 64000\n")
     (bin_dir / "sinfo").chmod(0o755)
+    # the Slurm executor plugin, where installed (the `slurm` extra), refuses to load where it finds sinfo
+    # but neither sacct nor squeue: a stand-in squeue that nothing calls
+    (bin_dir / "squeue").write_text("#!/bin/sh\nexit 1\n")
+    (bin_dir / "squeue").chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k != "COPYHEAD_MAX_NODE_MEM_MB"}
     env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
     targets = [f"results/runs/linear/adam/P{P}/seed0.nc" for P in (4, 8)]
@@ -440,8 +465,9 @@ def test_same_number_written_differently_reruns_nothing(pipeline, tmp_path):
 
 
 def test_code_edits_rerun_exactly_their_products(pipeline, tmp_path, monkeypatch):
-    """The package is copied beside the workflow and put first on PYTHONPATH; comment and docstring edits
-    rerun nothing, a real edit of a module reruns the products that module makes (and what follows)."""
+    """The package is copied beside the workflow and put first on PYTHONPATH; comment and docstring edits and
+    a new function nobody calls rerun nothing (copyhead.fingerprint), a real edit inside a function a product
+    reaches reruns the products that reach it (and what follows)."""
     pkg = tmp_path / "src/copyhead"
     shutil.copytree(ROOT / "src/copyhead", pkg, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "src"))
@@ -458,13 +484,16 @@ def test_code_edits_rerun_exactly_their_products(pipeline, tmp_path, monkeypatch
     edit("aggregate.py", '"""Aggregation', '"""A reworded docstring. Aggregation')
     edit("aggregate.py", "\nimport json\n", "\n# a comment\nimport json\n")
     edit("theory/output.py", "\nimport json\n", "\nimport json  # comment\n")
+    (pkg / "theory/one_loop/curve.py").write_text((pkg / "theory/one_loop/curve.py").read_text()
+                                                  + "\n\ndef unused_helper(a, b):\n    return a * b\n")
     assert planned_jobs(wd) == {}
-    edit("aggregate.py", 'GRID = ("optimizer", "P", "seed")', 'GRID = ("optimizer", "P", "seed")\nX = 1')
+    call = "    ds = aggregate_datasets(paths, attention"
+    edit("aggregate.py", call, "    _edited = 1\n" + call)
     jobs = planned_jobs(wd)
     assert jobs.get("aggregate") == 2 and "theory" not in jobs and not any(k.startswith("train") for k in jobs)
     assert set(jobs) - {"aggregate", "all", "results_tables", "results_doc"} <= set(FIGS)
-    edit("aggregate.py", 'GRID = ("optimizer", "P", "seed")\nX = 1', 'GRID = ("optimizer", "P", "seed")')
-    (pkg / "theory/output.py").write_text((pkg / "theory/output.py").read_text() + "\nY = 2\n")
+    edit("aggregate.py", "    _edited = 1\n" + call, call)
+    edit("theory/output.py", "    ds = compute_theory(", "    _edited = 2\n    ds = compute_theory(")
     jobs = planned_jobs(wd)
     assert jobs.get("theory") == 2 and "aggregate" not in jobs
     assert not any(k.startswith("train") for k in jobs)
@@ -601,30 +630,34 @@ def test_published_aggregates_remake_the_results_page_and_pass_the_audit(pipelin
     r = run("audit", "--docs", "docs")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "inputs outside the checkout (not checked): " + str(pipeline / "results/runs") in r.stdout
-    # a figure made by other code, in a checkout without Snakemake's records of the code (a fresh clone): a plain
-    # run keeps it; the audit names it with --forcerun, and that command remakes it with the current code
+    # a figure made by other code whose numbers the current code makes again: the audit passes, naming it, and
+    # --accept re-stamps it without a remake (its images keep every byte)
     fig = "docs/results_figures/fig3_linear_order_params"
     side = repo / f"{fig}.provenance.json"
     rec = json.loads(side.read_text())
     made = rec["code_fingerprint"]
+    png = (repo / f"{fig}.png").read_bytes()
     os.chmod(side, 0o644)
     side.write_text(json.dumps({**rec, "code_fingerprint": "0123456789abcdef"}))
+    r = run("audit", "--docs", "docs")
+    assert r.returncode == 0 and f"{fig}.png: made by other figures code" in r.stdout, r.stdout
+    assert "every number is the same" in r.stdout
+    r = run("audit", "--docs", "docs", "--accept")
+    assert r.returncode == 0 and f"re-stamped {fig}.pdf" in r.stdout, r.stdout
+    assert json.loads(side.read_text())["code_fingerprint"] == made and (repo / f"{fig}.png").read_bytes() == png
+    # one whose committed numbers are not what the current code draws, in a checkout without Snakemake's records
+    # of the code (a fresh clone): a plain run keeps it; the audit fails naming it with the --forcerun command
+    # that remakes it, and audit --remake runs that command and audits again
+    data = json.loads(side.read_text())
+    data["figure_data"]["axes"][0]["ylabel"] = "another quantity"
+    side.write_text(json.dumps({**data, "code_fingerprint": "0123456789abcdef"}))
     shutil.rmtree(repo / ".snakemake")
     smk(repo, "-s", "workflow/docs.smk", "docs_results", "--config", "converged_config=config.yaml")
     assert json.loads(side.read_text())["code_fingerprint"] == "0123456789abcdef"     # kept by a plain run
     r = run("audit", "--docs", "docs")
-    assert r.returncode == 1 and f"{fig}.png: made by other figures code" in r.stdout
+    assert r.returncode == 1 and f"{fig}.png: made by other figures code" in r.stdout and "numbers differ" in r.stdout
     remake = r.stdout.strip().splitlines()[-1].split("remade from committed inputs by: ")[1]
     assert remake == f"snakemake -s workflow/docs.smk --cores 2 --forcerun '{fig}.pdf'"   # its png comes with it
-    args = shlex.split(remake)
-    del args[args.index("--cores"):args.index("--cores") + 2]                # smk gives its own --cores
-    smk(repo, "docs_results", "--config", "converged_config=config.yaml", *args[1:])   # (--forcerun takes all after it)
-    assert json.loads(side.read_text())["code_fingerprint"] == made
-    assert run("audit", "--docs", "docs").returncode == 0
-    # the same in one command: audit --remake runs what the audit names and audits again
-    os.chmod(side, 0o644)
-    side.write_text(json.dumps({**json.loads(side.read_text()), "code_fingerprint": "0123456789abcdef"}))
-    shutil.rmtree(repo / ".snakemake")
     r = run("audit", "--docs", "docs", "--remake", "--cores", "1",
             "--snakemake-args", "docs_results --config converged_config=config.yaml")
     assert r.returncode == 0, r.stdout + r.stderr
