@@ -257,7 +257,7 @@ def _audit(wd, *args):
 def test_clean_pipeline_audits_ok(pipeline):
     r = _audit(pipeline, "--all")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "8 ok, 0 with problems" in r.stdout
+    assert "10 ok, 0 with problems" in r.stdout                 # one per figure of the registry
     _audit_clean(pipeline)                       # no stale product: same code, same config
     j = json.loads(_audit(pipeline, "--json", "results/figures/fig3_linear_order_params.pdf").stdout)
     assert j[0]["ok"] and len(j[0]["runs"]) == 9
