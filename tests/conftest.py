@@ -12,17 +12,30 @@ read the node size through sinfo for their submissions (``copyhead.resources.sub
 The suite runs in parallel (``pytest -n auto``, README; pytest-xdist, ``--dist worksteal`` in pyproject's
 addopts). The tests on the tiny DAG (fixture ``pipeline``, tests/test_workflow.py) come first: the worker
 that takes the first tests builds the DAG (one for the whole session, every worker reads it) while the others
-start on the rest of the suite, and a worker that runs dry takes work from the others' queues.
+start on the rest of the suite, and a worker that runs dry takes work from the others' queues. Each worker
+computes on one thread (OMP/OpenBLAS/MKL thread variables at 1, unless set outside; its subprocesses inherit
+them; the workflow's training and theory jobs set their own): with one worker per core, torch's and BLAS's
+thread pools of every worker spinning on every core made the in-process torch tests up to 40 times slower
+(test_hmc, test_train: 9 CPU-s -> 77 CPU-s for one test). Training runs on one thread anyway
+(copyhead.run: COPYHEAD_THREADS, default 1); the stored-number tolerances cover other BLAS kernels.
 """
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+if os.environ.get("PYTEST_XDIST_WORKER"):       # before numpy and torch load (they read these once)
+    for _var in THREAD_VARS:
+        os.environ.setdefault(_var, "1")
+
 
 def pytest_configure(config):
     os.environ.setdefault("COPYHEAD_MAX_NODE_MEM_MB", "0")
+    if os.environ.get("PYTEST_XDIST_WORKER") and "torch" in sys.modules:    # loaded already by a plugin
+        sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 
 def pytest_collection_modifyitems(config, items):
