@@ -285,7 +285,6 @@ def fig_scaling(inputs, options):
                              squeeze=False, gridspec_kw={"wspace": 0.45})
     xlabels = {"L": "sequence length $L$", "V": "vocabulary size $V$", "d_k": "key dimension $d_k$"}
     for ax, n in zip(axes[0], names):
-        x = lin[f"scaling_{n}"].values
         for key, ds in (("P_onset", lin), ("P_crossover", lin), ("P_star", sm)):
             text, color, fmt, dy = SCALING_STYLE[key]
             y, xs = ds[f"{key}_vs_{n}"], ds[f"scaling_{n}"]
