@@ -53,25 +53,34 @@ accept() {
   echo "$rc:$n $(secs "$t" "$(now)")"
 }
 
+restamped() {   # $1: a change that moves no number: the audit passes and --accept re-stamps; then revert
+  local rc s acc sa
+  read -r rc s <<< "$(audit "$1")"; read -r acc sa <<< "$(accept "$1")"
+  check "[ $rc = 0 ]" "audit after the $1 (exit $rc, $S/audit_$1.txt)"
+  check "[ ${acc%%:*} = 0 ]" "--accept after the $1 ($S/accept_$1.txt)"
+  row "$1" "$rc" "$s" "${acc#*:} in ${sa} s" "$(planned)" "$(grep -c 'made by other' "$S/audit_$1.txt") products made by other code"
+  revert
+}
+rerun_nothing() {   # $1: a change that must also plan no job: the audit passes and snakemake -n plans 0; then revert
+  local rc s n
+  read -r rc s <<< "$(audit "$1")"; n=$(planned)
+  check "[ $rc = 0 ]" "audit after the $1 edit (exit $rc, $S/audit_$1.txt)"
+  check "[ $n = 0 ]" "snakemake -n after the $1 edit plans $n jobs"
+  row "$1" "$rc" "$s" "-" "$n" "$(grep -c 'made by other' "$S/audit_$1.txt") products made by other code"
+  revert
+}
+
 # 1. move a module of theory/
 git mv src/copyhead/theory/scan.py src/copyhead/theory/grid_scan.py
 git diff --cached --quiet && { echo "change 1 did not apply: update this script"; exit 2; }
 grep -rl "scan import" src tests benchmarks | xargs sed -i -e 's/from \.scan import/from .grid_scan import/' \
   -e 's/from copyhead\.theory\.scan import/from copyhead.theory.grid_scan import/'
-read -r rc s <<< "$(audit move)"; read -r acc sa <<< "$(accept move)"
-check "[ $rc = 0 ]" "audit after the move (exit $rc, $S/audit_move.txt)"
-check "[ ${acc%%:*} = 0 ]" "--accept after the move ($S/accept_move.txt)"
-row move "$rc" "$s" "${acc#*:} in ${sa} s" "$(planned)" "$(grep -c 'made by other' "$S/audit_move.txt") products made by other code"
-revert
+restamped move
 
 # 2. rename a private helper of figures/
 sed -i 's/_round_levels/_rounded_contour_levels/g' src/copyhead/figures/draw.py
 git diff --quiet src/copyhead/figures/draw.py && { echo "change 2 did not apply: update this script"; exit 2; }
-read -r rc s <<< "$(audit rename)"; read -r acc sa <<< "$(accept rename)"
-check "[ $rc = 0 ]" "audit after the rename (exit $rc, $S/audit_rename.txt)"
-check "[ ${acc%%:*} = 0 ]" "--accept after the rename ($S/accept_rename.txt)"
-row rename "$rc" "$s" "${acc#*:} in ${sa} s" "$(planned)" "$(grep -c 'made by other' "$S/audit_rename.txt") products made by other code"
-revert
+restamped rename
 
 # 3. a docstring
 python3 - <<'EOF'
@@ -79,19 +88,11 @@ from pathlib import Path
 p = Path("src/copyhead/theory/output.py"); s = p.read_text()
 p.write_text(s.replace('    """Compute the theory for one attention type', '    """Reworded: compute the theory for one attention type', 1))
 EOF
-read -r rc s <<< "$(audit docstring)"; n=$(planned)
-check "[ $rc = 0 ]" "audit after the docstring edit"
-check "[ $n = 0 ]" "snakemake -n after the docstring edit plans $n jobs"
-row docstring "$rc" "$s" "-" "$n" "$(grep -c 'made by other' "$S/audit_docstring.txt") products made by other code"
-revert
+rerun_nothing docstring
 
 # 4. an unused function
 printf '\n\ndef unused_helper(a, b):\n    return a * b + 1\n' >> src/copyhead/theory/one_loop/curve.py
-read -r rc s <<< "$(audit unused)"; n=$(planned)
-check "[ $rc = 0 ]" "audit after the unused function"
-check "[ $n = 0 ]" "snakemake -n after the unused function plans $n jobs"
-row unused "$rc" "$s" "-" "$n" "$(grep -c 'made by other' "$S/audit_unused.txt") products made by other code"
-revert
+rerun_nothing unused
 
 # 5. a number a published figure shows
 sed -i 's/ax.plot(steps\[ok\], med\[ok\],/ax.plot(steps[ok], 1.1 * med[ok],/' src/copyhead/figures/draw.py
