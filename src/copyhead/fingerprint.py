@@ -131,6 +131,7 @@ class CodeIndex:
         self.pkg = Path(package_dir) if package_dir is not None else _PKG
         self.top = self.pkg.name
         self.modules: dict[str, _Module] = {}
+        self._kept: dict[tuple[str, ...], list[_Item]] = {}    # code_fingerprint and module_digests share it
         for f in sorted(self.pkg.rglob("*.py")):
             if "__pycache__" in f.parts:
                 continue
@@ -209,7 +210,12 @@ class CodeIndex:
         return sorted(seen)
 
     def kept(self, roots: tuple[str, ...]) -> list[_Item]:
-        """The items the entry points can reach (see the module docstring)."""
+        """The items the entry points can reach (see the module docstring), worked out once per set of roots."""
+        if roots not in self._kept:
+            self._kept[roots] = self._reach(roots)
+        return self._kept[roots]
+
+    def _reach(self, roots: tuple[str, ...]) -> list[_Item]:
         modules = self.closure(roots)
         missing = [r for r in roots if f"copyhead.{r.split(':')[0]}" not in modules]
         if missing:
