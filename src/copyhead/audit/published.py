@@ -34,6 +34,7 @@ from pathlib import Path
 from ..datafiles import DataFileError, read_dataset, sha256_file, write_json
 from ..provenance import (CODE_ROOTS, KIND_CONCERN, changed_modules, code_fingerprint, code_version,
                           code_version_string, module_digests, now_iso, sidecar_path)
+from ..publish import MANIFEST as MANIFEST_FILE, record_written
 from .numbers import Regenerator
 
 GENERATED_SUFFIXES = (".nc", ".json", ".png", ".pdf")
@@ -372,6 +373,10 @@ class PublishedAuditor:
         side = sidecar_path(path)
         if side.is_file():
             write_json(dict(json.loads(side.read_text()), **stamp), side)
+            # a published folder's manifest lists the record it holds: its entry follows (copyhead.publish)
+            man = side.parent / MANIFEST_FILE
+            if man.is_file() and side.name in (json.loads(man.read_text()).get("files") or {}):
+                record_written(side.parent, [side])
         else:                                          # netCDF: its attributes stay; the sidecar now speaks
             write_json(dict(rec, **stamp, product=path.name,
                             outputs={path.name: {"path": str(path), "sha256": self._sha256(path)}}), side)
