@@ -194,3 +194,30 @@ def test_every_function_a_product_runs_is_in_its_fingerprint(tmp_path):
     shutil.copy(docs / "results.json", tmp_path / "results.json")
     assert not _missing("results", _traced(lambda: write_pages(tmp_path / "results.json", tmp_path / "results.md",
                                                                figure_dir="results_figures")))
+
+
+def test_the_parse_cache_on_disk_gives_the_parse_and_follows_every_edit(pkg_copy, tmp_path, monkeypatch):
+    """Each workflow process reads the package's parse from disk (copyhead.fingerprint._ParseCache) instead
+    of parsing ~100 modules again: the cached parse gives the fingerprints of a fresh one, an edited module
+    is parsed again (the others are reused), and a damaged cache file is parsed around, not trusted."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("COPYHEAD_CACHE_DIR", str(cache))
+
+    def fresh():
+        fpm._index_cache.clear()            # as a new process would: nothing in memory
+        return _fp(pkg_copy)
+
+    first = fresh()
+    files = list((cache / "fingerprint").glob("*.json"))
+    assert len(files) == 1
+    assert fresh() == first                                          # read back from disk
+    _edit(pkg_copy, "aggregate.py", '"test_loss_final")', '"test_loss_final", "energy")')
+    edited = fresh()
+    assert edited["aggregate"] != first["aggregate"] and edited["train"] == first["train"]
+    assert len(list((cache / "fingerprint").glob("*.json"))) == 2     # a second package state
+    monkeypatch.setenv("COPYHEAD_CACHE_DIR", str(tmp_path / "none"))
+    assert fresh() == edited                                         # no cache: the same prints
+    monkeypatch.setenv("COPYHEAD_CACHE_DIR", str(cache))
+    for f in (cache / "fingerprint").glob("*.json"):
+        f.write_text('{"keys": {"copyhead.aggregate": "x"}, "modules": {"copyhead.aggregate": 1}}')
+    assert fresh() == edited
