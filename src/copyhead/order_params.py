@@ -18,20 +18,23 @@ orthonormal (Frobenius) pair ``e1 = J/L`` and ``eG = (I − J/L)/√(L−1)``:
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
 from .attention import ATTENTIONS, variant
 
-try:  # torch is a dependency, but keep the numpy path importable without it
-    import torch
-except ImportError:  # pragma: no cover
-    torch = None
-
 NAMES = ("c1", "cG", "m1", "mP", "coverage_ratio", "coverage_cosine")
 
 
+def _torch():
+    """torch if it is loaded, else None. A torch tensor can only exist once torch is imported, so the numpy
+    path (aggregation, pages, figures: processes that never train) does not pay torch's ~1 s import."""
+    return sys.modules.get("torch")
+
+
 def _is_torch(A) -> bool:
+    torch = _torch()
     return torch is not None and isinstance(A, torch.Tensor)
 
 
@@ -46,7 +49,7 @@ def _trace(A):
 
 
 def _sqrt(x):
-    return torch.sqrt(x) if _is_torch(x) else np.sqrt(x)
+    return _torch().sqrt(x) if _is_torch(x) else np.sqrt(x)
 
 
 def pooling(A):
@@ -73,6 +76,7 @@ def projection(A):
     L = A.shape[-1]
     c1, cG = pooling(A), copy_overlap(A)
     if _is_torch(A):
+        torch = _torch()
         J = torch.ones(L, L, dtype=A.dtype, device=A.device) / L
         G = (torch.eye(L, dtype=A.dtype, device=A.device) - J) / math.sqrt(L - 1)
     else:
@@ -95,7 +99,7 @@ def sign_fix(A, *others):
     """Linear-attention Z2 gauge: multiply A (and each of ``others``, e.g. the scores) by sign(c1)≥0."""
     c1 = pooling(A)
     if _is_torch(A):
-        s = torch.where(c1 < 0, -1.0, 1.0).to(A.dtype)[..., None, None]
+        s = _torch().where(c1 < 0, -1.0, 1.0).to(A.dtype)[..., None, None]
     else:
         s = np.where(c1 < 0, -1.0, 1.0)[..., None, None]
     return (A * s, *(o * s for o in others)) if others else A * s
@@ -112,7 +116,7 @@ def order_parameters(A) -> dict:
 def order_parameter_vector(A):
     """torch: the order parameters of A stacked in the order of :data:`NAMES` (shape (..., 6))."""
     d = order_parameters(A)
-    return torch.stack([d[k] for k in NAMES], dim=-1)
+    return _torch().stack([d[k] for k in NAMES], dim=-1)
 
 
 PAPER_NAMES = {a: v.names for a, v in ATTENTIONS.items()}   # the plotted pair's names per attention
