@@ -32,7 +32,8 @@
 # Files: /etc/slurm/slurm.conf and /etc/slurm/gres.conf (written only when absent or written earlier
 # by this script — a line "# written by copyhead local-slurm.sh" marks them; an existing foreign
 # config is never overwritten), state, logs and pid files under $LOCAL_SLURM_DIR
-# (default /var/tmp/copyhead-slurm). Idempotent: `start` on a running cluster only re-checks it.
+# (default /var/tmp/copyhead-slurm). Idempotent: `start` on a running cluster only re-checks it; `stop` also
+# removes the config files it wrote.
 set -euo pipefail
 
 CMD=${1:-start}
@@ -67,6 +68,13 @@ do_stop() {
     stop_one slurmd "$STATE/slurmd.pid"
     stop_one slurmctld "$STATE/slurmctld.pid"
     stop_one munged "$STATE/munged.pid"
+    # and the config files this script wrote (marked): with a slurm.conf naming a controller that is gone,
+    # every Slurm client (sinfo, scontrol, squeue; Snakemake's Slurm executor) waits ~9 s before it fails,
+    # once per call: left behind, it slowed every later test run on this machine. A foreign config stays.
+    local f
+    for f in "$ETC/slurm.conf" "$ETC/gres.conf"; do
+        if [[ -f $f ]] && grep -qF "$MARK" "$f"; then rm -f "$f"; say "removed $f (written by this script)"; fi
+    done
 }
 
 do_status() {
