@@ -1,8 +1,8 @@
 """Settings of every test session.
 
-The tests do not ask the host's SLURM for its largest node (``sinfo``, in every config validation:
-``copyhead.resources.memory_limits``). Its answer would make an outcome depend on the machine the tests run
-on (whether a large point is refused), and where Slurm's client tools are installed without a reachable
+The tests do not ask the host's SLURM for its largest node (``sinfo``, when the workflow or check-config
+checks that the sweep fits: ``copyhead.resources.memory_limits``). Its answer would make an outcome depend on
+the machine the tests run on (whether a large point is refused), and where Slurm's client tools are installed without a reachable
 controller each query takes about 9 s to fail, once per process (docs/workflow.md, "Failures"): the suite
 took 27 min instead of 6 on such a machine. ``COPYHEAD_MAX_NODE_MEM_MB=0`` means "no SLURM node known":
 this machine's RAM is the limit, as on a machine without sinfo. A value set outside is kept. The query

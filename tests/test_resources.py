@@ -160,3 +160,18 @@ def test_packed_process_needs_less_than_its_jobs_and_more_than_any(default_cfg):
     for key in ("runtime", "mem_mb"):
         assert max(j[key] for j in jobs) <= packed[key] <= sum(j[key] for j in jobs)
     assert packed["mem_mb"] < sum(j["mem_mb"] for j in jobs) and packed["gpu"] == jobs[0]["gpu"]
+
+
+def test_validation_does_not_ask_slurm_the_sweep_check_does(default_cfg, monkeypatch):
+    """config.validate never asks for the machines' memory (no sinfo in validation); check_sweep_fits, which
+    the workflow and check-config call after it, refuses a point no machine can hold, naming it."""
+    asked = []
+    monkeypatch.setattr(R, "memory_limits", lambda: asked.append(1) or {"local": 64000, "slurm_node": 0})
+    cfg = copy.deepcopy(default_cfg)
+    cfg["sweep"]["linear"]["adam"]["P"] = [4, 1_000_000_000]
+    cfg = c.validate(cfg)
+    assert not asked
+    with pytest.raises(c.ConfigError, match=r"^x\.yaml: invalid config:\n  - 'sweep\.linear\.adam\.P': "
+                                            r"P = 1000000000 needs about [0-9.]+ TiB"):
+        R.check_sweep_fits(cfg, "x.yaml")
+    assert asked and R.check_sweep_fits(default_cfg) is default_cfg

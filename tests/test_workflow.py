@@ -403,7 +403,7 @@ def test_leading_zero_targets_do_not_alias(tmp_path):
 
 def test_slurm_node_memory_is_asked_once_per_workflow_not_per_job(tmp_path):
     """Every copyhead command checks that its jobs fit the largest SLURM node before any compute. The
-    workflow asks sinfo once (config validation) and its jobs inherit the answer: a sinfo that cannot reach a
+    workflow asks sinfo once (right after config validation) and its jobs inherit the answer: a sinfo that cannot reach a
     controller takes ~9 s to fail, which every job paid before. A stand-in sinfo counts its calls."""
     wd = _fresh_workflow(tmp_path / "wd")
     bin_dir, calls = tmp_path / "bin", tmp_path / "sinfo_calls"

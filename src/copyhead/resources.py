@@ -35,7 +35,7 @@ from functools import lru_cache
 from types import SimpleNamespace
 from typing import Any, Mapping
 
-from .config import RunConfig, run_config
+from .config import ConfigError, RunConfig, run_config
 from .schedules import sample_steps
 
 STARTUP_S = {"cpu": 30.0, "gpu": 90.0}  # interpreter + imports + data + write (+ CUDA context on GPU)
@@ -218,3 +218,15 @@ def sweep_memory_problems(cfg: Mapping[str, Any]) -> list[str]:
             rc = run_config(cfg, att, opt)
             out += [m for P in v["P"] if (m := memory_problem(rc, int(P), len(v["seeds"]), f"'sweep.{att}.{opt}.P'"))]
     return out
+
+
+def check_sweep_fits(cfg: Mapping[str, Any], where: str = "") -> Mapping[str, Any]:
+    """``cfg`` (a validated config) if every point of its sweep fits the largest memory on offer, else
+    ConfigError listing each point that does not (:func:`sweep_memory_problems`): a point no machine can
+    hold is refused before any job. Asked right after validation by the workflow (workflow/rules/common.smk)
+    and ``copyhead check-config``; ``where`` (a file name) leads the message."""
+    msgs = sweep_memory_problems(cfg)
+    if msgs:
+        lead = f"{where}: " if where else ""
+        raise ConfigError(lead + "invalid config:\n  - " + "\n  - ".join(msgs))
+    return cfg

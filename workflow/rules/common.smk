@@ -6,20 +6,21 @@ from functools import lru_cache
 from copyhead import config as chcfg
 from copyhead.figures import FIGURES
 from copyhead.provenance import CODE_ROOTS, code_fingerprint
-from copyhead.resources import memory_limits, train_resources
+from copyhead.resources import check_sweep_fits, memory_limits, train_resources
 
 # Validate against workflow/schemas/config.schema.yaml (the package's schema) plus the cross-field rules:
 # a typo stops here, naming the key and the allowed values, before any job starts. `--config` values are
 # read as YAML first (Snakemake leaves `--config 'model={d_k: 8}'` as strings); numbers come out typed by
-# the schema, so `g_Q: 1` and `g_Q: 1.0` give the same params.
+# the schema, so `g_Q: 1` and `g_Q: 1.0` give the same params. Then a point no machine can hold (this machine's
+# RAM and the largest SLURM node, copyhead.resources) is refused, also before any job.
 try:
-    CONFIG = chcfg.validate(
+    CONFIG = check_sweep_fits(chcfg.validate(
         chcfg.merge_overrides(FILE_CONFIG, chcfg.parse_overrides(workflow.config_settings.config))
-    )
+    ))
 except chcfg.ConfigError as err:
     raise WorkflowError(str(err)) from None
 
-# The validation asked SLURM once for its largest node's memory (sinfo; cached). The jobs inherit the answer
+# The memory check asked SLURM once for its largest node's memory (sinfo; cached). The jobs inherit the answer
 # instead of each asking again: every copyhead command checks that a job fits before any compute, and a
 # sinfo that cannot reach a controller takes ~9 s to fail (docs/workflow.md "Failures"). A value the user
 # set is kept; 0 means no SLURM node is known, as when sinfo fails.

@@ -137,7 +137,7 @@ def _cmd_check_config(a) -> int:
     bad = 0
     for path in a.configs:
         try:
-            cfgmod.load(path)
+            call("resources:check_sweep_fits", cfgmod.load(path), path)   # a point no machine can hold
             print(f"{path}: ok")
         except cfgmod.ConfigError as e:
             bad += 1
