@@ -12,8 +12,8 @@ from copyhead.config import ActionParams, theory_params
 from copyhead.theory.one_loop.blocks import block_dirs, transverse_basis
 from copyhead.theory.one_loop.correction import one_loop, plane_point
 from copyhead.theory.one_loop.dataset import (DatasetMoments, dataset_one_loop, dataset_posterior_means,
-                                              dataset_softmax_correction, prior_precision_transverse,
-                                              transverse_system)
+                                              dataset_softmax_correction, per_dataset_one_loop,
+                                              prior_precision_transverse, transverse_system)
 from copyhead.theory.one_loop.evidence import copy_weight, evidence_dataset, grad_hessian
 from copyhead.theory.one_loop.prior import prior_rate_form, prior_rate_hessian
 from copyhead.theory.one_loop.softmax import softmax_point
@@ -121,7 +121,8 @@ def test_comparison_takes_the_per_dataset_shift_against_its_own_base_and_flags()
 @pytest.mark.parametrize("attention", ["linear", "softmax"])
 def test_theory_option_per_dataset_fills_the_same_dataset_theory(attention):
     """theory.fluctuations {kind: one_loop, per_dataset: true} adds each run's per-dataset one loop to the
-    same-dataset theory (the values of dataset_posterior_means for that run alone); off by default."""
+    same-dataset theory (the values of dataset_posterior_means for that run alone; the writer passes it as
+    ``extend``, and without it the option is refused); off by default."""
     cfg = {"task": {"V": 4, "L": 5}, "model": {"d_k": 10, "g_Q": 1.0, "g_K": 1.0, "g_O": 1.0, "sigma2": 0.1},
            "theory": {"prior": "large_deviation", "P_min": 1.0, "P_max": 40.0, "n_P": 20, "grid_n": 41,
                       "landscape_P": {"linear": [], "softmax": []},
@@ -131,7 +132,9 @@ def test_theory_option_per_dataset_fills_the_same_dataset_theory(attention):
     assert not any("one_loop" in k for k in off.data_vars)
     cfg["theory"]["fluctuations"] = {"kind": "one_loop", "per_dataset": True}
     th = theory_params(cfg)
-    on = same_dataset_theory(th, attention, [(8, 1), (12, 2)], **quiet)
+    with pytest.raises(ValueError, match="per_dataset_one_loop"):
+        same_dataset_theory(th, attention, [(8, 1)], **quiet)
+    on = same_dataset_theory(th, attention, [(8, 1), (12, 2)], extend=per_dataset_one_loop, **quiet)
     prm = "cG" if attention == "linear" else "aG"
     grid = dict(coarse=7) if attention == "linear" else dict(coarse=21, fine=801)
     want = dataset_posterior_means(th.action, 12, [2], attention=attention, **grid)

@@ -12,10 +12,9 @@ from copyhead.task import make_data
 from copyhead.theory.action import softmax_coeffs
 from copyhead.theory.data import copy_task_tokens
 from copyhead.theory.evidence import neg_log_evidence
-from copyhead.theory.output import compute_theory
+from copyhead.theory.output import compute_theory, write_same_dataset_theory
 from copyhead.theory.prior import neg_log_prior_family, neg_log_prior_softmax
-from copyhead.theory.same_dataset import (dataset_branches, run_training_tokens, same_dataset_theory,
-                                          write_same_dataset_theory)
+from copyhead.theory.same_dataset import dataset_branches, run_training_tokens, same_dataset_theory
 
 KEYS = ("c1", "cG", "m1", "mP")
 QUIET = dict(log=lambda *a: None)

@@ -45,7 +45,7 @@ _PARSER_KEY = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 CODE_ROOTS: dict[str, tuple[str, ...]] = {
     "train": ("run:train_job", "run:train_points"),
     "theory": ("theory.output:write_theory", "theory.same_dataset:sweep_pairs",
-               "theory.same_dataset:write_same_dataset_theory"),
+               "theory.output:write_same_dataset_theory"),
     "phase_map": ("theory.phase_map:write_map", "theory.phase_map:write_exact", "theory.prior_effect:write_check"),
     "one_loop": ("analysis.one_loop_points:read_points", "theory.one_loop.predict:write_predictions"),
     "aggregate": ("aggregate:aggregate_runs",),

@@ -45,6 +45,13 @@ def make_data(seed: int, V: int, L: int, P: int, n_test: int) -> CopyData:
                     test=sequences(seed, V, L, n_test, TEST_STREAM))
 
 
+def run_training_tokens(p, seed: int, P: int) -> np.ndarray:
+    """The training set of run (seed, P) as the theory reads it: ``make_data(seed, V, L, P, n_test).train``,
+    tokens (P, L), with V and L taken from ``p`` (a ``config.ActionParams``, or anything with ``V`` and ``L``);
+    the test set is drawn from another stream and does not enter."""
+    return make_data(seed, p.V, p.L, P, 0).train
+
+
 def one_hot(tokens: np.ndarray, V: int) -> np.ndarray:
     """(..., L) tokens -> (..., L, V) float64 one-hot (= the copy targets y_a = e_{t_a})."""
     return np.eye(V)[tokens]

@@ -66,7 +66,7 @@ def _cmd_theory_datasets(a) -> int:
         pairs = json.loads(a.pairs) if a.pairs else call("theory.same_dataset:sweep_pairs", cfg, a.attention)
     if not pairs:
         raise cfgmod.ConfigError("no (P, seed) pairs: give --pairs '[[P, seed], ...]' or a config with a sweep")
-    call("theory.same_dataset:write_same_dataset_theory", th_cfg, a.attention, [(int(P), int(s)) for P, s in pairs],
+    call("theory.output:write_same_dataset_theory", th_cfg, a.attention, [(int(P), int(s)) for P, s in pairs],
          Path(a.out))
     return 0
 

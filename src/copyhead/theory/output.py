@@ -3,7 +3,9 @@
 ``compute_theory`` builds the xarray Dataset (closed-form predictions on the dense P grid with the
 configured prior and, cheaply, the other prior; the exact dataset-averaged predictions at the configured
 P; landscapes; the transition table; transition points vs L). ``write_theory`` adds the provenance
-attributes and writes it atomically; it is what ``copyhead theory`` calls.
+attributes and writes it atomically; it is what ``copyhead theory`` calls. ``write_same_dataset_theory``
+does the same for the same-dataset theory (``copyhead.theory.same_dataset``, with the per-dataset one loop
+where the config asks for it); it is what ``copyhead theory-datasets`` calls.
 """
 from __future__ import annotations
 
@@ -19,10 +21,12 @@ from copyhead.provenance import provenance_attrs, write_dataset
 
 from .action import ExactAverage
 from .one_loop.curve import one_loop_curve
+from .one_loop.dataset import per_dataset_one_loop
 from .one_loop.posterior import PARAMS, SETTINGS, SOFTMAX_LABEL, SOFTMAX_PARAMS, VARIANT_LABEL
 from .prior import PRIORS
 from .ranges import auto_landscape_P, exact_P_grid, family, make_model, theory_grid
 from .scaling import scaling
+from .same_dataset import per_dataset_one_loop_asked, same_dataset_theory
 from .scan import analyse, landscape, scan
 from .transitions import TRANSITION_KEYS
 
@@ -256,5 +260,21 @@ def write_theory(theory_cfg: dict, attention: str, out: pathlib.Path) -> xr.Data
     prov = provenance_attrs("theory", theory_cfg,
                             title=f"copyhead theory: {attention} attention, order-parameter predictions vs P")
     ds.attrs.update(prov)
+    write_dataset(ds, pathlib.Path(out))
+    return ds
+
+
+def write_same_dataset_theory(th_cfg: dict, attention: str, pairs: list[tuple[int, int]],
+                              out: pathlib.Path) -> xr.Dataset:
+    """Same-dataset theory for one attention type and the runs' (P, seed) ``pairs``, written atomically
+    with provenance attributes (kind ``theory_datasets``) to ``out``
+    (results/theory/{attention}_datasets.nc). ``th_cfg``: ``config.theory_config(cfg)``."""
+    th = theory_params(th_cfg)
+    one_loop = per_dataset_one_loop if per_dataset_one_loop_asked(th) else None
+    ds = same_dataset_theory(th, attention, pairs, extend=one_loop)
+    effective = dict(th_cfg, same_dataset={"attention": attention, "pairs": json.loads(ds.attrs["pairs_json"])})
+    ds.attrs.update(provenance_attrs(
+        "theory_datasets", effective,
+        title=f"copyhead same-dataset theory: {attention} attention, exact action of each run's training set"))
     write_dataset(ds, pathlib.Path(out))
     return ds

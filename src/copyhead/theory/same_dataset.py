@@ -10,23 +10,21 @@ largest β: where copy-started chains sit), with their action difference.
 
 Nothing is re-implemented here: the datasets go into ``action.ExactAverage.of_tokens`` (one dataset per
 seed), the action on its grid is ``models.LinearModel``/``SoftmaxModel``, minimisers, local minima and
-means come from ``scan.scan``/``scan.argmin_refined``. ``write_same_dataset_theory`` writes one netCDF per
+means come from ``scan.scan``/``scan.argmin_refined``; the training sets from ``copyhead.task``
+(``run_training_tokens``). Pure: ``copyhead.theory.output.write_same_dataset_theory`` writes one netCDF per
 attention type with dims (P, seed); it is what the workflow calls (results/theory/{attention}_datasets.nc).
 """
 from __future__ import annotations
 
 import json
-import pathlib
 import time
 from typing import Callable, Iterable
 
 import numpy as np
 import xarray as xr
 
-from copyhead.attention import variant
-from copyhead.config import ActionParams, TheoryParams, runs, theory_params
-from copyhead.provenance import provenance_attrs, write_dataset
-from copyhead.task import make_data
+from copyhead.config import ActionParams, TheoryParams, runs
+from copyhead.task import run_training_tokens
 
 from .action import ExactAverage
 from .ranges import family, make_model, theory_grid
@@ -39,12 +37,8 @@ SIDES = {"prior_side": "local minimum reached by steepest descent on the grid fr
                       "copy-started chains sit"}
 
 Tokens = Callable[[ActionParams, int, int], np.ndarray]
-
-
-def run_training_tokens(p: ActionParams, seed: int, P: int) -> np.ndarray:
-    """The training set of run (seed, P): ``make_data(seed, V, L, P, n_test).train``, tokens (P, L)
-    (the test set is drawn from another stream and does not enter)."""
-    return make_data(seed, p.V, p.L, P, 0).train
+# more variables of each (P, seed) on the same datasets: extend(ds, p, attention, pairs, tokens, log) -> ds
+Extension = Callable[..., xr.Dataset]
 
 
 def _descend(S: np.ndarray, start: tuple) -> tuple:
@@ -118,8 +112,15 @@ def dataset_predictions(model, P_list: Iterable[int]) -> tuple[list[dict], int]:
     return out, sc["boundary_hits"]
 
 
+def per_dataset_one_loop_asked(th: TheoryParams) -> bool:
+    """Whether the config asks for the per-dataset one loop on the runs' own training sets
+    (``theory.fluctuations: {kind: one_loop, per_dataset: true}``)."""
+    return th.fluctuations.kind == "one_loop" and bool(th.fluctuations.per_dataset)
+
+
 def same_dataset_theory(th: TheoryParams, attention: str, pairs: Iterable[tuple[int, int]],
-                        tokens: Tokens = run_training_tokens, ranges=None, log=print) -> xr.Dataset:
+                        tokens: Tokens = run_training_tokens, ranges=None, log=print,
+                        extend: Extension | None = None) -> xr.Dataset:
     """The exact action on each run's own training set, for the (P, seed) ``pairs`` of one attention type,
     as an xarray Dataset with dims (P, seed) (NaN where a pair is not requested; no provenance attrs).
 
@@ -127,8 +128,16 @@ def same_dataset_theory(th: TheoryParams, attention: str, pairs: Iterable[tuple[
     ``ranges``: the grid range (R, or (beta_lo, beta_hi)), by default that of results/theory/{attention}.nc
     (``ranges.theory_grid``), so the same-dataset and dataset-averaged predictions share one grid (sized
     at a larger P where a pair's P exceeds the theory's P_max and exact P).
+
+    ``extend(ds, p, attention, pairs, tokens, log)`` adds variables computed on the same datasets before the
+    attributes are set: ``theory.fluctuations: {kind: one_loop, per_dataset: true}`` needs the per-dataset one
+    loop there (``copyhead.theory.one_loop.dataset.per_dataset_one_loop``, which the writer
+    ``copyhead.theory.output.write_same_dataset_theory`` passes); without it that option is a ValueError.
     """
     family(attention)                # ValueError for a name that is not an attention variant
+    if per_dataset_one_loop_asked(th) and extend is None:
+        raise ValueError("theory.fluctuations asks for the per-dataset one loop: pass extend="
+                         "copyhead.theory.one_loop.dataset.per_dataset_one_loop")
     t0 = time.perf_counter()
     pairs = sorted({(int(P), int(s)) for P, s in pairs})
     if not pairs:
@@ -157,8 +166,8 @@ def same_dataset_theory(th: TheoryParams, attention: str, pairs: Iterable[tuple[
         log(f"same-dataset theory {attention}: warning: the global minimum is on the grid boundary for "
             f"{hits} (P, seed) pairs (grid range {ranges})")
     ds = _dataset(attention, p, Ps, seeds, recs)
-    if th.fluctuations.kind == "one_loop" and th.fluctuations.per_dataset:
-        ds = _per_dataset_one_loop(ds, p, attention, pairs, tokens, log)
+    if extend is not None:
+        ds = extend(ds, p, attention, pairs, tokens, log)
     ds.attrs.update({
         "attention": attention, "prior": p.prior, "grid_n": th.grid_n,
         "grid_range": json.dumps(list(np.atleast_1d(ranges).astype(float))), "grid_boundary_hits": int(hits),
@@ -169,48 +178,6 @@ def same_dataset_theory(th: TheoryParams, attention: str, pairs: Iterable[tuple[
         "branches": "; ".join(f"{k}: {v}" for k, v in SIDES.items()),
         "compute_seconds": round(time.perf_counter() - t0, 2), "docs": "docs/theory.md Sec. 4.4"})
     log(f"same-dataset theory {attention}: {len(pairs)} (P, seed) pairs in {time.perf_counter() - t0:.1f} s")
-    return ds
-
-
-def _per_dataset_one_loop(ds, p, attention, pairs, tokens, log) -> xr.Dataset:
-    """``theory.fluctuations: {kind: one_loop, per_dataset: true}``: each pair's posterior means without and
-    with the per-dataset one loop (docs/theory.md Sec. 13, Eq. (36); copyhead.theory.one_loop.dataset) and
-    the weight behind its flag, as ``<k>_mean_same_none`` / ``<k>_mean_same_one_loop`` (linear c1, cG;
-    softmax aG = mP/L) and ``one_loop_soft_weight_same``. The pooling sector (Eq. (37)) is not computed here
-    (it doubles the cost; docs/one_loop.md compares it)."""
-    # imported here: the one-loop package reads the runs' training sets through this module
-    from .one_loop.dataset import dataset_posterior_means
-    from .one_loop.posterior import SETTINGS
-    t0 = time.perf_counter()
-    linear = variant(attention).theory == "linear"
-    grid = (SETTINGS["coarse_dataset"], SETTINGS["fine"]) if linear else (SETTINGS["coarse_beta"], SETTINGS["fine_beta"])
-    prms = ("c1", "cG") if linear else ("aG",)
-    Ps, seeds = [float(P) for P in ds["P"].values], [int(s) for s in ds["seed"].values]
-    shape = (len(Ps), len(seeds))
-    vals = {f"{k}_{v}": np.full(shape, np.nan) for k in prms for v in ("none", "one_loop")}
-    soft = np.full(shape, np.nan)
-    for P, seed in pairs:
-        r = dataset_posterior_means(p, P, [seed], *grid, SETTINGS["cut"], SETTINGS["soft"], tokens=tokens,
-                                    attention="linear" if linear else "softmax", pooling=False)
-        i, j = Ps.index(float(P)), seeds.index(int(seed))
-        for k in prms:
-            for v in ("none", "one_loop"):
-                vals[f"{k}_{v}"][i, j] = r[v][k]
-        soft[i, j] = r["soft_weight"]
-    names = {"c1": "ĉ1", "cG": "ĉG", "aG": "âG = mP/L"}
-    for k in prms:
-        ds[f"{k}_mean{SUFFIX}_none"] = (("P", "seed"), vals[f"{k}_none"], {
-            "long_name": f"{names[k]} posterior mean over the run's own action, on the per-dataset one loop's "
-                         "grid (Eq. (18))", "units": "1"})
-        ds[f"{k}_mean{SUFFIX}_one_loop"] = (("P", "seed"), vals[f"{k}_one_loop"], {
-            "long_name": f"{names[k]} posterior mean with the per-dataset one loop (docs/theory.md Eq. (36)); "
-                         f"flagged where one_loop_soft_weight{SUFFIX} > {SETTINGS['flag']}", "units": "1"})
-    ds[f"one_loop_soft_weight{SUFFIX}"] = (("P", "seed"), soft, {
-        "long_name": "share of the per-dataset one-loop posterior weight on near-critical transverse modes "
-                     "(docs/theory.md Sec. 13)", "units": "1"})
-    ds.attrs.update({f"one_loop_setting_{k}": v for k, v in SETTINGS.items()})
-    log(f"same-dataset theory {attention}: per-dataset one loop for {len(pairs)} pairs in "
-        f"{time.perf_counter() - t0:.1f} s")
     return ds
 
 
@@ -260,20 +227,6 @@ def _dataset(attention, p, Ps, seeds, recs) -> xr.Dataset:
     ds[f"n_minima{SUFFIX}"] = (dims, fill(lambda r: r["n_minima"]),
                                {"long_name": f"number of local minima of S inside the grid ({what}); NaN: "
                                              "pair not requested", "units": "1"})
-    return ds
-
-
-def write_same_dataset_theory(th_cfg: dict, attention: str, pairs: list[tuple[int, int]],
-                              out: pathlib.Path) -> xr.Dataset:
-    """Same-dataset theory for one attention type and the runs' (P, seed) ``pairs``, written atomically
-    with provenance attributes (kind ``theory_datasets``) to ``out``
-    (results/theory/{attention}_datasets.nc). ``th_cfg``: ``config.theory_config(cfg)``."""
-    ds = same_dataset_theory(theory_params(th_cfg), attention, pairs)
-    effective = dict(th_cfg, same_dataset={"attention": attention, "pairs": json.loads(ds.attrs["pairs_json"])})
-    ds.attrs.update(provenance_attrs(
-        "theory_datasets", effective,
-        title=f"copyhead same-dataset theory: {attention} attention, exact action of each run's training set"))
-    write_dataset(ds, pathlib.Path(out))
     return ds
 
 

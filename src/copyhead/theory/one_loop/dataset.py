@@ -21,18 +21,22 @@ through the attention map (linear A = M/L; softmax row by row). Pure numpy/scipy
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import scipy.linalg as sla
 
+from copyhead.attention import variant
 from copyhead.config import ActionParams
+from copyhead.task import run_training_tokens
 
 from ..action import ExactAverage, order_to_coeffs
 from ..prior import neg_log_prior_family, neg_log_prior_softmax
-from ..same_dataset import run_training_tokens
+from ..same_dataset import SUFFIX
 from .blocks import BLOCK_SLICES, block_dirs, transverse_basis
 from .correction import OneLoop, gaussian_correction, plane_point
 from .evidence import _softmax, copy_weight, grad_hessian
-from .posterior import CUT, SOFT, posterior_means, softmax_posterior_means
+from .posterior import CUT, SETTINGS, SOFT, posterior_means, softmax_posterior_means
 from .pooling import PoolingSector
 from .prior import prior_prefactor, prior_rate_form
 from .softmax import softmax_point
@@ -275,3 +279,43 @@ def dataset_posterior_means(p: ActionParams, P, seeds, coarse=7, fine=161, cut=N
 def dataset_variants(attention="linear", pooling=True):
     """The variants of :func:`dataset_means` (DATASET_LABEL's names without their suffix ``_dataset``)."""
     return ("none", "one_loop") + (("pooling",) if pooling and attention == "linear" else ())
+
+
+def per_dataset_one_loop(ds, p: ActionParams, attention, pairs, tokens=run_training_tokens, log=print):
+    """``theory.fluctuations: {kind: one_loop, per_dataset: true}``: each pair's posterior means without and
+    with the per-dataset one loop (docs/theory.md Sec. 13, Eq. (36); :func:`dataset_posterior_means`) and
+    the weight behind its flag, added to the same-dataset theory ``ds`` (``copyhead.theory.same_dataset``, its
+    ``extend``) as ``<k>_mean_same_none`` / ``<k>_mean_same_one_loop`` (linear c1, cG; softmax aG = mP/L) and
+    ``one_loop_soft_weight_same``; returns ``ds``. The pooling sector (Eq. (37)) is not computed here (it
+    doubles the cost; docs/one_loop.md compares it)."""
+    t0 = time.perf_counter()
+    linear = variant(attention).theory == "linear"
+    grid = (SETTINGS["coarse_dataset"], SETTINGS["fine"]) if linear else (SETTINGS["coarse_beta"], SETTINGS["fine_beta"])
+    prms = ("c1", "cG") if linear else ("aG",)
+    Ps, seeds = [float(P) for P in ds["P"].values], [int(s) for s in ds["seed"].values]
+    shape = (len(Ps), len(seeds))
+    vals = {f"{k}_{v}": np.full(shape, np.nan) for k in prms for v in ("none", "one_loop")}
+    soft = np.full(shape, np.nan)
+    for P, seed in pairs:
+        r = dataset_posterior_means(p, P, [seed], *grid, SETTINGS["cut"], SETTINGS["soft"], tokens=tokens,
+                                    attention="linear" if linear else "softmax", pooling=False)
+        i, j = Ps.index(float(P)), seeds.index(int(seed))
+        for k in prms:
+            for v in ("none", "one_loop"):
+                vals[f"{k}_{v}"][i, j] = r[v][k]
+        soft[i, j] = r["soft_weight"]
+    names = {"c1": "ĉ1", "cG": "ĉG", "aG": "âG = mP/L"}
+    for k in prms:
+        ds[f"{k}_mean{SUFFIX}_none"] = (("P", "seed"), vals[f"{k}_none"], {
+            "long_name": f"{names[k]} posterior mean over the run's own action, on the per-dataset one loop's "
+                         "grid (Eq. (18))", "units": "1"})
+        ds[f"{k}_mean{SUFFIX}_one_loop"] = (("P", "seed"), vals[f"{k}_one_loop"], {
+            "long_name": f"{names[k]} posterior mean with the per-dataset one loop (docs/theory.md Eq. (36)); "
+                         f"flagged where one_loop_soft_weight{SUFFIX} > {SETTINGS['flag']}", "units": "1"})
+    ds[f"one_loop_soft_weight{SUFFIX}"] = (("P", "seed"), soft, {
+        "long_name": "share of the per-dataset one-loop posterior weight on near-critical transverse modes "
+                     "(docs/theory.md Sec. 13)", "units": "1"})
+    ds.attrs.update({f"one_loop_setting_{k}": v for k, v in SETTINGS.items()})
+    log(f"same-dataset theory {attention}: per-dataset one loop for {len(pairs)} pairs in "
+        f"{time.perf_counter() - t0:.1f} s")
+    return ds

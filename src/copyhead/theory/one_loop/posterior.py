@@ -24,9 +24,9 @@ from scipy.interpolate import CubicSpline, RectBivariateSpline
 from scipy.ndimage import binary_dilation, distance_transform_edt
 
 from copyhead.config import ActionParams
+from copyhead.task import run_training_tokens
 
 from ..action import action_linear, action_softmax, order_to_coeffs, softmax_coeffs
-from ..same_dataset import run_training_tokens
 from .blocks import block_dirs
 from .correction import (column_share, ek_blocks, grad_term_blocks, one_loop_blocks, plane_point,
                          softest_mode)
