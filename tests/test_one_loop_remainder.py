@@ -1,4 +1,5 @@
-"""copyhead.results.one_loop_remainder (docs/one_loop.md, Section 0b): the remainder of the measured ĉG gap
+"""copyhead.analysis.one_loop_remainder_fit and the page's lines of copyhead.results.one_loop_remainder
+(docs/one_loop.md, Section 0b): the remainder of the measured ĉG gap
 after the pooling-sector shift against L/d_k, on synthetic studies with a planted law
 r/shift = a + b L/d_k — the fit recovers it, the d_k = L points stay out of the fit, the flags and the
 duplicate size of the scaling study are respected, and the page's lines are rendered from it."""
@@ -7,6 +8,7 @@ import pytest
 import xarray as xr
 
 from copyhead.analysis import one_loop_compare as cmp
+from copyhead.analysis import one_loop_remainder_fit as rf
 from copyhead.results import one_loop_remainder as rem
 from copyhead.theory.one_loop import posterior as lp
 
@@ -47,35 +49,35 @@ def named(tilt_dup=1.0, soft_at=None):
 
 
 def test_fit_recovers_the_planted_law_and_leaves_d_k_equal_L_out():
-    rows = rem.points(named(tilt_dup=3.0))
-    fit = rem.relative_fit(rows)
+    rows = rf.points(named(tilt_dup=3.0))
+    fit = rf.relative_fit(rows)
     assert fit["a"] == pytest.approx(A, abs=1e-9) and fit["b"] == pytest.approx(B, abs=1e-9)
     assert fit["at_1"] == pytest.approx(A + B, abs=1e-9)
     # d_k ≥ 2L at ratio 2: finite size 32, 64, 128 and L = 24 (the duplicate L = 16, d_k = 32 once, from the
     # finite-size study: its tilted copy would break the law)
     assert fit["n"] == 4 and all(p["d_k"] >= 2 * p["L"] for p in fit["points"])
-    at_L = [p for p in rem.at_ratio(rows, 2.0) if p["d_k"] == p["L"]]
+    at_L = [p for p in rf.at_ratio(rows, 2.0) if p["d_k"] == p["L"]]
     assert [p["r_over_shift"] for p in at_L] == pytest.approx([A + B])
-    lo, hi = rem.bracket(rows, 2.0, 32, 32)
+    lo, hi = rf.bracket(rows, 2.0, 32, 32)
     assert (lo["ratio"], hi["ratio"]) == (1.5, 2.5)
 
 
 def test_a_flagged_point_is_not_fitted():
-    rows = rem.points(named(soft_at=(1, 3)))                 # ratio 2, d_k = 128 soft-flagged
-    fit = rem.relative_fit(rows)
+    rows = rf.points(named(soft_at=(1, 3)))                 # ratio 2, d_k = 128 soft-flagged
+    fit = rf.relative_fit(rows)
     assert fit["n"] == 3 and all(p["d_k"] != 128 for p in fit["points"])
-    assert rem.relative_fit(rem.points(named(soft_at=(1, slice(1, 4))))) is None      # L = 24 alone: no fit
+    assert rf.relative_fit(rf.points(named(soft_at=(1, slice(1, 4))))) is None      # L = 24 alone: no fit
 
 
 def test_page_lines_read_the_fit():
-    rows = rem.points(named())
-    fit = rem.relative_fit(rows)
+    rows = rf.points(named())
+    fit = rf.relative_fit(rows)
     line = rem.answer_line(rows, fit)[0]
     assert "Why the aim fails" in line and "0.07 ±" in line and "(0.4 ±" in line
     sec = rem.section(rows, fit)
     assert sec[0] == "## 0b. What the one loop leaves at d_k = L"
     assert any(s.startswith("| converged | 32 | 32 | 1 |") for s in sec)
-    none = rem.points([("softmax", named()[0][1], "d_k", "")])             # no linear study: no rows, no section
-    assert none == [] and rem.relative_fit(none) is None and rem.section(none, None) == []
+    none = rf.points([("softmax", named()[0][1], "d_k", "")])             # no linear study: no rows, no section
+    assert none == [] and rf.relative_fit(none) is None and rem.section(none, None) == []
     # r/shift's error is the measured error over |shift|, the fit's weight its inverse square
     assert all(p["q_err"] == pytest.approx(p["err"] / abs(p["shift"])) for p in rows if p["shift"])

@@ -18,9 +18,9 @@ from copyhead.analysis.tables import build_tables, jsonable
 from copyhead.analysis.transition_table import transition_table
 from copyhead.cli import main as cli_main
 from copyhead.figures import FIGURES
+from copyhead.format import g
 from copyhead.provenance import code_fingerprint, sha256_file, sidecar_path, write_dataset
 from copyhead.results import write_pages, write_results
-from copyhead.results.format import g
 from copyhead.results.page import render_page
 from stored import FIT
 
@@ -679,7 +679,7 @@ def test_a_point_whose_chains_have_not_mixed_is_left_out_of_the_verdict():
     from copyhead.analysis.agreement import agreement_summaries
     from copyhead.analysis.convergence import mixing_status
     from copyhead.analysis.summary import agreement_verdict, effect_size
-    from copyhead.results.format import verdict_text
+    from copyhead.format import verdict_text
     conv = [{"recipe": "hmc", "P": 8.0, "param": "c1", "rhat_within_max": 1.002, "ess_chain_min": 300.0},
             {"recipe": "hmc", "P": 16.0, "param": "c1", "rhat_within_max": 1.002, "ess_chain_min": 50.0},
             {"recipe": "hmc", "P": 24.0, "param": "c1", "rhat_within_max": 1.001, "ess_chain_min": 900.0},

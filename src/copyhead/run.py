@@ -9,10 +9,13 @@ carries: a damaged one is moved aside to ``<name>.corrupt``; the checkpoint is d
 exists), prints progress lines to its log, and writes one Dataset per seed (documented in
 ``docs/engine.md``) atomically with its provenance attributes. A diverged chain is not an error: its file
 has ``status = "diverged"`` and the step at which divergence was seen. :func:`train_run` is the
-single-run form (one seed, one file).
+single-run form (one seed, one file). With a run store (``COPYHEAD_RUN_STORE``, :mod:`copyhead.engine`;
+the workflow's jobs have one) a chain whose identical run is stored is linked from there instead of
+trained, and each file written is kept there (:func:`run_identity` says what "identical" means).
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -23,16 +26,19 @@ import xarray as xr
 
 from . import order_params as op
 from .attention import variant
-from .config import ConfigError, RunConfig, config_hash
+from .config import ConfigError, RunConfig, canonical_json, config_hash
+from .datafiles import config_source
+from .engine import run_store
 from .hmc import run_hmc
 from .model import CopyAttention, energy_kind
 from .resources import memory_problem
-from .provenance import atomic_write, code_fingerprint, now_iso, provenance_attrs, write_dataset
+from .provenance import atomic_write, code_fingerprint, now_iso, provenance_attrs, read_dataset, write_dataset
 from .schedules import record_steps, sample_steps, step_size
 from .task import hmc_seed, make_data, noise_seed, torch_seed
 from .train import SAMPLE_VARS, BatchState, Interrupted, NoiseStreams, new_state, run_chains, state_sha256
 
-__all__ = ["train_job", "train_points", "train_run", "resolve_device", "checkpoint_path", "Interrupted"]
+__all__ = ["train_job", "train_points", "train_run", "resolve_device", "checkpoint_path", "run_identity",
+           "Interrupted"]
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 CHECKSUM = "state_sha256"   # the key of a checkpoint's checksum of everything else it holds (train.state_sha256)
@@ -175,7 +181,8 @@ def train_points(run_cfg: dict, points, device: str | None = None, _stop_after: 
     the Datasets in the order given. Chains whose energy uses co-occurrence counts (the same kind) form
     ONE batch across P; chains on the direct path form one batch per P. Each file equals the one
     :func:`train_job` writes for its point alone (a chain's numbers do not depend on its batch), except
-    the job attributes (times, ``packed_P``)."""
+    the job attributes (times, ``packed_P``). With a run store (``COPYHEAD_RUN_STORE``) the chains found
+    there intact are linked to their outputs and not trained; only the others are batched."""
     points = [(int(P), [int(s) for s in seeds], [Path(o) for o in outs]) for P, seeds, outs in points]
     for P, seeds, outs in points:
         if P < 1:
@@ -196,25 +203,57 @@ def train_points(run_cfg: dict, points, device: str | None = None, _stop_after: 
         log = lambda line: print(line, flush=True)
     dev = resolve_device(device if device is not None else rc.device)
     task = rc.task
-    batches: dict[tuple, list] = {}  # (energy kind, P or None) -> chains (point index, chain in point)
-    for i, (P, seeds, _) in enumerate(points):
-        kind = energy_kind(task.V, task.L, P, rc.model.scores, dev)
-        batches.setdefault((kind, P if kind == "direct" else None), []).extend((i, k) for k in range(len(seeds)))
-    packed = " ".join(str(P) for P, _, _ in points)
     threads_before = torch.get_num_threads()
     if dev == "cpu":  # small problems: extra threads only add overhead (COPYHEAD_THREADS)
         torch.set_num_threads(int(os.environ.get("COPYHEAD_THREADS", "1")))
     out: dict[tuple, xr.Dataset] = {}
     try:
+        store = run_store()   # finished runs of the same identity are reused, not trained (copyhead.engine)
+        keep = None
+        if store is not None:
+            code = code_fingerprint("train")
+            keep = lambda path, P, seed, seeds: store.put(path, run_identity(rc, P, seed, seeds, dev, code), log)
+            for i, (P, seeds, outs) in enumerate(points):
+                for k, seed in enumerate(seeds):
+                    if store.fetch(run_identity(rc, P, seed, seeds, dev, code), outs[k], log):
+                        out[(i, k)] = read_dataset(outs[k])
+            n = sum(len(seeds) for _, seeds, _ in points)
+            log(f"run store {store.root}: {len(out)} of {n} chains reused, {n - len(out)} to train")
+        batches: dict[tuple, list] = {}  # (energy kind, P or None) -> chains (point index, chain in point)
+        for i, (P, seeds, _) in enumerate(points):
+            kind = energy_kind(task.V, task.L, P, rc.model.scores, dev)
+            todo = [(i, k) for k in range(len(seeds)) if (i, k) not in out]
+            if todo:
+                batches.setdefault((kind, P if kind == "direct" else None), []).extend(todo)
+        packed = " ".join(str(P) for i, (P, _, _) in enumerate(points)   # the P this process trains
+                          if any(j == i for chains in batches.values() for j, _ in chains))
         for (kind, _), chains in batches.items():
-            out.update(_train_batch(rc, points, chains, kind, dev, packed, _stop_after, log))
+            out.update(_train_batch(rc, points, chains, kind, dev, packed, _stop_after, log, keep))
     finally:
         torch.set_num_threads(threads_before)
     return [out[(i, k)] for i, (_, seeds, _) in enumerate(points) for k in range(len(seeds))]
 
 
-def _train_batch(rc: RunConfig, points, chains, kind: str, dev: str, packed: str, stop_after, log) -> dict:
-    """Train the chains ``(point index, chain in point)`` of ``points`` as one batch; write their files."""
+def run_identity(rc: RunConfig, P: int, seed: int, seeds, dev: str, code: str | None = None) -> dict:
+    """What a run file is, for the run store (copyhead.engine.RunStore): the run config with P and seed
+    (the file's ``config_json``), the seeds of its point (``batch_seeds``: a file equals a fresh one in
+    every record but the job's times and command), the train code fingerprint, and what can change a
+    number without changing the config: device (and the GPU's name), dtype, torch version and threads;
+    and the config file(s) the workflow read (``config_files``: so that the file's record stays true).
+    ``code``: the train code fingerprint, when the caller has it already."""
+    ident = {"copyhead_kind": "run", "config_json": canonical_json(dict(rc.as_dict(), P=int(P), seed=int(seed))),
+             "P": int(P), "seed": int(seed), "batch_seeds": " ".join(str(int(s)) for s in seeds),
+             "code_fingerprint": code or code_fingerprint("train"), "device": dev, "dtype": rc.dtype,
+             "torch_version": torch.__version__, "torch_threads": torch.get_num_threads(),
+             "device_name": torch.cuda.get_device_name(dev) if dev.startswith("cuda") else "cpu"}
+    ident.update({k: json.dumps(v, sort_keys=True) for k, v in config_source().items()})
+    return ident
+
+
+def _train_batch(rc: RunConfig, points, chains, kind: str, dev: str, packed: str, stop_after, log,
+                 keep=None) -> dict:
+    """Train the chains ``(point index, chain in point)`` of ``points`` as one batch; write their files
+    (and ``keep(path, P, seed, point seeds)`` each, the run store's)."""
     recipe, task = rc.recipe, rc.task
     start_time, t0 = now_iso(), time.perf_counter()
     Ps = [points[i][0] for i, _ in chains]
@@ -252,6 +291,8 @@ def _train_batch(rc: RunConfig, points, chains, kind: str, dev: str, packed: str
         write_dataset(ds, path)
         log(f"P={P} seed {seed}: {status}" + (f" (diverged at step {dstep})" if dstep >= 0 else "")
             + f"; wrote {path}")
+        if keep is not None:
+            keep(path, P, seed, point_seeds)
         done[(i, k)] = ds
     checkpoint_path(outs).unlink(missing_ok=True)
     return done

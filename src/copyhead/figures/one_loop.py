@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 
 from copyhead.analysis import one_loop_compare as cmp
+from copyhead.analysis import one_loop_remainder_fit as rem
+from copyhead.format import sampler_name
 from copyhead.provenance import product_record, read_dataset
-from copyhead.results import one_loop_remainder as rem
-from copyhead.results.format import sampler_name
 
 from . import write_figure
 from .style import WIDE, pyplot

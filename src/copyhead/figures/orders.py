@@ -14,9 +14,9 @@ from ..analysis.curves import CURVES
 from ..analysis.experiments import KEYS, recipes
 from ..analysis.tables import figure_statistics
 from ..attention import ATTENTIONS, variant
+from ..format import sampler_name
 from ..order_params import paper_order_parameters
 from ..provenance import read_dataset
-from ..results.format import sampler_name
 from .style import (C1_COLOR, CG_COLOR, OPT_COLORS, WIDE, annotate_status, errorbar_points, hollow_points,
                     log_P_axis, mark_nonfinite, mark_transitions, op_names, opt_label, opt_marker, pyplot)
 

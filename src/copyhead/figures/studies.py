@@ -12,7 +12,7 @@ import numpy as np
 from copyhead.analysis.finite_size import PRIOR_LABEL, Z95
 from copyhead.analysis.scaling import ratio_interval
 from copyhead.attention import ATTENTIONS, variant
-from copyhead.results.format import METHOD, g
+from copyhead.format import METHOD, g
 
 from .style import fixed_ticks, log_P_axis
 

@@ -7,7 +7,7 @@ results_appendix.md rendered from that JSON; each file is written with its prove
   per method, what the convergence diagnostics mean, the key figures, the studies' findings
   (:mod:`.findings`).
 - :mod:`.appendix` — every table behind the page.
-- :mod:`.format` — number formatting and Markdown tables.
+- :mod:`copyhead.format` — number formatting and Markdown tables (below the results and the figures).
 Nothing is computed or judged here: the numbers and verdicts are read from the JSON.
 
 ``write_results(inputs, out, ...)`` reads the input files (roles: ``aggregate_<attention>``,

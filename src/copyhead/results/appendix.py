@@ -10,7 +10,7 @@ import json
 
 from ..analysis.curves import CURVES
 from ..analysis.summary import PAPER, PAPER_SIGMA2
-from .format import P_ as _P, ci, g, ok as _ok, pm, table, verdict_text, yn
+from ..format import P_ as _P, ci, g, ok as _ok, pm, table, verdict_text, yn
 
 
 def _label(curve: str | None) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..analysis.scaling import FORMS, jump_forms, mixing, ratio_interval, who_copies_first
 from ..analysis.summary import PAPER
-from .format import METHOD, P_, ci, g, ok, pct, table, verdict_text
+from ..format import METHOD, P_, ci, g, ok, pct, table, verdict_text
 
 JUMP_SHARE = 0.5   # a jump: the steepest grid step carries at least half of âG's whole rise over the grid
 RULES = {

@@ -10,7 +10,7 @@ from ..analysis.finite_size import compatible
 from ..analysis.summary import AGREE_TOLERANCE
 from ..analysis.scaling import mixing, ratio_interval
 from ..attention import ATTENTIONS
-from .format import g
+from ..format import g
 
 LD = "large_deviation"
 

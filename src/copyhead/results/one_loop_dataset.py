@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis import one_loop_compare as cmp
-from .format import g
+from ..format import g
 from .one_loop_tables import NAME, f2
 
 DS = cmp.DATASET

@@ -9,10 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis import one_loop_compare as cmp
+from ..analysis import one_loop_remainder_fit as remainder_fit
+from ..format import g, sampler_name
 from ..provenance import product_record, read_dataset, write_product
 from . import one_loop_dataset as dataset
 from . import one_loop_remainder as remainder
-from .format import g, sampler_name
 from .one_loop_tables import (NAME, TABLE_RATIOS, coefficient_table, converged_lines, f2, flagged_lines,
                               points_table, rms_table, softmax_lines)
 
@@ -167,13 +168,13 @@ def dataset_figures(named):
 
 def remainder_figure(fit):
     """The remainder figure (copyhead.figures.one_loop.write_remainder) under Section 0b, where its section is
-    (``fit``: copyhead.results.one_loop_remainder.relative_fit, None where there is none)."""
+    (``fit``: copyhead.analysis.one_loop_remainder_fit.relative_fit, None where there is none)."""
     if fit is None:
         return []
     return ["![what the one loop leaves](one_loop/fig_one_loop_remainder.png)", "",
             "*Figure: the remainder of the measured ĉG gap after the pooling-sector one loop over that shift, against "
-            f"L/d_k at P/P_ref = {g(remainder.LAW_RATIO)}, with its measured error; the law a + b L/d_k fitted over "
-            f"d_k ≥ {remainder.MIN_DK_OVER_L}L (solid) and extrapolated to d_k = L (dotted); hollow: the d_k = L "
+            f"L/d_k at P/P_ref = {g(remainder_fit.LAW_RATIO)}, with its measured error; the law a + b L/d_k fitted over "
+            f"d_k ≥ {remainder_fit.MIN_DK_OVER_L}L (solid) and extrapolated to d_k = L (dotted); hollow: the d_k = L "
             "points the fit does not use (the default size: its two P/P_ref next to 2).*", ""]
 
 
@@ -207,8 +208,8 @@ def render(fs, fl, command=COMMAND, check=None, converged=None, softmax=None):
               + (f" (L = {int(converged['L'].values[0])}, d_k = {int(converged['d_k'].values[0])})" if converged is not None else "")),
              ("softmax", softmax, "d_k", "Softmax, finite-size study")]
     per_dataset = dataset.answer_lines(named)
-    rows = remainder.points(named)
-    fit = remainder.relative_fit(rows)
+    rows = remainder_fit.points(named)
+    fit = remainder_fit.relative_fit(rows)
     out += per_dataset + remainder.answer_line(rows, fit)
     out += ["- The equivalent-kernel correction (Eq. (32)), Sections 1–5:"] if per_dataset else []
     out += verdict(fs, "d_k") + explained(fs, "d_k") + g_perp_line(fs, "d_k") + transition_line(fs)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis import one_loop_compare as cmp
-from .format import g, sampler_name
+from ..format import g, sampler_name
 
 TABLE_RATIOS = (1.0, 1.35, 2.0)
 NAME = {"c1": "ĉ1", "cG": "ĉG", "aG": "âG"}

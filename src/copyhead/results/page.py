@@ -5,9 +5,9 @@ Everything else is in the appendix (:mod:`.appendix`). Nothing is computed or ju
 """
 from __future__ import annotations
 
+from ..format import METHOD, P_, ci, effect_text, g, ok, pct, sampler_name, significance_text, table, verdict_text
 from .claims import claims, claims_section
 from .findings import headline
-from .format import METHOD, P_, ci, effect_text, g, ok, pct, sampler_name, significance_text, table, verdict_text
 
 KEY_FIGURES = [("fig3_linear_order_params", "linear order parameters against P with the theory",
                 "Linear attention: ĉ1 (pooling) rises first and ĉG (copy) overtakes it later, in the data as in "

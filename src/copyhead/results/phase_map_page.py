@@ -15,7 +15,7 @@ from copyhead.analysis.finite_size import PRIOR_LABEL as PL
 from copyhead.analysis.fits import loglog_slope, power_law_fit
 from copyhead.provenance import product_record, read_dataset, write_product
 
-from .format import g
+from ..format import g
 
 COMMAND = "snakemake -s workflow/phase_map.smk --cores 1"
 

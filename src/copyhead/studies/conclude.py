@@ -11,7 +11,7 @@ from copyhead.analysis.scaling import (FORMS, advantage_trend, closed_form_path,
 from copyhead.analysis.summary import PAPER
 from copyhead.analysis.twins import start_agreement
 from copyhead.attention import ATTENTIONS
-from copyhead.results.format import ci, g, pm, table
+from copyhead.format import ci, g, pm, table
 
 
 def _top(d: dict) -> str:

@@ -22,9 +22,9 @@ from copyhead.analysis.summary import PAPER
 from copyhead.analysis.twins import transitions_collapse
 from copyhead.figures import write_figure
 from copyhead.figures.studies import draw_finite_size, draw_scaling, draw_twins, twin_label
+from copyhead.format import ci, g, pm, table, yn
 from copyhead.provenance import DataFileError, product_record, sidecar_path, write_product
 from copyhead.results.findings import headline, samplers
-from copyhead.results.format import ci, g, pm, table, yn
 from copyhead.studies.conclude import (RANK_NOTE, collapse_verdict, conclude_dk_over_L, conclude_finite_size,
                                        conclude_scaling, conclude_scaling_theory, convergence_summary, paper_scale)
 from copyhead.publish import check_published, record_written

@@ -28,10 +28,10 @@ from copyhead.analysis.tables import jsonable
 from copyhead.analysis.twins import compare_twins, transitions_collapse
 from copyhead.attention import ATTENTIONS
 from copyhead.config import ActionParams
+from copyhead.format import METHOD
 from copyhead.order_params import paper_order_parameters
 from copyhead.provenance import DataFileError, product_record, write_product
 from copyhead.resources import sweep_seconds
-from copyhead.results.format import METHOD
 from copyhead.studies.spec import REFERENCE, load_spec
 from copyhead.theory.scaling import closed_form_transitions
 

@@ -1,7 +1,8 @@
-"""Number formatting and Markdown tables of the results pages and the studies report (reading only)."""
+"""Number formatting and Markdown tables of the results pages, the figures' labels and the studies report
+(reading only): below all three, so that none of them imports another for it."""
 from __future__ import annotations
 
-from ..analysis.stats import is_number as ok
+from .analysis.stats import is_number as ok
 
 
 # the samplers' names by optimizer method (a recipe's ``method``; the reference recipes are named after theirs)
