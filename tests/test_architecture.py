@@ -1,0 +1,221 @@
+"""The package's import graph, read from the source with ``ast`` (nothing is imported): no cycle, and the
+layers point one way (issue 50, "Cycles broken, layers downward").
+
+An arrow A -> B is any import of a copyhead module B in module A, at module level or inside a function,
+relative imports resolved (``from .x import y`` names module ``x.y`` where that is a module, else ``x``),
+and the ``call("module:function")`` / ``attribute("module:name")`` strings of :mod:`copyhead.cli.lazy`.
+Importing a package means its ``__init__``. The graph is checked at two levels:
+
+- modules: no cycle among copyhead's modules (e.g. theory.same_dataset <-> theory.one_loop.dataset);
+- units: each top-level module or subpackage of copyhead (``config``, ``resources``, ``theory``, ...) as one
+  node, no cycle among them (e.g. config <-> resources).
+
+A failure prints the cycle with the file and line of each of its imports.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PKG = "copyhead"
+
+# (importer, imported) prefixes of module names that must never be joined by an arrow, with the reason
+LAYERS = [
+    ("copyhead.figures", "copyhead.results", "the results pages show the figures, not the reverse; the number "
+                                             "formatting both use is copyhead.format"),
+    ("copyhead.config", "copyhead.resources", "config validation does not ask Slurm (copyhead.resources plans "
+                                              "the jobs and checks they fit)"),
+    *[("copyhead.theory", f"copyhead.{above}", "the theory is below every reporting layer")
+      for above in ("figures", "results", "studies", "audit")],
+]
+
+_LAZY = re.compile(r"^[a-z_][a-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def module_files(src: Path = SRC) -> dict[str, Path]:
+    """Module name -> file of every module of the package (a package is its ``__init__``)."""
+    out = {}
+    for f in sorted((src / PKG).rglob("*.py")):
+        parts = list(f.relative_to(src).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = f
+    return out
+
+
+def _resolve(name: str, modules) -> str | None:
+    """The module ``name`` is, or the nearest enclosing module (``copyhead.x.f`` -> ``copyhead.x``)."""
+    while name:
+        if name in modules:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _targets(node, module: str, is_package: bool, modules) -> list[str]:
+    """The copyhead modules one import (or lazy ``call`` string) names."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom):
+        if node.level:
+            base = module.split(".") if is_package else module.split(".")[:-1]
+            base = base[:len(base) - (node.level - 1)]
+            full = ".".join(base + ([node.module] if node.module else []))
+        else:
+            full = node.module or ""
+        return [f"{full}.{alias.name}" if f"{full}.{alias.name}" in modules else full for alias in node.names]
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    if name in ("call", "attribute") and node.args and isinstance(node.args[0], ast.Constant) \
+            and isinstance(node.args[0].value, str) and _LAZY.match(node.args[0].value):
+        return [f"{PKG}.{node.args[0].value.split(':')[0]}"]
+    return []
+
+
+def import_graph(src: Path = SRC) -> dict[str, dict[str, list[str]]]:
+    """module -> {imported module: ["file:line", ...]} over every copyhead module (edges to itself left out)."""
+    modules = module_files(src)
+    graph: dict[str, dict[str, list[str]]] = {m: defaultdict(list) for m in modules}
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Import, ast.ImportFrom, ast.Call)):
+                continue
+            for target in _targets(node, module, path.name == "__init__.py", modules):
+                target = _resolve(target, modules) if target.split(".")[0] == PKG else None
+                where = f"{path.relative_to(src.parent)}:{node.lineno}"
+                if target and target != module and where not in graph[module][target]:
+                    graph[module][target].append(where)
+    return graph
+
+
+def unit(module: str) -> str:
+    """The top-level module or subpackage of copyhead a module belongs to (``copyhead.theory.scan`` ->
+    ``copyhead.theory``); the package's own ``__init__`` is ``copyhead``."""
+    return ".".join(module.split(".")[:2])
+
+
+def unit_graph(graph) -> dict[str, dict[str, list[str]]]:
+    out: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for a, targets in graph.items():
+        out[unit(a)]
+        for b, where in targets.items():
+            if unit(a) != unit(b):
+                out[unit(a)][unit(b)] += where
+    return out
+
+
+def _reach(graph, start: str) -> set[str]:
+    """Every node reachable from ``start`` by one arrow or more."""
+    seen, todo = set(), [start]
+    while todo:
+        for w in graph.get(todo.pop(), ()):
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
+
+
+def _shortest_cycle(graph, start: str, within: set[str]) -> list[str]:
+    """A shortest cycle through ``start`` inside ``within`` (breadth first), the first node repeated at the end."""
+    prev, frontier = {start: None}, [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in sorted(graph[v]):
+                if w == start:
+                    path = [v]
+                    while prev[path[-1]] is not None:
+                        path.append(prev[path[-1]])
+                    return [*reversed(path), start]
+                if w in within and w not in prev:
+                    prev[w] = v
+                    nxt.append(w)
+        frontier = nxt
+    raise AssertionError(f"{start} is on no cycle")
+
+
+def knots(graph) -> list[set[str]]:
+    """The nodes tied into cycles, one set per knot (strongly connected component of more than one node)."""
+    reach = {v: _reach(graph, v) for v in graph}
+    out, done = [], set()
+    for v in sorted(graph):
+        if v not in done and v in reach[v]:
+            knot = {w for w in reach[v] if v in reach[w]}
+            done |= knot
+            out.append(knot)
+    return out
+
+
+def cycles(graph) -> list[list[str]]:
+    """The shortest cycle of each knot (a list of nodes, the first repeated at the end)."""
+    return [min((_shortest_cycle(graph, s, k) for s in sorted(k)), key=len) for k in knots(graph)]
+
+
+def describe(graph, cycle: list[str]) -> str:
+    """A cycle with the imports behind each of its arrows, and the rest of its knot where that is larger."""
+    knot = next(k for k in knots(graph) if cycle[0] in k)
+    lines = [" -> ".join(cycle)]
+    if len(knot) > len(cycle) - 1:
+        lines.append(f"    (one cycle of a knot of {len(knot)}: {', '.join(sorted(knot))})")
+    for a, b in zip(cycle, cycle[1:]):
+        where = graph[a][b]
+        more = f" and {len(where) - 3} more" if len(where) > 3 else ""
+        lines.append(f"    {a} -> {b}: {', '.join(where[:3])}{more}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------- the rules
+
+@lru_cache(maxsize=1)
+def _package_graph():
+    return import_graph()
+
+
+def test_no_import_cycle_between_modules():
+    g = _package_graph()
+    found = cycles(g)
+    assert not found, "import cycles between copyhead's modules:\n" + "\n".join(describe(g, c) for c in found)
+
+
+def test_no_import_cycle_between_top_level_units():
+    g = unit_graph(_package_graph())
+    found = cycles(g)
+    assert not found, ("import cycles between copyhead's top-level modules and subpackages:\n"
+                       + "\n".join(describe(g, c) for c in found))
+
+
+@pytest.mark.parametrize("importer,imported,why", LAYERS, ids=[f"{a[9:]}-not-{b[9:]}" for a, b, _ in LAYERS])
+def test_layers_point_down(importer, imported, why):
+    def under(m, prefix):
+        return m == prefix or m.startswith(prefix + ".")
+    bad = [f"{a} -> {b}: {', '.join(where)}" for a, targets in _package_graph().items() if under(a, importer)
+           for b, where in targets.items() if under(b, imported)]
+    assert not bad, f"{importer} must not import {imported} ({why}):\n  " + "\n  ".join(bad)
+
+
+# ------------------------------------------------------------------------------- the reader itself
+
+def test_the_graph_reader_resolves_relative_lazy_and_function_level_imports(tmp_path):
+    pkg = tmp_path / PKG
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from .a import f\n")
+    (pkg / "sub" / "a.py").write_text("from .. import top\n\ndef f():\n    from .b import g\n    return g\n")
+    (pkg / "sub" / "b.py").write_text("import copyhead.top as t\nimport numpy\ng = 1\n")
+    (pkg / "top.py").write_text("from copyhead.sub.a import f\n\ndef h():\n    call('sub.b:g')\n")
+    g = import_graph(tmp_path)
+    assert {a: sorted(b) for a, b in g.items()} == {
+        "copyhead": [], "copyhead.sub": ["copyhead.sub.a"], "copyhead.sub.a": ["copyhead.sub.b", "copyhead.top"],
+        "copyhead.sub.b": ["copyhead.top"], "copyhead.top": ["copyhead.sub.a", "copyhead.sub.b"]}
+    assert [w.split(tmp_path.name + "/")[-1] for w in g["copyhead.sub.a"]["copyhead.sub.b"]] == ["copyhead/sub/a.py:4"]
+    found = cycles(g)
+    assert found == [["copyhead.sub.a", "copyhead.top", "copyhead.sub.a"]]   # the shortest of a -> (b ->) top -> a
+    assert "copyhead/top.py:1" in describe(g, found[0])
+    assert cycles(unit_graph(g)) == [["copyhead.sub", "copyhead.top", "copyhead.sub"]]
