@@ -196,7 +196,7 @@ def test_a_rerun_refuses_while_a_killed_snakemakes_job_still_runs(tmp_path):
         assert (wd / ORPHAN_TARGET).is_file() and not any((wd / ".snakemake/copyhead-jobs").iterdir())
 
 
-@pytest.mark.slow       # three snakemake starts and a training job: about 20 s on 2 cores
+@pytest.mark.long       # three snakemake starts and a training job: about 20 s on 2 cores
 def test_after_unlock_by_hand_the_rerun_still_refuses_while_the_job_runs(tmp_path):
     """`snakemake --unlock` removes the locks whoever holds them; the run after it still does not start
     beside the killed run's job (the Snakefile's onstart), naming it."""
@@ -279,7 +279,7 @@ def test_the_audit_checks_the_config_file_the_commands_read(tmp_path, monkeypatc
         assert json.loads(read_dataset(nc).attrs["config_files"]) == ["conf/tiny.yaml"]
 
 
-@pytest.mark.slow       # a Snakemake DAG of four jobs: about 30 s on 2 cores
+@pytest.mark.long       # a Snakemake DAG of four jobs: about 30 s on 2 cores
 def test_the_audit_checks_the_config_file_snakemake_was_given(tmp_path):
     """`snakemake --configfile conf/tiny.yaml`, then `eta` edited in that file: every product records the
     file (the Snakefile names it in its jobs' environment), and the audit compares with it."""

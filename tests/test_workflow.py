@@ -172,6 +172,7 @@ def test_the_pipeline_ran_under_a_path_with_a_space(pipeline):
     assert list((pipeline / "docs").glob("studies*/studies.json"))          # with the studies it quotes
 
 
+@pytest.mark.long       # trains the tiny sweep packed, then per P
 def test_switching_packed_training_on_and_off_reruns_nothing(pipeline, tmp_path):
     """COPYHEAD_TRAIN_PACK=recipe is an execution detail: a DAG made per P is up to date packed, and one
     trained packed is up to date per P (same files, same recorded params and shell command)."""
@@ -287,6 +288,7 @@ def test_audit_names_products_made_with_another_config(pipeline, tmp_path):
     assert "config.yaml: invalid" in r.stdout and "recorded configs not compared" in r.stdout and r.returncode == 0
 
 
+@pytest.mark.long       # a rerun of part of the DAG after each fault
 def test_audit_detects_changed_and_missing_run(pipeline, tmp_path):
     wd = tmp_path / "wd"
     shutil.copytree(pipeline / "results", wd / "results")      # no .snakemake: audit works from files alone
@@ -520,6 +522,7 @@ def _rewrite_run(path: Path, **change):
     write_dataset(ds, path)
 
 
+@pytest.mark.long       # audit --fix, then a rerun of the DAG below the damage
 def test_fix_then_plain_snakemake_remakes_damaged_run_and_theory(pipeline, tmp_path):
     wd = _edit(pipeline, tmp_path, lambda cfg: None)
     run, theory = wd / "results/runs/linear/adam/P4/seed0.nc", wd / "results/theory/linear.nc"
@@ -536,6 +539,7 @@ def test_fix_then_plain_snakemake_remakes_damaged_run_and_theory(pipeline, tmp_p
     assert planned_jobs(wd) == {}
 
 
+@pytest.mark.long       # two faults, two reruns of the DAG below them and four audits
 def test_nonfinite_and_foreign_runs_are_left_out_named_refused_and_remade(pipeline, tmp_path):
     """Two faults at once, each a real sequence of commands on the tiny config: a NaN written into an ok
     run (adam P4 seed 0) and a run made with sigma2 = 0.2 copied in under a valid name (adam P8 seed 0).
@@ -599,6 +603,7 @@ def test_captions_render_without_docutils_errors():
         assert "System Message" not in html, rst.name
 
 
+@pytest.mark.long       # three docs workflows and five audits
 def test_published_aggregates_remake_the_results_page_and_pass_the_audit(pipeline, tmp_path):
     """A study's aggregates published into docs/data/ (copyhead publish-aggregates) are the committed inputs
     from which `snakemake -s workflow/docs.smk docs_results` makes the results JSON, page and figures, each
