@@ -140,8 +140,7 @@ class RunStore:
         except (OSError, WriteError) as e:
             log(f"{where}: could not take {nc} from the run store ({e}); training it")
             return False
-        log(f"{where}: reused {nc} from the run store (same run config, seeds, train code, device, dtype, "
-            f"torch and config files; its numbers and records are those of the run that made it); wrote {out}")
+        log(f"{where}: reused {nc} from the run store; wrote {out}")
         return True
 
     def put(self, path: Path, identity: dict, log) -> None:

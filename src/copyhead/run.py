@@ -218,7 +218,10 @@ def train_points(run_cfg: dict, points, device: str | None = None, _stop_after: 
                     if store.fetch(run_identity(rc, P, seed, seeds, dev, code), outs[k], log):
                         out[(i, k)] = read_dataset(outs[k])
             n = sum(len(seeds) for _, seeds, _ in points)
-            log(f"run store {store.root}: {len(out)} of {n} chains reused, {n - len(out)} to train")
+            log(f"run store {store.root}: {len(out)} of {n} chains reused, {n - len(out)} to train" + (
+                " (a reused file is the stored run of the same run config, seeds, train code, device, dtype, "
+                "torch and config files: its numbers and records are those of the run that made it)"
+                if out else ""))
         batches: dict[tuple, list] = {}  # (energy kind, P or None) -> chains (point index, chain in point)
         for i, (P, seeds, _) in enumerate(points):
             kind = energy_kind(task.V, task.L, P, rc.model.scores, dev)
