@@ -327,3 +327,25 @@ def test_softmax_summary_counts_the_copy_weight_once():
             for att, keys in (("softmax", ("a1", "aG")), ("linear", ("c1", "cG"))) for k in keys for P in (8, 16)]
     n = {s["attention"]: s["n_away"] for s in agreement_summaries(rows)}
     assert n == {"softmax": 2, "linear": 4}
+
+
+def test_twin_verdicts_give_the_effect_size_first_and_significance_beside_it():
+    """The σ² twins' verdict (studies page, results page) is decided by |Δ| against the agreement tolerance;
+    z is shown beside it. Tiny errors make every pair 'significant', yet pairs within |Δ| ≤ 0.02 agree."""
+    from copyhead.analysis.twins import twin_effect
+    from copyhead.studies.conclude import collapse_verdict
+
+    def row(att, name, v, vr):
+        return {"attention": att, "recipe": "hmc", "P_over_sigma2": 50.0, "name": name, "value": v, "value_ref": vr}
+    close = {"differs": "σ²", "rows": [row("linear", "ĉG", 0.30, 0.31), row("softmax", "âG", 0.20, 0.205)],
+             "n": 2, "n_within_2": 0, "rms_z": 40.0, "n_within_2_theory": 0, "rms_z_theory": 50.0, "transitions": {}}
+    e = twin_effect(close)
+    assert e["n"] == 2 and e["n_within_tol"] == 2 and abs(e["max_abs_delta"] - 0.01) < 1e-12
+    (head,) = collapse_verdict(close)
+    assert head.startswith("- Verdict: the order parameters collapse at equal P/σ² (largest |Δ| = 0.01")
+    assert "2 of 2 pairs within |Δ| ≤ 0.02" in head and "significance: 0 of 2 equal within 2σ (RMS z 40" in head
+    # softmax â1 = 1 − âG: of two equal |Δ| the one larger relative to its value is named
+    far = dict(close, rows=[row("softmax", "â1", 0.976, 0.910), row("softmax", "âG", 0.024, 0.090)])
+    e = twin_effect(far)
+    assert e["name"] == "âG" and e["n_within_tol"] == 0 and abs(e["rel"] - (0.024 - 0.090) / 0.090) < 1e-12
+    assert collapse_verdict(far)[0].startswith("- Verdict: the order parameters do not collapse")

@@ -199,7 +199,8 @@ def test_sigma2_collapse_pairs_equal_P_over_sigma2_and_scaling_rows(tmp_path):
     assert {r["P_over_sigma2"] for r in c["rows"]} == {50.0, 200.0, 90.0, 360.0}
     assert c["transitions"]["softmax"]["value"] == pytest.approx(190.0) == c["transitions"]["softmax"]["value_ref"]
     assert c["transitions"]["softmax"]["overlap"] is True and c["n_within_2_theory"] == 16
-    assert collapse_verdict(c)[0] == "- Verdict: the order parameters collapse at equal P/σ² within errors."
+    assert collapse_verdict(c)[0].startswith("- Verdict: the order parameters collapse at equal P/σ² (largest |Δ| = 0 ")
+    assert "16 of 16 pairs within |Δ| ≤ 0.02); significance: 16 of 16 equal within 2σ" in collapse_verdict(c)[0]
     # a twin whose values differ by what its own theory predicts: not collapsed, but explained
     shifted = dict(c, rows=[dict(r, value=r["value"] + 0.1, theory=r["theory"] + 0.1, z=10.0, z_vs_theory=0.0)
                             for r in c["rows"]], n_within_2=0, rms_z=10.0)

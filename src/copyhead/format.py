@@ -73,6 +73,16 @@ def effect_text(e: dict) -> str:
             f"points within |Δ| ≤ {g(e['tolerance'])}")
 
 
+def twin_effect_text(e: dict) -> str:
+    """The effect size of a twin comparison (copyhead.analysis.twins.twin_effect): its largest |Δ| with where,
+    Δ relative to the larger value there, and how many pairs are within the tolerance."""
+    if not e.get("n"):
+        return "no pair of points to compare"
+    return (f"largest |Δ| = {g(e['max_abs_delta'], 2)} ({e['attention']} {e['recipe']} {e['name']} at P/σ² = "
+            f"{g(e['P_over_sigma2'])}: {g(e['value'])} against {g(e['value_ref'])}, {pct(e['rel'])}); "
+            f"{e['n_within_tol']} of {e['n']} pairs within |Δ| ≤ {g(e['tolerance'])}")
+
+
 def verdict_text(v: dict) -> str:
     """An agreement verdict in words, effect size first: 'agrees within tolerance', 'deviates by |Δ| (Δ
     relative to the theory)', 'not mixed' (with how many points), 'no points'."""

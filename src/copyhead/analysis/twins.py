@@ -12,6 +12,7 @@ import math
 
 from .agreement import z_scores
 from .finite_size import REPEATS, z_summary
+from .summary import AGREE_TOLERANCE
 
 
 def _num(x) -> float:
@@ -64,6 +65,27 @@ def compare_twins(study: dict, ref: dict) -> dict:
             "differs": differs, "eta": _eta(study), "eta_ref": _eta(ref),
             "rows": rows, "transitions": trans, "n": diff["n"], "n_within_2": diff["n_within_2"],
             "rms_z": diff["rms_z"], "n_within_2_theory": vs_theory["n_within_2"], "rms_z_theory": vs_theory["rms_z"]}
+
+
+def twin_effect(c: dict, tol: float = AGREE_TOLERANCE) -> dict:
+    """The effect size of a twin comparison (:func:`compare_twins`), from its rows: per pair of order
+    parameters |Δ| = |value − value_ref|; how many are within ``tol`` (the agreement tolerance of the results
+    page, fixed before looking), the largest |Δ| with where it is and Δ relative to the larger of the two
+    values there (signed: study minus twin). Significance (z) is :func:`compare_twins`'s."""
+    d = [(abs(r["value"] - r["value_ref"]), r) for r in c.get("rows", ())
+         if r["value"] is not None and r["value_ref"] is not None
+         and math.isfinite(r["value"]) and math.isfinite(r["value_ref"])]
+    if not d:
+        return {"n": 0, "tolerance": tol}
+    def rel(r):
+        scale = max(abs(r["value"]), abs(r["value_ref"]))
+        return (r["value"] - r["value_ref"]) / scale if scale > 0 else math.nan
+
+    # the largest |Δ|; of equal ones (softmax â1 = 1 − âG) the one that is larger relative to its value
+    big, r = max(d, key=lambda x: (round(x[0], 12), abs(rel(x[1])) if math.isfinite(rel(x[1])) else 0.0))
+    return {"n": len(d), "n_within_tol": sum(x <= tol for x, _ in d), "tolerance": tol, "max_abs_delta": big,
+            "rel": rel(r), "attention": r["attention"], "recipe": r["recipe"],
+            "name": r["name"], "P_over_sigma2": r["P_over_sigma2"], "value": r["value"], "value_ref": r["value_ref"]}
 
 
 def transitions_collapse(twins: list[dict]) -> bool:

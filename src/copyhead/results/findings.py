@@ -10,7 +10,8 @@ from ..analysis.finite_size import compatible
 from ..analysis.summary import AGREE_TOLERANCE
 from ..analysis.scaling import mixing, ratio_interval
 from ..attention import ATTENTIONS
-from ..format import g
+from ..analysis.twins import twin_effect
+from ..format import g, twin_effect_text
 
 LD = "large_deviation"
 
@@ -127,8 +128,10 @@ def headline(rep: dict) -> list[str]:
                    "can be put on the paper's σ² = 1 scale (the studies report's paper-scale table).")
     for t in rep.get("twins", []):   # the order parameters of the same twins, next to their transitions
         if t.get("differs") == "σ²" and t.get("n"):
-            same = t["n_within_2"] >= 0.9 * t["n"]
+            e = twin_effect(t)
+            same = e.get("n") and e["n_within_tol"] == e["n"]
             out.append(f"The order parameters of the σ² twins {t['study']} / {t['ref']} "
-                       f"{'collapse' if same else 'do NOT collapse'} at equal P/σ²: {t['n_within_2']} of {t['n']} "
-                       f"points within 2σ, RMS z {g(t['rms_z'])} (rule: ≥ 90 % within 2σ).")
+                       f"{'collapse within tolerance' if same else 'do not collapse'} at equal P/σ²: "
+                       f"{twin_effect_text(e)} (significance: {t['n_within_2']} of {t['n']} within 2σ, "
+                       f"RMS z {g(t['rms_z'])}).")
     return out

@@ -9,9 +9,9 @@ from copyhead.analysis.finite_size import PRIOR_LABEL, correction_size, decay, p
 from copyhead.analysis.scaling import (FORMS, advantage_trend, closed_form_path, jump_forms, per_sigma2,
                                       mixing, ratio_interval, who_copies_first)
 from copyhead.analysis.summary import PAPER
-from copyhead.analysis.twins import start_agreement
+from copyhead.analysis.twins import start_agreement, twin_effect
 from copyhead.attention import ATTENTIONS
-from copyhead.format import ci, g, pm, table
+from copyhead.format import ci, g, pm, table, twin_effect_text
 
 
 def _top(d: dict) -> str:
@@ -160,25 +160,33 @@ def conclude_scaling(rows: list[dict]) -> list[str]:
 
 
 def collapse_verdict(c: dict) -> list[str]:
-    """Rules: order parameters equal within 2σ at ≥ 90% of the points → the twins agree; otherwise, if the
-    differences match the same-dataset theory's at ≥ 90%, the theory explains them."""
-    ok = c["n"] and c["n_within_2"] >= 0.9 * c["n"]
+    """Effect size first: the twins agree when every pair of order parameters is within the agreement
+    tolerance (|Δ| ≤ 0.02, fixed before looking; copyhead.analysis.twins.twin_effect), else they differ by
+    the largest |Δ| (relative to the value there). Significance beside it: equal within 2σ at ≥ 90 % of the
+    points, and whether the same-dataset theory predicts the differences (≥ 90 %) or part of them."""
+    e = twin_effect(c)
+    within = e.get("n") and e["n_within_tol"] == e["n"]
+    sig = c["n"] and c["n_within_2"] >= 0.9 * c["n"]
     explained = c["n"] and c["n_within_2_theory"] >= 0.9 * c["n"]
     better = c["rms_z_theory"] < c["rms_z"]
     tr = [f"{att} {t['name']} ÷ σ²: CIs {'overlap' if t['overlap'] else 'do not overlap'}"
           for att, t in c["transitions"].items() if t.get("overlap") is not None]
+    size = twin_effect_text(e)
+    stat = (f"significance: {c['n_within_2']} of {c['n']} equal within 2σ (RMS z {g(c['rms_z'])}; "
+            f"{'≥' if sig else '<'} 90 %)")
     if c["differs"] == "σ²":
-        head = ("- Verdict: the order parameters collapse at equal P/σ² within errors." if ok else
-                "- Verdict: the order parameters do NOT collapse at equal P/σ² within errors; " +
-                ("the same-dataset theory predicts the differences (the twins' training sets differ in P, so their "
-                 "finite-P fluctuations differ: only the population (closed-form) theory collapses exactly)."
-                 if explained else
-                 ("the same-dataset theory accounts for part of the differences (smaller RMS z against its predicted "
-                  "difference): finite-P dataset fluctuations break the exact collapse of the closed form."
-                  if better else "the same-dataset theory does not account for the differences.")))
+        head = (f"- Verdict: the order parameters {'collapse' if within else 'do not collapse'} at equal P/σ² "
+                f"({size}); {stat}.")
+        if not sig:
+            head += (" The same-dataset theory predicts the differences (the twins' training sets differ in P, so "
+                     "their finite-P fluctuations differ: only the population (closed-form) theory collapses exactly)."
+                     if explained else
+                     (" The same-dataset theory accounts for part of the differences (smaller RMS z against its "
+                      "predicted difference): finite-P dataset fluctuations break the exact collapse of the closed form."
+                      if better else " The same-dataset theory does not account for the differences."))
     else:
-        head = ("- Verdict: no step-size bias is resolved (the twins agree within errors)." if ok else
-                "- Verdict: the step size changes the sampled order parameters beyond errors (a step-size bias).")
+        head = (f"- Verdict: {'no step-size bias beyond the tolerance' if within else 'the step size changes the sampled order parameters'}"
+                f" ({size}); {stat}.")
     return [head] + ([f"- Transition points: {'; '.join(tr)}."] if tr else [])
 
 
