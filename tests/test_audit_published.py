@@ -108,8 +108,7 @@ def test_remake_needs_the_docs_folder_and_a_snakemake_failure_keeps_everything(c
     before = {p: p.read_bytes() for p in (checkout / "docs").rglob("*") if p.is_file()}
     r = subprocess.run([*cli, "--docs", "docs", "--remake", "--cores", "1"], cwd=checkout, capture_output=True,
                        text=True, timeout=120)
-    assert "--remake: snakemake -s workflow/docs.smk --cores 1 --forcerun docs/page.md" in r.stdout
-    assert r.returncode not in (0, 2) and "snakemake failed" in r.stderr
+    assert r.returncode not in (0, 2) and "snakemake failed to find the rules that make docs/page.md" in r.stderr
     assert {p: p.read_bytes() for p in (checkout / "docs").rglob("*") if p.is_file()} == before
 
 
@@ -151,7 +150,8 @@ def test_a_product_made_beside_a_page_is_remade_through_the_page(checkout):
         recs.append(Path(f"docs/studies/{name}.png"))
     reps = audit_published(recs, checkout)
     assert [r.remake for r in reps] == ["docs/studies/studies.md"] * 2
-    assert all("--forcerun 'docs/studies/studies.md'` remakes it" in r.problems[0] for r in reps)
+    assert all("`copyhead audit --docs docs --remake --cores 2 'docs/studies/studies.md'` remakes it" in r.problems[0]
+               for r in reps)
 
 
 def test_a_benchmark_page_names_its_scripts_and_warns_when_they_change(checkout):

@@ -662,12 +662,13 @@ def test_published_aggregates_remake_the_results_page_and_pass_the_audit(pipelin
     r = run("audit", "--docs", "docs")
     assert r.returncode == 1 and f"{fig}.png: made by other figures code" in r.stdout and "numbers differ" in r.stdout
     remake = r.stdout.strip().splitlines()[-1].split("remade from committed inputs by: ")[1]
-    assert remake == f"snakemake -s workflow/docs.smk --cores 2 --forcerun '{fig}.pdf'"   # its png comes with it
+    assert remake == f"copyhead audit --docs docs --remake --cores 2 '{fig}.pdf'"   # its png comes with it
     r = run("audit", "--docs", "docs", "--remake", "--cores", "1",
-            "--snakemake-args", "docs_results --config converged_config=config.yaml")
+            "--snakemake-args", "--config converged_config=config.yaml")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert f"--remake: snakemake -s workflow/docs.smk --cores 1 docs_results --config converged_config=config.yaml " \
-           f"--forcerun {fig}.pdf" in r.stdout
+    # only the figure's own rule may run (a .snakemake/ with other code recorded upstream remakes nothing else)
+    assert f"--remake: snakemake -s workflow/docs.smk --cores 1 --config converged_config=config.yaml " \
+           f"--allowed-rules docs_fig3_linear_order_params --forcerun {fig}.pdf -- {fig}.pdf" in r.stdout
     assert json.loads(side.read_text())["code_fingerprint"] == made
     r = run("audit", "--docs", "docs", "--remake")
     assert r.returncode == 0 and "nothing to remake" in r.stdout

@@ -23,7 +23,7 @@ from pathlib import Path
 from ..repair import broken_results, remove_broken, with_dependents
 from .chain import Report, _print, audit_figures
 from .published import (ProductReport, PublishedAuditor, audit_published, print_report, product_files, remake_args,
-                        remake_command)
+                        remake_command, remake_rules)
 
 __all__ = ["Report", "ProductReport", "audit_figures", "audit_published", "product_files", "main"]
 
@@ -89,7 +89,14 @@ def _main_published(args, files: list[Path]) -> int:
         if not remake:
             print("--remake: no published product is made by other code: nothing to remake", file=say)
         else:
-            cmd = remake_args(remake, args.cores, shlex.split(args.snakemake_args or ""))
+            extra = shlex.split(args.snakemake_args or "")
+            try:
+                rules = remake_rules(remake, root, extra)
+            except (OSError, RuntimeError) as e:       # no snakemake, no workflow/docs.smk, a broken workflow
+                print(f"copyhead audit --remake: snakemake failed to find the rules that make {', '.join(remake)} "
+                      f"(nothing was run): {e}", file=sys.stderr)
+                return 1
+            cmd = remake_args(remake, args.cores, extra, rules)
             print(f"--remake: {shlex.join(cmd)}  (in {root})", file=say, flush=True)
             try:
                 rc = subprocess.run(cmd, cwd=root).returncode

@@ -26,6 +26,7 @@ written by a command) is a problem; a hand-written page (docs/theory.md) is list
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 from dataclasses import dataclass, field
@@ -399,16 +400,38 @@ class PublishedAuditor:
         return str(path)
 
 
-def remake_args(targets, cores: int = 2, extra=()) -> list[str]:
-    """The command (argument list) that remakes the given docs/ products from their committed inputs with the
-    current code, and what is made from them: ``--forcerun`` names them, so it works without Snakemake's records
-    of the code (a plain run reruns on a code change only what this checkout's .snakemake/ made)."""
-    return ["snakemake", "-s", "workflow/docs.smk", "--cores", str(int(cores)), *extra, "--forcerun", *targets]
+def remake_args(targets, cores: int = 2, extra=(), rules=()) -> list[str]:
+    """The Snakemake command (argument list) that makes exactly the given docs/ products again from their
+    committed inputs with the current code: they are the targets and are forced (``--forcerun``: it works
+    without Snakemake's records of the code), and only their own rules may run (``--allowed-rules``, found
+    by :func:`remake_rules`). Without that, a checkout whose .snakemake/ recorded other code for what lies
+    upstream (a versioned input, hours to make) would remake that too, and remove it first."""
+    allowed = ["--allowed-rules", *rules] if rules else []
+    return ["snakemake", "-s", "workflow/docs.smk", "--cores", str(int(cores)), *extra, *allowed,
+            "--forcerun", *targets, "--", *targets]
+
+
+def remake_rules(targets, root: Path, extra=()) -> list[str]:
+    """The docs.smk rules that make ``targets`` (from a dry run that forces them): their names for
+    ``--allowed-rules``."""
+    r = subprocess.run(["snakemake", "-s", "workflow/docs.smk", "-n", *extra, "--forcerun", *targets, "--", *targets],
+                       cwd=root, capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"snakemake -n failed (exit {r.returncode}): {(r.stderr or r.stdout).strip()[-2000:]}")
+    rules, rule, want = [], None, set(targets)
+    for line in (r.stdout + "\n" + r.stderr).splitlines():
+        m = re.match(r"\s*(?:local)?rule (\S+):$", line)
+        if m:
+            rule = m.group(1)
+        elif rule and line.strip().startswith("output:") and want & {o.strip() for o in line.split(":", 1)[1].split(",")}:
+            rules.append(rule)
+    return list(dict.fromkeys(rules))
 
 
 def remake_command(targets, cores: int = 2) -> str:
-    """:func:`remake_args` as a shell line (each target quoted)."""
-    return " ".join(remake_args([], cores)) + " " + " ".join(f"'{t}'" for t in targets)
+    """How to make the given products again, as a shell line: ``copyhead audit --remake`` (which runs
+    :func:`remake_args` with the products' own rules only)."""
+    return f"copyhead audit --docs docs --remake --cores {int(cores)} " + " ".join(f"'{t}'" for t in targets)
 
 
 def audit_published(paths, root: Path, regenerate: bool = True, auditor: PublishedAuditor | None = None
