@@ -204,7 +204,7 @@ def test_sigma2_collapse_pairs_equal_P_over_sigma2_and_scaling_rows(tmp_path):
     # a twin whose values differ by what its own theory predicts: not collapsed, but explained
     shifted = dict(c, rows=[dict(r, value=r["value"] + 0.1, theory=r["theory"] + 0.1, z=10.0, z_vs_theory=0.0)
                             for r in c["rows"]], n_within_2=0, rms_z=10.0)
-    assert "the same-dataset theory predicts the differences" in collapse_verdict(shifted)[0]
+    assert "The same-dataset theory predicts the differences" in collapse_verdict(shifted)[0]
     rows = scaling_rows([a])
     assert rows[0]["ratio"]["experiment"] == pytest.approx(11.0 / 19.0)
     assert rows[0]["sqrt_LV"] == pytest.approx(16.0)
