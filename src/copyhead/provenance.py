@@ -99,12 +99,19 @@ def code_version_string(info: dict | None = None) -> str:
 
 
 def library_versions() -> dict:
+    """The versions of the numerical libraries, the same whatever this process happened to import (a file
+    reused from the run store and one trained beside it carry the same record): a loaded module's
+    ``__version__``, else the installed distribution's (importlib.metadata; omitted when not installed)."""
     import numpy
+    from importlib import metadata
     out = {"python_version": platform.python_version(), "numpy_version": numpy.__version__}
     for mod in ("torch", "scipy", "xarray", "netCDF4"):
         m = sys.modules.get(mod)
-        if m is not None:
-            out[f"{mod.lower()}_version"] = getattr(m, "__version__", "")
+        try:
+            version = getattr(m, "__version__", "") if m is not None else metadata.version(mod)
+        except metadata.PackageNotFoundError:
+            continue
+        out[f"{mod.lower()}_version"] = version
     return out
 
 
