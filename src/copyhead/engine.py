@@ -92,56 +92,61 @@ class RunStore:
         """Why the entry of ``identity`` must not be used ('' when there is none; None when it is intact:
         its record names this identity, the file has the sha256 recorded when it was stored, and it opens
         as a run file whose own attributes are this identity, with status ok or diverged)."""
+        return self._check(identity)[0]
+
+    def _check(self, identity: dict):
+        """(:meth:`problem`'s answer, the entry's Dataset where it is intact, else None)."""
         nc, rec = self.paths(identity)
         if not nc.exists() and not rec.exists():
-            return ""
+            return "", None
         try:
             record = json.loads(rec.read_text())
         except (OSError, ValueError) as e:
-            return f"its record {rec.name} is unreadable ({type(e).__name__})"
+            return f"its record {rec.name} is unreadable ({type(e).__name__})", None
         if not isinstance(record, dict) or record.get("identity") != identity:
-            return f"its record {rec.name} names another run"
+            return f"its record {rec.name} names another run", None
         try:
             actual = sha256_file(nc)
         except OSError as e:
-            return f"{nc.name} cannot be read ({e.strerror or e})"
+            return f"{nc.name} cannot be read ({e.strerror or e})", None
         if actual != record.get("sha256"):
             return (f"its content does not match the sha256 recorded when it was stored ({actual[:12]} != "
-                    f"{str(record.get('sha256'))[:12]}): changed or damaged since")
+                    f"{str(record.get('sha256'))[:12]}): changed or damaged since"), None
         try:
             ds = read_dataset(nc)
         except DataFileError as e:
-            return str(e)
+            return str(e), None
         a = ds.attrs
         for k in IDENTITY_ATTRS:
             want, got = identity.get(k), a.get(k)
             if (None if want is None else str(want)) != (None if got is None else str(got)):
-                return f"its attribute {k} is {got!r}, the run asked for has {want!r}"
+                return f"its attribute {k} is {got!r}, the run asked for has {want!r}", None
         status = str(ds["status"].values) if "status" in ds else None
         if a.get("status") not in ("ok", "diverged") or status != a.get("status"):
-            return f"its status is {a.get('status')!r} (variable: {status!r})"
-        return None
+            return f"its status is {a.get('status')!r} (variable: {status!r})", None
+        return None, ds
 
-    def fetch(self, identity: dict, out: Path, log) -> bool:
+    def fetch(self, identity: dict, out: Path, log):
         """Put the stored file of ``identity`` at ``out`` (hard link, else copy; atomically; mtime now) when
-        the entry is intact; say in ``log`` what was reused or why an entry was not. True when reused."""
-        why = self.problem(identity)
+        the entry is intact, and return its Dataset (the very file now at ``out``, opened once to check it);
+        else None. Says in ``log`` what was reused or why an entry was not."""
+        why, ds = self._check(identity)
         where = f"P={identity['P']} seed {identity['seed']}"
         nc, _ = self.paths(identity)
         if why == "":
-            return False
+            return None
         if why is not None:
             log(f"{where}: not reusing {nc} from the run store: {why}; training it")
-            return False
+            return None
         try:
             if not (out.exists() and os.path.samefile(out, nc)):   # rename() onto the same file does nothing
                 atomic_write(out, lambda tmp: _link_or_copy(nc, Path(tmp)))
             os.utime(out)    # made now, as far as Snakemake's mtimes go (the file's own times are its run's)
         except (OSError, WriteError) as e:
             log(f"{where}: could not take {nc} from the run store ({e}); training it")
-            return False
+            return None
         log(f"{where}: reused {nc} from the run store; wrote {out}")
-        return True
+        return ds
 
     def put(self, path: Path, identity: dict, log) -> None:
         """Keep the just written run file ``path`` as the entry of ``identity``. A failure only costs the

@@ -32,7 +32,7 @@ from .engine import run_store
 from .hmc import run_hmc
 from .model import CopyAttention, energy_kind
 from .resources import memory_problem
-from .provenance import atomic_write, code_fingerprint, now_iso, provenance_attrs, read_dataset, write_dataset
+from .provenance import atomic_write, code_fingerprint, now_iso, provenance_attrs, write_dataset
 from .schedules import record_steps, sample_steps, step_size
 from .task import hmc_seed, make_data, noise_seed, torch_seed
 from .train import SAMPLE_VARS, BatchState, Interrupted, NoiseStreams, new_state, run_chains, state_sha256
@@ -215,8 +215,9 @@ def train_points(run_cfg: dict, points, device: str | None = None, _stop_after: 
             keep = lambda path, P, seed, seeds: store.put(path, run_identity(rc, P, seed, seeds, dev, code), log)
             for i, (P, seeds, outs) in enumerate(points):
                 for k, seed in enumerate(seeds):
-                    if store.fetch(run_identity(rc, P, seed, seeds, dev, code), outs[k], log):
-                        out[(i, k)] = read_dataset(outs[k])
+                    ds = store.fetch(run_identity(rc, P, seed, seeds, dev, code), outs[k], log)
+                    if ds is not None:
+                        out[(i, k)] = ds
             n = sum(len(seeds) for _, seeds, _ in points)
             log(f"run store {store.root}: {len(out)} of {n} chains reused, {n - len(out)} to train" + (
                 " (a reused file is the stored run of the same run config, seeds, train code, device, dtype, "
@@ -228,8 +229,8 @@ def train_points(run_cfg: dict, points, device: str | None = None, _stop_after: 
             todo = [(i, k) for k in range(len(seeds)) if (i, k) not in out]
             if todo:
                 batches.setdefault((kind, P if kind == "direct" else None), []).extend(todo)
-        packed = " ".join(str(P) for i, (P, _, _) in enumerate(points)   # the P this process trains
-                          if any(j == i for chains in batches.values() for j, _ in chains))
+        trained = {i for chains in batches.values() for i, _ in chains}     # the points this process trains
+        packed = " ".join(str(P) for i, (P, _, _) in enumerate(points) if i in trained)
         for (kind, _), chains in batches.items():
             out.update(_train_batch(rc, points, chains, kind, dev, packed, _stop_after, log, keep))
     finally:
