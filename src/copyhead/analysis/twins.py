@@ -72,20 +72,22 @@ def twin_effect(c: dict, tol: float = AGREE_TOLERANCE) -> dict:
     parameters |Δ| = |value − value_ref|; how many are within ``tol`` (the agreement tolerance of the results
     page, fixed before looking), the largest |Δ| with where it is and Δ relative to the larger of the two
     values there (signed: study minus twin). Significance (z) is :func:`compare_twins`'s."""
-    d = [(abs(r["value"] - r["value_ref"]), r) for r in c.get("rows", ())
-         if r["value"] is not None and r["value_ref"] is not None
+    d = [r for r in c.get("rows", ()) if r["value"] is not None and r["value_ref"] is not None
          and math.isfinite(r["value"]) and math.isfinite(r["value_ref"])]
     if not d:
         return {"n": 0, "tolerance": tol}
-    def rel(r):
-        scale = max(abs(r["value"]), abs(r["value_ref"]))
-        return (r["value"] - r["value_ref"]) / scale if scale > 0 else math.nan
-
+    delta = [(abs(r["value"] - r["value_ref"]), _relative(r), r) for r in d]
     # the largest |Δ|; of equal ones (softmax â1 = 1 − âG) the one that is larger relative to its value
-    big, r = max(d, key=lambda x: (round(x[0], 12), abs(rel(x[1])) if math.isfinite(rel(x[1])) else 0.0))
-    return {"n": len(d), "n_within_tol": sum(x <= tol for x, _ in d), "tolerance": tol, "max_abs_delta": big,
-            "rel": rel(r), "attention": r["attention"], "recipe": r["recipe"],
+    big, rel, r = max(delta, key=lambda x: (round(x[0], 12), abs(x[1]) if math.isfinite(x[1]) else 0.0))
+    return {"n": len(d), "n_within_tol": sum(x <= tol for x, _, _ in delta), "tolerance": tol, "max_abs_delta": big,
+            "rel": rel, "attention": r["attention"], "recipe": r["recipe"],
             "name": r["name"], "P_over_sigma2": r["P_over_sigma2"], "value": r["value"], "value_ref": r["value_ref"]}
+
+
+def _relative(r: dict) -> float:
+    """A twin pair's Δ relative to the larger of its two values (NaN where both are 0)."""
+    scale = max(abs(r["value"]), abs(r["value_ref"]))
+    return (r["value"] - r["value_ref"]) / scale if scale > 0 else math.nan
 
 
 def transitions_collapse(twins: list[dict]) -> bool:
