@@ -197,7 +197,7 @@ def test_every_function_a_product_runs_is_in_its_fingerprint(tmp_path):
 
 
 def test_the_parse_cache_on_disk_gives_the_parse_and_follows_every_edit(pkg_copy, tmp_path, monkeypatch):
-    """Each workflow process reads the package's parse from disk (copyhead.fingerprint._ParseCache) instead
+    """Each workflow process reads the package's parse from disk (copyhead.parse_cache.ParseCache) instead
     of parsing ~100 modules again: the cached parse gives the fingerprints of a fresh one, an edited module
     is parsed again (the others are reused), and a damaged cache file is parsed around, not trusted."""
     cache = tmp_path / "cache"

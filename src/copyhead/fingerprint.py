@@ -27,15 +27,14 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
-import os
 import re
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .parse_cache import ParseCache
+
 _PKG = Path(__file__).resolve().parent
-# the parse of each module is kept on disk (see ``_ParseCache``), keyed by this file's own source: a change
+# the parse of each module is kept on disk (copyhead.parse_cache), keyed by this file's own source: a change
 # to how modules are parsed or digested invalidates every entry
 _PARSER_KEY = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
@@ -68,6 +67,7 @@ KIND_CONCERN = {"run": "train", "theory": "theory", "theory_datasets": "theory",
 # modules that cannot change a product's numbers: provenance records and file writing, the scheduler's
 # memory estimate (refuses a point no machine can hold before any compute), the command line and the audit
 NUMBER_FREE = ("copyhead.provenance", "copyhead.datafiles", "copyhead.resources", "copyhead.fingerprint",
+               "copyhead.parse_cache",
                "copyhead.cli", "copyhead.audit", "copyhead.recovery", "copyhead.repair")
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -134,69 +134,6 @@ class _Module:
                    set(d["imports"]), {k: set(v) for k, v in d["aliases"].items()})
 
 
-def cache_dir() -> Path:
-    """Where parsed modules are kept between processes: ``$COPYHEAD_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/copyhead``, else ``~/.cache/copyhead``."""
-    if os.environ.get("COPYHEAD_CACHE_DIR"):
-        return Path(os.environ["COPYHEAD_CACHE_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "copyhead"
-
-
-class _ParseCache:
-    """The parse of each module (its items, digests, names and imports) on disk, so that each of a workflow's
-    ~100 short processes does not parse the whole package again (about 1 s each). An entry is keyed by the
-    module's name, its bytes and this file's source, so it can only be reused for the very same input to the
-    very same parser. One JSON file per package state; an unreadable or unwritable cache is parsed around."""
-
-    def __init__(self, entries: list[tuple[str, bytes, bool]]):
-        h = hashlib.sha256(_PARSER_KEY.encode())
-        self.keys = {}
-        for name, data, is_pkg in entries:
-            k = hashlib.sha256(b"%s\0%d\0%s" % (name.encode(), is_pkg, data)).hexdigest()
-            self.keys[name] = k
-            h.update(k.encode())
-        self.path = cache_dir() / "fingerprint" / f"{h.hexdigest()[:24]}.json"
-
-    KEEP = 16       # package states kept on disk (older files are removed when a new one is written)
-
-    @staticmethod
-    def _read(path: Path) -> dict | None:
-        try:
-            d = json.loads(path.read_text())
-            return d if isinstance(d.get("keys"), dict) and isinstance(d.get("modules"), dict) else None
-        except (OSError, ValueError):
-            return None
-
-    def load(self) -> tuple[dict[str, _Module], bool]:
-        """The cached modules whose key matches (all of them when this package state is on disk; else those
-        unchanged since the newest state on disk), and whether that is every module."""
-        d = self._read(self.path)
-        if d is None:
-            older = sorted(self.path.parent.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True) \
-                if self.path.parent.is_dir() else []
-            d = self._read(older[0]) if older else None
-        if d is None:
-            return {}, False
-        try:
-            out = {n: _Module.from_json(d["modules"][n]) for n, k in self.keys.items() if d["keys"].get(n) == k}
-        except (KeyError, TypeError):
-            return {}, False
-        return out, len(out) == len(self.keys)
-
-    def store(self, modules: dict[str, _Module]) -> None:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
-            with os.fdopen(fd, "w") as f:
-                json.dump({"keys": self.keys, "modules": {n: m.to_json() for n, m in modules.items()}}, f)
-            os.replace(tmp, self.path)      # atomic: a concurrent reader sees the old file or the new one
-            states = sorted(self.path.parent.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-            for old in states[self.KEEP:]:
-                old.unlink(missing_ok=True)
-        except OSError:
-            pass
-
-
 def _defined_names(stmt: ast.stmt) -> tuple[str, ...]:
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return (stmt.name,)
@@ -219,12 +156,16 @@ class CodeIndex:
             rel = f.relative_to(self.pkg).with_suffix("")
             parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
             files.append((".".join(("copyhead",) + tuple(parts)), f, f.read_bytes(), rel.name == "__init__"))
-        cache = _ParseCache([(name, data, is_pkg) for name, _, data, is_pkg in files])
+        cache = ParseCache(_PARSER_KEY, [(name, data, is_pkg) for name, _, data, is_pkg in files])
         cached, complete = cache.load()
         for name, f, data, is_pkg in files:
-            self.modules[name] = cached[name] if name in cached else self._parse(name, f, data, is_pkg)
+            try:
+                self.modules[name] = _Module.from_json(cached[name])
+            except (KeyError, TypeError, ValueError, AttributeError):   # not cached, or a damaged entry
+                self.modules[name] = self._parse(name, f, data, is_pkg)
+                complete = False
         if not complete:
-            cache.store(self.modules)
+            cache.store({name: m.to_json() for name, m in self.modules.items()})
 
     # -- parsing ----------------------------------------------------------------------------------------
     def _resolve(self, module: str, is_pkg: bool, node: ast.ImportFrom) -> str:
