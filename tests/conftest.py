@@ -34,6 +34,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):       # before numpy and torch load (t
 
 def pytest_configure(config):
     os.environ.setdefault("COPYHEAD_MAX_NODE_MEM_MB", "0")
+    # the tests' workflows train one job per P (the mode whose job granularity they check; the default,
+    # one packed job per recipe, is tested where a test sets COPYHEAD_TRAIN_PACK=recipe itself)
+    os.environ.setdefault("COPYHEAD_TRAIN_PACK", "point")
     if os.environ.get("PYTEST_XDIST_WORKER") and "torch" in sys.modules:    # loaded already by a plugin
         sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 

@@ -229,3 +229,29 @@ def test_check_config_command(tmp_path, capsys):
     assert main(["check-config", str(p)]) == 2
     err = capsys.readouterr().err
     assert "dup.yaml, line 2" in err and "duplicate key 'task'" in err
+
+
+def test_a_sweep_entry_overrides_its_recipe_for_one_attention_only(default):
+    cfg = copy.deepcopy(default)
+    att, other = "softmax", "linear"
+    base = cfg["optimizers"]["hmc"]["steps"]
+    cfg["sweep"][att]["hmc"]["recipe"] = {"steps": base + 400}
+    c.validate(cfg)
+    assert c.run_config(cfg, att, "hmc")["recipe"]["steps"] == base + 400
+    assert c.run_config(cfg, other, "hmc")["recipe"]["steps"] == base
+    assert cfg["optimizers"]["hmc"]["steps"] == base           # the shared recipe is not touched
+    # the run identity (what a run file records and the audit checks) follows the override
+    ident = c.run_identity(c.run_config(cfg, att, "hmc"), 100, 0)
+    assert ident["recipe"]["steps"] == base + 400
+
+
+@pytest.mark.parametrize("override, needle", [
+    ({"stepz": 3}, "overrides ['stepz'], keys that recipe 'optimizers.hmc' does not have"),
+    ({"method": "adam"}, "'sweep.softmax.hmc.recipe'"),
+    ({"steps": "many"}, "'sweep.softmax.hmc.recipe': 'steps' must be of type integer"),
+    ({"steps": 100, "burn_in": 200}, "'sweep.softmax.hmc.recipe.burn_in' + 'thin'"),
+])
+def test_a_bad_recipe_override_names_the_sweep_key(default, override, needle):
+    cfg = copy.deepcopy(default)
+    cfg["sweep"]["softmax"]["hmc"]["recipe"] = override
+    _fails(cfg, needle)

@@ -1,8 +1,9 @@
-# One rule per swept (attention, optimizer recipe); one job per P trains every seed of the recipe as one
-# batch of chains and writes one netCDF per seed (docs/workflow.md: job granularity and why).
-# COPYHEAD_TRAIN_PACK=recipe instead makes ONE job per (attention, recipe) that trains every (P, seed)
-# of it as one batched process (the same `copyhead train` given every P; for GPU nodes, docs/slurm.md);
-# its files equal the per-P jobs' files number for number.
+# One rule per swept (attention, optimizer recipe). By default ONE job per (attention, recipe) trains every
+# (P, seed) of it as one batched process (`copyhead train` given every P): on 2 cores the default sweep's
+# 8 packed jobs take ~2/3 of the time of 40 per-P jobs, which each pay 2-3 s to start Python and torch
+# (docs/benchmarks/dag.md). COPYHEAD_TRAIN_PACK=point instead makes one job per P that trains every seed of
+# the recipe as one batch of chains (more jobs to spread over a cluster's nodes; docs/workflow.md: job
+# granularity). Both write one netCDF per (P, seed), equal number for number.
 # Packing is an execution detail: both modes have the same shell command and the same recorded params
 # (the P list is derived from the outputs, which Snakemake does not compare), so switching the mode on or
 # off reruns nothing that is up to date (tests/test_workflow.py).
@@ -16,9 +17,10 @@ from copyhead.resources import packed_resources
 
 os.environ.setdefault(RUN_STORE_ENV, "results/.runs")
 
-TRAIN_PACK = os.environ.get("COPYHEAD_TRAIN_PACK", "")
-if TRAIN_PACK not in ("", "recipe"):
-    raise WorkflowError(f"COPYHEAD_TRAIN_PACK must be unset or 'recipe', got {TRAIN_PACK!r}")
+TRAIN_PACK = os.environ.get("COPYHEAD_TRAIN_PACK", "recipe")
+if TRAIN_PACK not in ("recipe", "point"):
+    raise WorkflowError(f"COPYHEAD_TRAIN_PACK must be unset, 'recipe' (the default: one job per recipe) or "
+                        f"'point' (one job per P), got {TRAIN_PACK!r}")
 
 
 def train_Ps(attention, optimizer):
@@ -27,8 +29,8 @@ def train_Ps(attention, optimizer):
 
 def train_mode(attention, optimizer, seeds):
     """outputs, log, benchmark, the P list (a function of the outputs) and resources of the training rule
-    of one recipe, per P (default) or packed (one job for every P)."""
-    if TRAIN_PACK:
+    of one recipe, packed (default: one job for every P) or per P."""
+    if TRAIN_PACK == "recipe":
         Ps = train_Ps(attention, optimizer)
         res = lambda w, attempt=1: packed_resources(CONFIG, attention, optimizer, attempt)
         return dict(output=[run_path(attention, optimizer, P, s) for P in Ps for s in seeds],

@@ -7,7 +7,7 @@ import copy
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from .schema import ATTENTIONS, ConfigError, _copy_init_rank, _key, schema, schema_problems
+from .schema import ATTENTIONS, ConfigError, _copy_init_rank, _key, recipe, schema, schema_problems
 
 
 def _typed(value, kind: str, name: str, as_set: bool = False):
@@ -42,7 +42,7 @@ def run_config(cfg: dict, attention: str, optimizer: str, P: int | None = None,
     out = {
         "attention": attention,
         "optimizer": optimizer,
-        "recipe": copy.deepcopy(cfg["optimizers"][optimizer]),
+        "recipe": recipe(cfg, attention, optimizer),
         "task": copy.deepcopy(cfg["task"]),
         "model": copy.deepcopy(cfg["model"]),
         "numerics": copy.deepcopy(cfg["numerics"]),

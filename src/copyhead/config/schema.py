@@ -4,6 +4,7 @@ values (:func:`schema_problems`, the one loop over schema errors), the cross-fie
 cannot express, and the schema-driven typing of numbers (:func:`validate`)."""
 from __future__ import annotations
 
+import copy
 import json
 import math
 from importlib import resources
@@ -81,6 +82,15 @@ def schema_problems(instance, sub: dict) -> list[str]:
     return msgs
 
 
+def recipe(cfg: dict, attention: str, optimizer: str) -> dict:
+    """The recipe ``optimizer`` runs with for ``attention``: ``optimizers.<optimizer>`` with the keys that
+    the sweep entry ``sweep.<attention>.<optimizer>.recipe`` overrides (e.g. fewer HMC iterations where one
+    attention type mixes faster). Method and start are not overridable: a recipe name means one sampler."""
+    out = copy.deepcopy(cfg["optimizers"][optimizer])
+    out.update(copy.deepcopy(cfg.get("sweep", {}).get(attention, {}).get(optimizer, {}).get("recipe", {})))
+    return out
+
+
 def _cross_problems(cfg: dict) -> list[str]:
     """Rules across keys (run only on a schema-valid config)."""
     msgs = []
@@ -94,16 +104,24 @@ def _cross_problems(cfg: dict) -> list[str]:
         if rec["method"] == "hmc" and model["scores"] != "position":
             msgs.append(f"'optimizers.{name}': method hmc samples the collapsed posterior of position-only "
                         f"scores; 'model.scores' is {model['scores']!r} (use sgld, or scores: position)")
-        if rec["method"] in ("sgld", "hmc"):
-            if rec["burn_in"] + rec["thin"] > rec["steps"]:
-                msgs.append(f"'optimizers.{name}.burn_in' + 'thin' = {rec['burn_in'] + rec['thin']} must be <= "
-                            f"'optimizers.{name}.steps' = {rec['steps']} (no samples would be recorded)")
+        msgs += _sample_window(rec, f"'optimizers.{name}")
     known = sorted(cfg["optimizers"])
     for att, recipes in cfg["sweep"].items():
-        for name in recipes:
+        for name, entry in recipes.items():
             if name not in cfg["optimizers"]:
                 msgs.append(f"'sweep.{att}.{name}': unknown optimizer recipe {name!r}; "
                             f"allowed values (keys of 'optimizers'): {known}")
+            elif "recipe" in entry:
+                rec = recipe(cfg, att, name)
+                over = entry["recipe"]
+                unused = sorted(set(over) - set(cfg["optimizers"][name]))
+                if unused:
+                    msgs.append(f"'sweep.{att}.{name}.recipe' overrides {unused}, keys that recipe "
+                                f"'optimizers.{name}' does not have (allowed: {sorted(cfg['optimizers'][name])})")
+                if not unused:
+                    sub = {"$defs": schema()["$defs"], **schema()["properties"]["optimizers"]["additionalProperties"]}
+                    bad = [f"'sweep.{att}.{name}.recipe': {m}" for m in schema_problems(rec, sub)]
+                    msgs += bad or _sample_window(rec, f"'sweep.{att}.{name}.recipe")
     th = cfg["theory"]
     if th["P_min"] >= th["P_max"]:
         msgs.append(f"'theory.P_min' = {th['P_min']} must be < 'theory.P_max' = {th['P_max']}")
@@ -118,6 +136,14 @@ def _cross_problems(cfg: dict) -> list[str]:
                 msgs.append(f"'figures.stages.{att}.{stage}' = {P} is not a P of 'sweep.{att}.{opt}.P' "
                             f"(allowed values: {swept})")
     return msgs
+
+
+def _sample_window(rec: dict, where: str) -> list[str]:
+    """A sampler recipe must record at least one sample after its burn-in."""
+    if rec["method"] not in ("sgld", "hmc") or rec["burn_in"] + rec["thin"] <= rec["steps"]:
+        return []
+    return [f"{where}.burn_in' + 'thin' = {rec['burn_in'] + rec['thin']} must be <= {where}.steps' = "
+            f"{rec['steps']} (no samples would be recorded)"]
 
 
 def _copy_init_rank(what: str, d_k: int, L: int) -> str:

@@ -38,6 +38,11 @@ def _config_section(t: dict) -> list[str]:
     if rec_rows:
         out += ["", table(["recipe", "method", "start", "steps", "η (SGLD) / initial step (HMC) / lr (Adam)", "burn-in", "thin",
                            "prior warm-up"], rec_rows), ""]
+    overrides = [f"- {a} attention runs `{n}` with " + ", ".join(f"{k} = {v}" for k, v in sorted(e["recipe"].items()))
+                 for a, sw in sorted(cfg.get("sweep", {}).items()) for n, e in sorted(sw.items())
+                 if n in used and e.get("recipe")]
+    if overrides:
+        out += ["Per-attention overrides of the table (`sweep.<attention>.<recipe>.recipe`):", "", *overrides, ""]
     for a, att in t["attentions"].items():
         want = cfg.get("sweep", {}).get(a) if cfg else None
         if want is not None:
