@@ -21,7 +21,8 @@ SCALARS = ["c1", "cG", "m1", "mP", "coverage_ratio", "coverage_cosine", "train_l
 
 
 def tiny_config() -> dict:
-    cfg = yaml.safe_load((REPO / "config.yaml").read_text())
+    """config/dk_equals_L.yaml (it has every kind of recipe, sgld_copy and adam_map included) cut to seconds."""
+    cfg = yaml.safe_load((REPO / "config/dk_equals_L.yaml").read_text())
     cfg["task"] = {"V": 4, "L": 6, "n_test": 16}
     cfg["model"].update(d_k=6)
     cfg["numerics"] = {"dtype": "float64", "device": "cpu"}

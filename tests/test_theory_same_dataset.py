@@ -109,10 +109,10 @@ def test_minimiser_is_a_minimum_of_the_runs_dataset(attention):
 
 
 def test_two_minima_softmax_hysteresis_window():
-    """Default config, softmax, P = 12, seed 2: the run's dataset has two local minima (uniform side
+    """config/dk_equals_L.yaml (V = 16, L = d_k = 32, σ² = 0.1), softmax, P = 12, seed 2: the run's dataset has two local minima (uniform side
     global, copy side metastable); both are local minima of the independently evaluated action and
     action_gap_same is their difference."""
-    th = dataclasses.replace(theory_params(theory_config(load("config.yaml"))), grid_n=81)
+    th = dataclasses.replace(theory_params(theory_config(load("config/dk_equals_L.yaml"))), grid_n=81)
     ds = same_dataset_theory(th, "softmax", [(12, 2)], **QUIET)
     p = th.action
     tokens = make_data(2, p.V, p.L, 12, 0).train

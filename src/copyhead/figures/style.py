@@ -124,8 +124,14 @@ def mark_transitions(ax, th, kinds, also=()):
         P = float(th[k])
         for a in (ax, *also):
             a.axvline(P, color=color, ls=ls, lw=0.8, zorder=0)
-        if label:
-            ticks.append(P), names.append(f"{label} {P:.3g}"), colors.append(color)
+        if not label:
+            continue
+        name = f"{label} {P:.0f}" if P >= 100 else f"{label} {P:.3g}"
+        near = next((i for i, t in enumerate(ticks) if abs(np.log(P / t)) < 0.02), None)
+        if near is None:
+            ticks.append(P), names.append(name), colors.append(color)
+        else:           # lines within 2 % of each other share one label (they overprinted each other)
+            names[near] += " / " + name
     if ticks:   # after the x scale is set (setting it resets a secondary axis' locators and labels)
         top = ax.secondary_xaxis("top")
         fixed_ticks(top.xaxis, ticks, names)

@@ -160,8 +160,11 @@ def _opening(tables: dict, summ: dict, studies=()) -> list[str]:
         for sg in (sa.get("reference") or {}).get("sgld", [])[:1]:
             e = sg.get("effect") or {}
             if e.get("n"):
-                methods.insert(0, f"{a} SGLD matches HMC on the same training sets within |Δ| ≤ "
-                                  f"{g(e['max_abs_delta'], 2)}")
+                rel = f" ({pct(e['worst_rel'])})" if ok(e.get("worst_rel")) else ""
+                methods.insert(0, f"{a} SGLD matches HMC on the same training sets within |Δ| ≤ {tol} (largest "
+                                  f"|Δ| {g(e['max_abs_delta'], 2)})" if e["n_within_tol"] == e["n"] else
+                                  f"{a} SGLD deviates from HMC on the same training sets by up to "
+                                  f"{g(e['max_abs_delta'], 2)}{rel}")
     if not holds and not misses:
         return []
     first = (f"At this study's size ({size}{regime}), the theory on each run's own training set matches the exact "
