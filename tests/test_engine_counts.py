@@ -8,9 +8,8 @@ import pytest
 import torch
 
 from copyhead import config as cfgmod
-from copyhead.engine import points
 from copyhead.model import CopyAttention
-from copyhead.run import train_job, train_points
+from copyhead.run import points, train_job, train_points
 from copyhead.schedules import cheapest_energy
 from copyhead.task import make_data
 

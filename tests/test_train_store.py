@@ -1,4 +1,4 @@
-"""The run store (copyhead.engine.RunStore, COPYHEAD_RUN_STORE): a packed training job rerun after one P was
+"""The run store (copyhead.run_store.RunStore, COPYHEAD_RUN_STORE): a packed training job rerun after one P was
 added trains only that P's chains and takes the others from the store, with files equal to a from-scratch
 run's number for number; a damaged or mismatching entry is never used; a changed run config misses it.
 Real runs on the tiny config (tests/configs/tiny.yaml), no stand-ins."""
@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from copyhead import config as cfgmod
-from copyhead.engine import RUN_STORE_ENV, points
 from copyhead.provenance import read_dataset
-from copyhead.run import train_points
+from copyhead.run import points, train_points
+from copyhead.run_store import RUN_STORE_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "tests/configs/tiny.yaml"

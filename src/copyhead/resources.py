@@ -127,8 +127,8 @@ def train_resources(cfg: Mapping[str, Any], attention: str, optimizer: str, P: i
 
 def packed_resources(cfg: Mapping[str, Any], attention: str, optimizer: str, attempt: int = 1) -> dict:
     """Resources of ONE process training every P of (attention, recipe) (``COPYHEAD_TRAIN_PACK=recipe``,
-    :mod:`copyhead.engine`): the per-P jobs' budgets without their repeated start-up (one interpreter,
-    one CUDA context) and their memory on one host footprint; ``{"runtime", "mem_mb", "gpu"}``."""
+    :func:`copyhead.run.train_points`): the per-P jobs' budgets without their repeated start-up (one
+    interpreter, one CUDA context) and their memory on one host footprint; ``{"runtime", "mem_mb", "gpu"}``."""
     Ps = cfg["sweep"][attention][optimizer]["P"]
     jobs = [train_resources(cfg, attention, optimizer, P, attempt) for P in Ps]
     gpu = jobs[0]["gpu"]

@@ -9,9 +9,21 @@ carries: a damaged one is moved aside to ``<name>.corrupt``; the checkpoint is d
 exists), prints progress lines to its log, and writes one Dataset per seed (documented in
 ``docs/engine.md``) atomically with its provenance attributes. A diverged chain is not an error: its file
 has ``status = "diverged"`` and the step at which divergence was seen. :func:`train_run` is the
-single-run form (one seed, one file). With a run store (``COPYHEAD_RUN_STORE``, :mod:`copyhead.engine`;
+single-run form (one seed, one file). With a run store (``COPYHEAD_RUN_STORE``, :mod:`copyhead.run_store`;
 the workflow's jobs have one) a chain whose identical run is stored is linked from there instead of
 trained, and each file written is kept there (:func:`run_identity` says what "identical" means).
+
+Packed groups: :func:`train_points` trains many points (P, seeds) of one (attention, recipe) in ONE process,
+the same command given several P:
+
+    copyhead train --run-config '<json>' --P 8 12 16 --seeds 0 1 2 3 --out <P-major files>
+
+(``--out`` lists one file per (P, seed), P-major: every seed of the first P, then of the next;
+:func:`points` splits them). The chains whose energy uses co-occurrence counts form one batch across P
+(every tensor has the same shape whatever P is), chains on the direct path one batch per P, and each file
+equals, number for number, the file the per-P job writes (tests/test_engine_counts.py). The workflow runs
+it when ``COPYHEAD_TRAIN_PACK=recipe`` is set (workflow/rules/train.smk, docs/slurm.md); both modes make
+the same files with the same recorded params, so switching modes reruns nothing.
 """
 from __future__ import annotations
 
@@ -28,16 +40,16 @@ from . import order_params as op
 from .attention import variant
 from .config import ConfigError, RunConfig, canonical_json, config_hash
 from .datafiles import config_source
-from .engine import run_store
 from .hmc import run_hmc
 from .model import CopyAttention, energy_kind
 from .resources import memory_problem
 from .provenance import atomic_write, code_fingerprint, now_iso, provenance_attrs, write_dataset
+from .run_store import run_store
 from .schedules import record_steps, sample_steps, step_size
 from .task import hmc_seed, make_data, noise_seed, torch_seed
 from .train import SAMPLE_VARS, BatchState, Interrupted, NoiseStreams, new_state, run_chains, state_sha256
 
-__all__ = ["train_job", "train_points", "train_run", "resolve_device", "checkpoint_path", "run_identity",
+__all__ = ["train_job", "train_points", "points", "train_run", "resolve_device", "checkpoint_path", "run_identity",
            "Interrupted"]
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -175,6 +187,18 @@ def train_job(run_cfg: dict, P: int, seeds, outs, device: str | None = None,
     return train_points(run_cfg, [(P, seeds, outs)], device, _stop_after, log)
 
 
+def points(Ps, seeds, outs) -> list:
+    """``(P, seeds, outs)`` per P from P-major output files (one per (P, seed))."""
+    Ps, seeds, outs = [int(P) for P in Ps], [int(s) for s in seeds], [Path(o) for o in outs]
+    if len(set(Ps)) != len(Ps):
+        raise ValueError(f"--P lists a training-set size twice: {Ps}")
+    if len(outs) != len(Ps) * len(seeds):
+        raise ValueError(f"{len(Ps)} P x {len(seeds)} seeds need {len(Ps) * len(seeds)} --out files, "
+                         f"got {len(outs)}")
+    n = len(seeds)
+    return [(P, seeds, outs[i * n:(i + 1) * n]) for i, P in enumerate(Ps)]
+
+
 def train_points(run_cfg: dict, points, device: str | None = None, _stop_after: int | None = None,
                  log=None) -> list[xr.Dataset]:
     """Train several points ``(P, seeds, outs)`` of one (attention, recipe) in this process and return
@@ -208,7 +232,7 @@ def train_points(run_cfg: dict, points, device: str | None = None, _stop_after: 
         torch.set_num_threads(int(os.environ.get("COPYHEAD_THREADS", "1")))
     out: dict[tuple, xr.Dataset] = {}
     try:
-        store = run_store()   # finished runs of the same identity are reused, not trained (copyhead.engine)
+        store = run_store()   # finished runs of the same identity are reused, not trained (copyhead.run_store)
         keep = None
         if store is not None:
             code = code_fingerprint("train")
@@ -239,7 +263,7 @@ def train_points(run_cfg: dict, points, device: str | None = None, _stop_after: 
 
 
 def run_identity(rc: RunConfig, P: int, seed: int, seeds, dev: str, code: str | None = None) -> dict:
-    """What a run file is, for the run store (copyhead.engine.RunStore): the run config with P and seed
+    """What a run file is, for the run store (copyhead.run_store.RunStore): the run config with P and seed
     (the file's ``config_json``), the seeds of its point (``batch_seeds``: a file equals a fresh one in
     every record but the job's times and command), the train code fingerprint, and what can change a
     number without changing the config: device (and the GPU's name), dtype, torch version and threads;

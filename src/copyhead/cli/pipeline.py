@@ -8,7 +8,6 @@ from pathlib import Path
 
 from .. import config as cfgmod
 from ..audit import main as audit_main
-from ..engine import points
 from ..provenance import read_dataset, require_kind
 from ..publish import publish_aggregates
 from .lazy import call
@@ -36,11 +35,11 @@ def _cmd_train(a) -> int:
         run_cfg = cfgmod.run_config(_load_config(a.config), a.attention, a.optimizer)
     if Ps is None or seeds is None:
         raise cfgmod.ConfigError("copyhead train needs --P and --seed (one run) or --seeds (a batch)")
-    try:
-        pts = points(Ps, seeds, a.out)
+    try:      # torch is imported only now, after the config is known to be valid
+        pts = call("run:points", Ps, seeds, a.out)
     except ValueError as e:
         raise cfgmod.ConfigError(str(e)) from None
-    if len(pts) == 1:     # torch is imported only now, after the config is known to be valid
+    if len(pts) == 1:
         call("run:train_job", run_cfg, *pts[0], device=a.device)
     else:
         call("run:train_points", run_cfg, pts, device=a.device)     # a packed group: every P in one program
