@@ -46,6 +46,11 @@ def P_(x) -> str:
     return g(x, 4) if ok(x) and x != int(x) else (str(int(x)) if ok(x) else "–")
 
 
+def P_short(x: float) -> str:
+    """A training-set size on a figure: to the unit from 100 on (1025, not 1.03e+03), else 3 digits."""
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
 def table(head: list[str], rows: list[list]) -> str:
     lines = ["| " + " | ".join(str(h).replace("|", "\\|") for h in head) + " |",
              "|" + "|".join(" --- " for _ in head) + "|"]

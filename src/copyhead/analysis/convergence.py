@@ -38,6 +38,9 @@ RHAT_MAX = 1.05          # the R̂ above which a point is flagged (not shown con
 # the prior- and copy-started chains of one training set): the referee's standard (Vehtari et al. 2021)
 MIXED_ESS = 100.0
 MIXED_RHAT = 1.01
+# the published reference's target (issue 48): every HMC point mixed with bulk ESS >= 400 per training set
+# (prior- and copy-started chains together) and R̂ <= MIXED_RHAT, or flagged as metastable
+REFERENCE_ESS = 400.0
 RHAT_METHODS = {"rank": "rank", "classic": "split"}
 MIN_DRAWS = 4
 

@@ -31,7 +31,7 @@ import math
 
 from ..config.schema import METHODS, SAMPLERS
 from .agreement import SOURCES, counted, natural_curve
-from .convergence import flagged_points
+from .convergence import MIXED_RHAT, REFERENCE_ESS, flagged_points
 from .stats import is_number as _ok
 
 # The paper's own numbers (arXiv 2606.12058; summary in shared/seeds/), quoted, not computed: (what, quoted
@@ -292,6 +292,14 @@ def convergence_summary(att: dict, rhat_max: float, method: str = "sgld") -> dic
             "smallest_paired_ess": min((_num(r.get("ess_paired_min")) for r in pairs), default=math.nan),
             "paired_points": sorted({f"P = {r['P']:g} {r['name']}" for r in pairs
                                      if _num(r.get("rhat_paired_max")) > rhat_max}),
+            # the reference's target: per training set bulk ESS >= REFERENCE_ESS and R̂ <= MIXED_RHAT
+            "target_ess": REFERENCE_ESS, "target_rhat": MIXED_RHAT,
+            "n_pairs_on_target": sum(_num(r.get("rhat_paired_max")) <= MIXED_RHAT
+                                     and _num(r.get("ess_paired_min")) >= REFERENCE_ESS for r in pairs),
+            "below_target_points": sorted({f"P = {r['P']:g} {r['name']}" for r in pairs
+                                           if _num(r.get("rhat_paired_max")) <= rhat_max and not (
+                                               _num(r.get("rhat_paired_max")) <= MIXED_RHAT
+                                               and _num(r.get("ess_paired_min")) >= REFERENCE_ESS)}),
             "largest_rhat": max((_num(r["rhat"]) for r in rows), default=math.nan),
             "largest_within": max((_num(r.get("rhat_within_max")) for r in rows), default=math.nan),
             "smallest_ess": min((_num(r["ess_bulk"]) for r in rows), default=math.nan),

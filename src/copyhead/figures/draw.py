@@ -12,6 +12,7 @@ import numpy as np
 from ..analysis import ok_runs, seed_mean_sem, sequence_length, theory_pattern_cosine
 from ..analysis.adam import local_minima_1d
 from ..attention import ATTENTIONS, variant
+from ..format import P_short
 from ..provenance import read_dataset
 from .orders import _recipes, experiment_transition, results_summary
 from .style import (COL, OPT_COLORS, WIDE, annotate_status, errorbar_points, fixed_ticks,
@@ -105,7 +106,7 @@ def fig_landscapes(inputs, options):
         i = np.unravel_index(np.nanargmin(Sg), Sg.shape)
         ax.plot(c1[i[1]], cG[i[0]], "r*", ms=7)
         ax.set_xlabel(r"$\hat c_1$")
-        ax.set_title(f"linear, $P={P:.3g}$")
+        ax.set_title(f"linear, $P={P_short(P)}$")
         ax.set_aspect("equal")
     axes[0].set_ylabel(r"$\hat c_G$", labelpad=1)
     cb = left.colorbar(cs, ax=list(axes), shrink=0.8, pad=0.02, format="%g")
@@ -128,11 +129,11 @@ def fig_landscapes(inputs, options):
     ax.set_xlabel(r"copy logit $\beta$")
     ax.set_ylabel(r"$S(\beta;P)-\min S$ (nats)", labelpad=1)
     Pst = float(sm["P_star"]) if "P_star" in sm else float("nan")
-    ax.set_title(f"softmax, $P^*={Pst:.3g}$" if np.isfinite(Pst) else "softmax")
+    ax.set_title(f"softmax, $P^*={P_short(Pst)}$" if np.isfinite(Pst) else "softmax")
     edges = np.arange(len(sPs) + 1)
     sc = plt.cm.ScalarMappable(norm=BoundaryNorm(edges, len(sPs)), cmap=ListedColormap(colors))
     cb = right.colorbar(sc, ax=ax, shrink=0.85, pad=0.03, ticks=edges[:-1] + 0.5)
-    cb.ax.set_yticklabels([f"{P:.3g}" for P in sPs], fontsize=5.5)
+    cb.ax.set_yticklabels([P_short(P) for P in sPs], fontsize=5.5)
     cb.set_label("$P$ (softmax)", fontsize=6, labelpad=1)
     return fig
 

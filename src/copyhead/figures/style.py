@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..attention import variant
+from ..format import P_short
 
 COL = 3.4   # paper single-column width, inches
 WIDE = 7.0  # two-column width
@@ -126,7 +127,7 @@ def mark_transitions(ax, th, kinds, also=()):
             a.axvline(P, color=color, ls=ls, lw=0.8, zorder=0)
         if not label:
             continue
-        name = f"{label} {P:.0f}" if P >= 100 else f"{label} {P:.3g}"
+        name = f"{label} {P_short(P)}"
         near = next((i for i, t in enumerate(ticks) if abs(np.log(P / t)) < 0.02), None)
         if near is None:
             ticks.append(P), names.append(name), colors.append(color)

@@ -131,6 +131,14 @@ def _sampler_verdict(e: dict | None) -> str:
     return f"deviates by {g(e['max_abs_delta'], 2)}{rel}"
 
 
+def _unmixed(c: dict) -> str:
+    """', its chains not mixed (...)' when a sampler's chains fail R̂ (the reason its numbers may deviate)."""
+    if not c.get("n_rows") or not c.get("n_flag"):
+        return ""
+    return (f", its chains not mixed (R̂ > {g(c['rhat_max'])} at {c['n_flag']} of {c['n_rows']} rows, smallest "
+            f"bulk ESS {g(c['smallest_ess'])})")
+
+
 def _opening(tables: dict, summ: dict, studies=()) -> list[str]:
     """The page's first two sentences, generated: where the theory holds (against the exact posterior, with the
     effect size and the size of the study) and what differs (the methods against the exact posterior; the
@@ -164,7 +172,7 @@ def _opening(tables: dict, summ: dict, studies=()) -> list[str]:
                 methods.insert(0, f"{a} SGLD matches HMC on the same training sets within |Δ| ≤ {tol} (largest "
                                   f"|Δ| {g(e['max_abs_delta'], 2)})" if e["n_within_tol"] == e["n"] else
                                   f"{a} SGLD deviates from HMC on the same training sets by up to "
-                                  f"{g(e['max_abs_delta'], 2)}{rel}")
+                                  f"{g(e['max_abs_delta'], 2)}{rel}" + _unmixed(sa.get("convergence") or {}))
     if not holds and not misses:
         return []
     first = (f"At this study's size ({size}{regime}), the theory on each run's own training set matches the exact "
@@ -232,6 +240,20 @@ def _reference(summ: dict) -> list[str]:
             "Per dataset: one training set's prior- and copy-started chains (R̂ and bulk ESS of those two "
             "chains, the worst over the datasets of a point). R̂ across the seeds of a point is not a "
             "convergence test (it measures the spread between datasets; it is in the appendix).", ""]
+    for a, ref in refs.items():
+        c = ref["convergence"]
+        if "n_pairs_on_target" not in c or not c["n_pairs"]:
+            continue
+        meta = ", ".join(c["paired_points"]) or "none"
+        low = ", ".join(c["below_target_points"]) or "none"
+        out.append(f"- {a}: {c['n_pairs_on_target']} of {c['n_pairs']} (P, parameter) rows mixed on every training "
+                   f"set to the reference's target (bulk ESS ≥ {g(c['target_ess'])} and R̂ ≤ {g(c['target_rhat'])}); "
+                   f"metastable (a training set's prior- and copy-started chains on two branches, R̂ > {rmax}): "
+                   f"{meta}; below the target otherwise: {low}.")
+    out += ["", "At a metastable point the posterior mean is a weighted mix of the two branches that neither "
+            "chain estimates; the points are flagged, left out of the agreement verdicts, and drawn hollow. "
+            "How far apart the branches are on one training set (free energies by umbrella sampling, at "
+            "d_k = L): [benchmarks/metastability.md](benchmarks/metastability.md).", ""]
     rows = [[a, f"`{s['recipe']}` − `{s['reference']}`", _sampler_verdict(s.get("effect")),
              effect_text(s.get("effect")), f"{s['n_within_2']} of {s['n']}", g(s["rms_z"]),
              f"P = {P_(s['worst_P'])} {s['worst_param']}: Δ = {g(s['worst_diff'])}, z = {g(s['worst_z'])}"
