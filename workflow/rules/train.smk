@@ -9,10 +9,10 @@
 # off reruns nothing that is up to date (tests/test_workflow.py).
 # Every training job keeps the files it writes in the run store (COPYHEAD_RUN_STORE, default
 # results/.runs; empty or 'off': none) and takes a (P, seed) whose identical run is stored from there
-# instead of training it (copyhead.engine.RunStore): a packed job rerun after one P was added, or one
+# instead of training it (copyhead.run_store.RunStore): a packed job rerun after one P was added, or one
 # file lost, trains only the missing chains. Set in the jobs' environment, not in the shell command, so
 # the store's location is no rerun trigger either (docs/workflow.md: the run store).
-from copyhead.engine import RUN_STORE_ENV
+from copyhead.run_store import RUN_STORE_ENV
 from copyhead.resources import packed_resources
 
 os.environ.setdefault(RUN_STORE_ENV, "results/.runs")
