@@ -37,7 +37,7 @@ for name, args in tg.RUNS.items():
             gdev = max(gdev, float(np.max(np.abs(old[ok] - new[ok])) / max(np.max(np.abs(old[ok])), 1e-300)))
 print(f"golden Adam runs: max deviation / largest magnitude {gdev:.3g}")
 import test_results as tr
-from copyhead.analysis.tables import build_tables, jsonable
+from copyhead.analysis.results_tables import build_tables, jsonable
 ag_s, _ = tr.hysteresis_sweep(n_draws=60)
 ag, th, same = tr.known_posterior(n_seeds=4, n_draws=100)
 th_s = tr.fake_theory("softmax", np.geomspace(2, 200, 100), {"saddle": (lambda P: 1 - P / 300, lambda P: P / 300), "mean": (lambda P: 1 - P / 300, lambda P: P / 300)}, scalars={"P_star": 18.0, "P_spinodal_low": 11.0, "P_spinodal_high": 22.0})

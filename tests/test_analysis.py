@@ -309,7 +309,7 @@ def test_the_results_diagnostics_are_arvizs_on_the_projects_own_chains():
 def test_crossover_interpolation_error_is_the_log_against_linear_reading():
     """Between two grid points the crossover is read linearly in log P; reading it linearly in P moves it by
     the interpolation error, which the transition interval includes (0 on a grid point)."""
-    from copyhead.analysis.transitions import crossover_point, interpolation_error
+    from copyhead.analysis.transition_estimators import crossover_point, interpolation_error
     P = np.array([8.0, 16.0, 32.0])
     c1 = np.zeros(3)
     cG = np.array([-1.0, 1.0, 2.0])   # crosses half-way between 8 and 16

@@ -35,6 +35,21 @@ LAYERS = [
       for above in ("figures", "results", "studies", "audit")],
 ]
 
+# module basenames that two modules share on purpose, each pair with why a newcomer is not misled (issue 50:
+# "no two modules share a name while doing different jobs"); any other shared basename fails
+SHARED_NAMES = {
+    "evidence.py": ("theory/evidence.py", "theory/one_loop/evidence.py",
+                    "one quantity: one_loop/ holds the evidence as a function of the full score matrix, with "
+                    "the derivatives its one-loop expansion needs"),
+    "prior.py": ("theory/prior.py", "theory/one_loop/prior.py",
+                 "one quantity: one_loop/ holds the prior's Hessian and prefactor for its one-loop expansion"),
+    "phase_map.py": ("figures/phase_map.py", "theory/phase_map.py",
+                     "figures/<name>.py draws what <name> computes (as figures/one_loop.py, figures/studies.py)"),
+    "studies.py": ("cli/studies.py", "figures/studies.py",
+                   "cli/ modules are named for their command group, figures/ modules for what they draw"),
+}
+ALWAYS_SHARED = ("__init__.py", "__main__.py")
+
 _LAZY = re.compile(r"^[a-z_][a-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -198,6 +213,20 @@ def test_layers_point_down(importer, imported, why):
     bad = [f"{a} -> {b}: {', '.join(where)}" for a, targets in _package_graph().items() if under(a, importer)
            for b, where in targets.items() if under(b, imported)]
     assert not bad, f"{importer} must not import {imported} ({why}):\n  " + "\n  ".join(bad)
+
+
+def test_no_two_modules_share_a_name():
+    by_name = defaultdict(list)
+    for f in sorted((SRC / PKG).rglob("*.py")):
+        if f.name not in ALWAYS_SHARED:
+            by_name[f.name].append(f.relative_to(SRC / PKG).as_posix())
+    shared = {name: tuple(paths) for name, paths in by_name.items() if len(paths) > 1}
+    bad = [f"{name}: {', '.join(paths)}" for name, paths in sorted(shared.items())
+           if name not in SHARED_NAMES or set(paths) != set(SHARED_NAMES[name][:2])]
+    assert not bad, ("modules that share a name (rename one so the name says its job, or list the pair in "
+                     "SHARED_NAMES with why):\n  " + "\n  ".join(bad))
+    stale = sorted(set(SHARED_NAMES) - set(shared))
+    assert not stale, f"SHARED_NAMES lists names no two modules share any more: {stale}"
 
 
 # ------------------------------------------------------------------------------- the reader itself

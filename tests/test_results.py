@@ -1,4 +1,4 @@
-"""The results: the tables of docs/results.md (copyhead.analysis.tables and the modules it calls) on synthetic
+"""The results: the tables of docs/results.md (copyhead.analysis.results_tables and the modules it calls) on synthetic
 aggregates with known answers (chains drawn from known distributions, planted transitions), and the pages
 copyhead.results renders and records. The fake aggregates have the variable layout of copyhead.aggregate
 (dims optimizer, P, seed, sample; <var>_sample series, run results, status)."""
@@ -13,8 +13,8 @@ from copyhead.analysis.agreement import agreement_summaries, agreement_table, aw
 from copyhead.analysis.convergence import convergence_table, flagged_points
 from copyhead.analysis.curves import theory_resolution
 from copyhead.analysis.experiments import recipes
+from copyhead.analysis.results_tables import build_tables, jsonable
 from copyhead.analysis.samplers import sampler_summaries, sampler_table
-from copyhead.analysis.tables import build_tables, jsonable
 from copyhead.analysis.transition_table import transition_table
 from copyhead.cli import main as cli_main
 from copyhead.figures import FIGURES

@@ -16,7 +16,7 @@ import yaml
 
 from copyhead import config as cfgmod
 from copyhead.analysis.finite_size import finite_size
-from copyhead.analysis.scaling import scaling_rows
+from copyhead.analysis.scaling_claims import scaling_rows
 from copyhead.analysis.twins import compare_twins
 from copyhead.cli import main
 from copyhead.config import ConfigError
@@ -536,7 +536,7 @@ def test_the_gaussian_prior_softmax_curve_is_read_as_a_hat_not_as_c(tmp_path):
 def test_who_copies_first_says_not_mixed_before_reading_an_interval_from_unmixed_chains():
     """The crossover / jump ratio is an interval; its verdict is 'not mixed' when the study's chains have
     not mixed on their training sets (a chain's halves R̂ > 1.01 or one chain's bulk ESS < 100)."""
-    from copyhead.analysis.scaling import mixing, who_copies_first
+    from copyhead.analysis.scaling_claims import mixing, who_copies_first
     from copyhead.studies.conclude import verdict
     row = {"mixing": {"linear": {"rhat_within_max": 1.004, "ess_chain_min": 400.0},
                       "softmax": {"rhat_within_max": 1.004, "ess_chain_min": 250.0}}}

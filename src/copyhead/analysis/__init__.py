@@ -10,7 +10,7 @@ Arrays in, numbers out:
   convergence table of a sweep.
 - :mod:`.agreement` — z = (experiment − theory)/error and summaries (RMS z, χ²/dof, worst point); the
   agreement table of a sweep and the natural theory curve of each method.
-- :mod:`.transitions` — transition points from data: linear crossover and onset, softmax logistic jump,
+- :mod:`.transition_estimators` — transition points from data: linear crossover and onset, softmax logistic jump,
   hysteresis window; bootstrap confidence intervals over chains/seeds.
 - :mod:`.fits` — weighted fits of the cross-study comparisons.
 
@@ -23,7 +23,7 @@ Datasets in, tables out (the results model, what results.json holds):
 - :mod:`.transition_table` — each recipe's transitions with bootstrap CIs against the theory's values.
 - :mod:`.samplers` — SGLD against the HMC reference posterior on the same training sets.
 - :mod:`.adam` — Adam (a MAP estimate) against the theory's landscape.
-- :mod:`.tables` — every table from the open datasets (:func:`~.tables.build_tables`) and
+- :mod:`.results_tables` — every table from the open datasets (:func:`~.results_tables.build_tables`) and
   :mod:`.summary` — one estimator per transition kind, agreement and convergence verdicts as data (what
   pages and figures read).
 Importing this package loads numpy (and the config schema) only: scipy, xarray and ArviZ when a function
@@ -34,7 +34,7 @@ from .convergence import as_chains, chain_ess, chain_mcse, ess_bulk, ess_mean, m
 from .curves import interp_log_P
 from .experiments import ok_runs, posterior, sequence_length, theory_pattern_cosine
 from .stats import mean_error, mean_sem, point_estimate, seed_mean_sem
-from .transitions import (BootstrapCI, HysteresisWindow, LogisticJump, bootstrap, chain_mean_sem,
+from .transition_estimators import (BootstrapCI, HysteresisWindow, LogisticJump, bootstrap, chain_mean_sem,
                           crossover_of_chains, crossover_point, fit_logistic_jump, hysteresis_of_chains,
                           hysteresis_window, jump_of_chains, largest_jump_midpoint, logistic, onset_of_chains,
                           onset_point, upward_crossings)

@@ -1,5 +1,5 @@
 """The transition table of a sweep: each recipe's transition points read from the data with percentile-
-bootstrap intervals over chains/seeds (the estimators of :mod:`copyhead.analysis.transitions`), each beside
+bootstrap intervals over chains/seeds (the estimators of :mod:`copyhead.analysis.transition_estimators`), each beside
 the theory's values of the same transition (the same estimators on the theory curves, and the theory's own
 transition points) and whether the interval contains them."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 from .curves import CURVES, seed_mean_curve
 from .experiments import COPY_KEY, NAMES, Recipe, run_values, swept_P
 from .stats import NAN, as_float
-from .transitions import (BootstrapCI, bootstrap, chain_mean_sem, crossover_of_chains, crossover_point,
+from .transition_estimators import (BootstrapCI, bootstrap, chain_mean_sem, crossover_of_chains, crossover_point,
                           hysteresis_of_chains, interpolation_error, jump_bracket_of_chains, onset_point,
                           steepest_rise)
 
@@ -160,7 +160,7 @@ def transition_table(ag, th, same, attention: str, recs: dict[str, Recipe], n_bo
     (copyhead.analysis.bootstrap), each with the theory's values and whether the interval contains them:
     linear crossover (ĉG = ĉ1) and onset (ĉ1 leaves its level at the smallest swept P by 2 standard errors
     for good) per prior-started recipe; softmax jump (the grid step where the seed mean of âG rises fastest
-    per unit log P, :func:`copyhead.analysis.transitions.steepest_rise`: an interval, the bootstrap's union
+    per unit log P, :func:`copyhead.analysis.transition_estimators.steepest_rise`: an interval, the bootstrap's union
     of such steps; each theory curve read the same way on the same P, overlap = ``contains``) per
     prior-started recipe; the
     hysteresis window (prior- and copy-started chains of the same seeds disagree by more than 2 errors in

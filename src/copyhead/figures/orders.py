@@ -12,7 +12,7 @@ from ..analysis import sequence_length
 from ..analysis.convergence import RHAT_MAX
 from ..analysis.curves import CURVES
 from ..analysis.experiments import KEYS, recipes
-from ..analysis.tables import figure_statistics
+from ..analysis.results_tables import figure_statistics
 from ..attention import ATTENTIONS, variant
 from ..format import sampler_name
 from ..order_params import paper_order_parameters

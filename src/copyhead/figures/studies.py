@@ -2,7 +2,7 @@
 studies.json (``copyhead studies-page`` writes them beside the page with their provenance records,
 :func:`copyhead.figures.write_figure`). Each function returns a matplotlib Figure and computes nothing:
 the numbers (gaps, fits, transition ratios, twins) are the studies' tables
-(:mod:`copyhead.analysis.finite_size`, :mod:`copyhead.analysis.scaling`, :mod:`copyhead.analysis.twins`)."""
+(:mod:`copyhead.analysis.finite_size`, :mod:`copyhead.analysis.scaling_claims`, :mod:`copyhead.analysis.twins`)."""
 from __future__ import annotations
 
 import math
@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from copyhead.analysis.finite_size import PRIOR_LABEL, Z95
-from copyhead.analysis.scaling import ratio_interval
+from copyhead.analysis.scaling_claims import ratio_interval
 from copyhead.attention import ATTENTIONS, variant
 from copyhead.format import METHOD, g
 

@@ -1,4 +1,4 @@
-"""The results: results.json (every number, :func:`copyhead.analysis.tables.build_tables`, with the inputs'
+"""The results: results.json (every number, :func:`copyhead.analysis.results_tables.build_tables`, with the inputs'
 sha256, the config and the code version), the results page results.md and its appendix
 results_appendix.md rendered from that JSON; each file is written with its provenance record
 (``<file>.provenance.json``: its inputs with their sha256, the code and the options).
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..analysis.convergence import RHAT_MAX
 from ..analysis.summary import build_summary
-from ..analysis.tables import build_tables, jsonable
+from ..analysis.results_tables import build_tables, jsonable
 from ..config import canonical_json, config_hash
 from ..provenance import json_text, product_record, read_dataset, sha256_file, write_product
 from .appendix import render_appendix

@@ -298,7 +298,7 @@ def _definitions(t: dict) -> list[str]:
             f"- R̂ flag: rank-normalised split-R̂ > {g(st['rhat_max'])} (Vehtari et al. 2021); chains of "
             "different seeds sample different posteriors, so a large R̂ across seeds can also be dataset "
             "variation; the paired R̂ (prior vs copy start, same seed) is free of it.",
-            "- Transition estimators and their limits: docs/figures.md (copyhead.analysis.transitions).", ""]
+            "- Transition estimators and their limits: docs/figures.md (copyhead.analysis.transition_estimators).", ""]
 
 
 def _inputs(t: dict, json_name: str) -> list[str]:

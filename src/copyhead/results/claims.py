@@ -7,7 +7,7 @@ the verdict rules are the named comparisons below, stated in the table's footnot
 """
 from __future__ import annotations
 
-from ..analysis.scaling import FORMS, jump_forms, mixing, ratio_interval, who_copies_first
+from ..analysis.scaling_claims import FORMS, jump_forms, mixing, ratio_interval, who_copies_first
 from ..analysis.summary import PAPER
 from ..format import METHOD, P_, ci, g, ok, pct, table, verdict_text
 

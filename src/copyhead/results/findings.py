@@ -8,7 +8,7 @@ import math
 from ..analysis.agreement import counted
 from ..analysis.finite_size import compatible
 from ..analysis.summary import AGREE_TOLERANCE
-from ..analysis.scaling import mixing, ratio_interval
+from ..analysis.scaling_claims import mixing, ratio_interval
 from ..attention import ATTENTIONS
 from ..analysis.twins import twin_effect
 from ..format import g, twin_effect_text

@@ -8,7 +8,7 @@ own closed-form transitions (they move with d_k, L, V and σ²). The comparisons
 
 - compute, ``copyhead studies-report``: :mod:`copyhead.studies.tables` reads the studies' results JSON files
   (``copyhead results``) and writes studies.json (the statistics: :mod:`copyhead.analysis.finite_size`,
-  :mod:`copyhead.analysis.scaling`, :mod:`copyhead.analysis.twins`, fits in :mod:`copyhead.analysis.fits`);
+  :mod:`copyhead.analysis.scaling_claims`, :mod:`copyhead.analysis.twins`, fits in :mod:`copyhead.analysis.fits`);
 - render, ``copyhead studies-page``: :mod:`copyhead.studies.report` writes the page and its figures
   (:mod:`copyhead.figures.studies`) from studies.json alone, plus the converged study's current results JSON
   for the paper-scale table; the conclusions are rules in :mod:`copyhead.studies.conclude`.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from copyhead.analysis.finite_size import PRIOR_LABEL, correction_size, decay, prior_distances
-from copyhead.analysis.scaling import (FORMS, advantage_trend, closed_form_path, jump_forms, per_sigma2,
+from copyhead.analysis.scaling_claims import (FORMS, advantage_trend, closed_form_path, jump_forms, per_sigma2,
                                       mixing, ratio_interval, who_copies_first)
 from copyhead.analysis.summary import PAPER
 from copyhead.analysis.twins import start_agreement, twin_effect

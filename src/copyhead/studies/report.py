@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 
 from copyhead.analysis.finite_size import CURVES, PRIOR_LABEL
-from copyhead.analysis.scaling import ratio_interval
+from copyhead.analysis.scaling_claims import ratio_interval
 from copyhead.analysis.summary import PAPER
 from copyhead.analysis.twins import transitions_collapse
 from copyhead.figures import write_figure

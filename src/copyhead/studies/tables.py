@@ -8,7 +8,7 @@ figures from the JSON it writes, never from the studies themselves.
   transitions with bootstrap CIs against the theory, convergence, job time and cost.
 - :func:`theory_lines`: the closed-form transitions along L on the studies' path (:func:`scaling_path`).
 - :func:`build`: every table of the report (the statistics are :mod:`copyhead.analysis.finite_size`,
-  :mod:`copyhead.analysis.scaling`, :mod:`copyhead.analysis.twins`); :func:`write_tables` writes them.
+  :mod:`copyhead.analysis.scaling_claims`, :mod:`copyhead.analysis.twins`); :func:`write_tables` writes them.
 """
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from copyhead.analysis.agreement import z_scores
 from copyhead.analysis.finite_size import CURVES, PRIORS, finite_size
 from copyhead.analysis.fits import row_error
 from copyhead.analysis.experiments import KEYS
-from copyhead.analysis.scaling import scaling_rows
-from copyhead.analysis.tables import jsonable
+from copyhead.analysis.results_tables import jsonable
+from copyhead.analysis.scaling_claims import scaling_rows
 from copyhead.analysis.twins import compare_twins, transitions_collapse
 from copyhead.attention import ATTENTIONS
 from copyhead.config import ActionParams

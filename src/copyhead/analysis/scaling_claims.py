@@ -17,7 +17,7 @@ from ..attention import ATTENTIONS
 from .finite_size import PRIORS
 from .convergence import is_mixed
 from .fits import loglog_slope
-from .transitions import bracket_ratio
+from .transition_estimators import bracket_ratio
 
 # the scaling forms of the softmax jump P* compared across L (P counts sequences; N = P·L tokens)
 FORMS = {"P* ∝ ln²L (N* ∝ L ln²L in tokens)": lambda L: math.log(L) ** 2,
@@ -59,7 +59,7 @@ def scaling_rows(studies: list[dict]) -> list[dict]:
     """One row per study (sorted by V, then L): L, V, d_k, σ², the sampler, the two transitions (experiment
     with CI, theory under both priors), √(LV), ln²L and, where both exist, the linear-crossover /
     softmax-jump ratio as an interval: [lo, hi] = the crossover's 95 % CI over the jump's interval (a grid
-    bracket widened by the bootstrap), :func:`copyhead.analysis.transitions.bracket_ratio`; ``experiment``
+    bracket widened by the bootstrap), :func:`copyhead.analysis.transition_estimators.bracket_ratio`; ``experiment``
     the ratio of the point values (the jump's bracket midpoint). Theory read the same way: ``same_dataset``
     (the same-dataset posterior mean's crossover over its jump bracket on the study's own P) and
     ``closed_mean`` (the closed-form posterior mean's crossover over its bracket on the same P), both
