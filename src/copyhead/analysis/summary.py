@@ -1,6 +1,6 @@
 """The results model's summary: what the results page, fig3/fig4 and fig8 show, computed once.
 
-A pure function of the results tables (:func:`copyhead.analysis.tables.build_tables`, JSON-ready: NaN as
+A pure function of the results tables (:func:`copyhead.analysis.results_tables.build_tables`, JSON-ready: NaN as
 None). Per
 attention type:
 
@@ -55,7 +55,7 @@ KINDS = {
 }
 LABELS = {"crossover": "crossover ĉG = ĉ1", "onset": "onset of ĉ1", "jump": "jump of âG",
           "hysteresis_lower": "hysteresis, lower edge", "hysteresis_upper": "hysteresis, upper edge"}
-# the one estimator of each kind (copyhead.analysis.transitions), applied to data and to theory curves alike
+# the one estimator of each kind (copyhead.analysis.transition_estimators), applied to data and theory curves
 ESTIMATORS = {
     "crossover": "first P where the seed mean of ĉG overtakes that of ĉ1, interpolated in log P",
     "onset": "where the seed mean of ĉ1 leaves its smallest-P level by 2 standard errors for good (a "
