@@ -28,8 +28,14 @@ KEY_FIGURES = [("fig3_linear_order_params", "linear order parameters against P w
 OTHER_FIGURES = [("fig3b_linear_diagnostics", "linear: residuals, test loss, split-R̂ of every recipe"),
                  ("fig4b_softmax_diagnostics", "softmax: residuals, test loss, split-R̂ of every recipe"),
                  ("fig1_stages", "mean attention per stage"), ("fig2_landscapes", "action landscapes"),
-                 ("fig5_coverage", "coverage of the attention by span{J, I}"),
-                 ("fig6_linear_loss_curves", "linear Adam loss"), ("fig7_softmax_loss_curves", "softmax Adam loss")]
+                 ("fig5_coverage", "coverage of the attention by span{J, I} (left: of each draw, averaged: low "
+                  "below the transitions, where a draw's attention is mostly prior fluctuation outside that span "
+                  "even when its posterior mean lies in it; right: of the mean attention)"),
+                 ("fig6_linear_loss_curves", "linear Adam test loss (the dip, then the rise: the tuned recipe "
+                  "ramps the prior's weight up over its first steps, docs/adam.md; with a weak prior Adam fits the "
+                  "copy map early, and the full prior then pulls it back to the MAP, which has little copy "
+                  "structure below the crossover)"),
+                 ("fig7_softmax_loss_curves", "softmax Adam test loss")]
 SOURCE = {"same": "same-dataset", "exact": "exact-average", "closed": "closed-form"}
 
 
