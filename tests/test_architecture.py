@@ -3,7 +3,8 @@ layers point one way (issue 50, "Cycles broken, layers downward").
 
 An arrow A -> B is any import of a copyhead module B in module A, at module level or inside a function,
 relative imports resolved (``from .x import y`` names module ``x.y`` where that is a module, else ``x``),
-and the ``call("module:function")`` / ``attribute("module:name")`` strings of :mod:`copyhead.cli.lazy`.
+and any ``call("module:function")`` / ``attribute("module:name")`` strings (the lazy form the command line
+used before its commands imported their modules in the function body; still read, should one come back).
 Importing a package means its ``__init__``. The graph is checked at two levels:
 
 - modules: no cycle among copyhead's modules (e.g. theory.same_dataset <-> theory.one_loop.dataset);

@@ -1,7 +1,7 @@
 """Code fingerprints: which code a product was made by, from the code its command actually runs.
 
 Each kind of product is made by one or more *entry points* (``CODE_ROOTS``: the ``module:function`` that its
-``copyhead`` command calls, as in :mod:`copyhead.cli.lazy`). Its fingerprint digests exactly the code those
+``copyhead`` command calls, as in :mod:`copyhead.cli`). Its fingerprint digests exactly the code those
 entry points can reach:
 
 1. **modules**: the copyhead modules the entry modules import, transitively (every ``import`` in the module,

@@ -4,7 +4,13 @@ Thin: parse arguments, validate the config before any compute, call the package,
 (bad config, unreadable file) to a one-line message and exit status 2 instead of a traceback. Each
 command group is one module of this package with a ``register(subparsers)`` function, listed in
 ``GROUPS``: the main pipeline (:mod:`.pipeline`), the studies (:mod:`.studies`), the theory's side
-workflows (:mod:`.theory_maps`). The package behind a command is loaded when it runs (:mod:`.lazy`).
+workflows (:mod:`.theory_maps`).
+
+The package behind a command is imported inside the command's function, when it runs: its heavy
+dependencies (torch for training, the order parameters and the statistics; xarray for every netCDF file;
+scipy for the theory; matplotlib for the figures) take seconds to import, every rule of the workflow and
+many tests start a `copyhead` process, and `copyhead --help` or `copyhead check-config` stays fast. These
+are ordinary ``from ..module import function`` statements, so grep and editors follow them.
 """
 from __future__ import annotations
 
@@ -19,7 +25,6 @@ from .. import recovery
 from ..datafiles import check_not_foreign, check_writable, config_source_given
 from ..provenance import DataFileError, sidecar_path
 from . import pipeline, studies, theory_maps
-from .lazy import call
 
 GROUPS = (pipeline, studies, theory_maps)
 
@@ -48,7 +53,8 @@ def _terminate(signum, frame):
 def _stopped(args) -> str:
     """What a command stopped by a signal leaves: for `train`, the checkpoint the rerun resumes from."""
     if args.cmd == "train" and args.out:
-        ckpt = call("run:checkpoint_path", [Path(o) for o in args.out])
+        from ..run import checkpoint_path     # torch; only for a train command stopped by a signal
+        ckpt = checkpoint_path([Path(o) for o in args.out])
         if ckpt.exists():
             return (f"checkpoint {ckpt} is kept: rerun the same command (or snakemake) to resume from it; "
                     "no output file was written")

@@ -10,7 +10,6 @@ from .. import config as cfgmod
 from ..audit import main as audit_main
 from ..provenance import read_dataset, require_kind
 from ..publish import publish_aggregates
-from .lazy import call
 
 
 def _load_config(path: str) -> dict:
@@ -35,14 +34,15 @@ def _cmd_train(a) -> int:
         run_cfg = cfgmod.run_config(_load_config(a.config), a.attention, a.optimizer)
     if Ps is None or seeds is None:
         raise cfgmod.ConfigError("copyhead train needs --P and --seed (one run) or --seeds (a batch)")
-    try:      # torch is imported only now, after the config is known to be valid
-        pts = call("run:points", Ps, seeds, a.out)
+    from ..run import points, train_job, train_points    # torch: imported only now, the config is valid
+    try:
+        pts = points(Ps, seeds, a.out)
     except ValueError as e:
         raise cfgmod.ConfigError(str(e)) from None
     if len(pts) == 1:
-        call("run:train_job", run_cfg, *pts[0], device=a.device)
+        train_job(run_cfg, *pts[0], device=a.device)
     else:
-        call("run:train_points", run_cfg, pts, device=a.device)     # a packed group: every P in one program
+        train_points(run_cfg, pts, device=a.device)     # a packed group: every P in one program
     return 0
 
 
@@ -51,22 +51,24 @@ def _cmd_theory(a) -> int:
         th_cfg = json.loads(a.theory_config)
     else:
         th_cfg = cfgmod.theory_config(_load_config(a.config))
-    call("theory.output:write_theory", th_cfg, a.attention, Path(a.out))
+    from ..theory.output import write_theory
+    write_theory(th_cfg, a.attention, Path(a.out))
     return 0
 
 
 def _cmd_theory_datasets(a) -> int:
+    from ..theory.output import write_same_dataset_theory
+    from ..theory.same_dataset import sweep_pairs
     if a.theory_config:
         th_cfg = json.loads(a.theory_config)
         pairs = json.loads(a.pairs) if a.pairs else None
     else:
         cfg = _load_config(a.config)
         th_cfg = cfgmod.theory_config(cfg)
-        pairs = json.loads(a.pairs) if a.pairs else call("theory.same_dataset:sweep_pairs", cfg, a.attention)
+        pairs = json.loads(a.pairs) if a.pairs else sweep_pairs(cfg, a.attention)
     if not pairs:
         raise cfgmod.ConfigError("no (P, seed) pairs: give --pairs '[[P, seed], ...]' or a config with a sweep")
-    call("theory.output:write_same_dataset_theory", th_cfg, a.attention, [(int(P), int(s)) for P, s in pairs],
-         Path(a.out))
+    write_same_dataset_theory(th_cfg, a.attention, [(int(P), int(s)) for P, s in pairs], Path(a.out))
     return 0
 
 
@@ -78,16 +80,18 @@ def _cmd_aggregate(a) -> int:
         run_configs = {opt: cfgmod.run_config(cfg, a.attention, opt) for opt in cfg["sweep"].get(a.attention, {})}
     else:
         run_configs = None
-    call("aggregate:aggregate_runs", [Path(p) for p in a.runs], Path(a.out), attention=a.attention,
-         strict=a.strict, run_configs=run_configs)
+    from ..aggregate import aggregate_runs
+    aggregate_runs([Path(p) for p in a.runs], Path(a.out), attention=a.attention, strict=a.strict,
+                   run_configs=run_configs)
     return 0
 
 
 def _cmd_summary(a) -> int:
     for path in a.aggregates:
         require_kind(path, "aggregate")
+    from ..aggregate import summary_table
     for path in a.aggregates:
-        print(call("aggregate:summary_table", read_dataset(path)))
+        print(summary_table(read_dataset(path)))
         print()
     return 0
 
@@ -108,20 +112,23 @@ def _checked_inputs(text: str) -> dict:
 
 def _cmd_figure(a) -> int:
     inputs = _checked_inputs(a.inputs)
-    call("figures:make_figure", a.name, inputs, Path(a.out), json.loads(a.options or "{}"), results=a.results)
+    from ..figures import make_figure
+    make_figure(a.name, inputs, Path(a.out), json.loads(a.options or "{}"), results=a.results)
     return 0
 
 
 def _cmd_results(a) -> int:
     if a.tables:
-        call("results:write_pages", Path(a.tables), Path(a.out), figure_dir=a.figure_dir, studies=a.studies or ())
+        from ..results import write_pages
+        write_pages(Path(a.tables), Path(a.out), figure_dir=a.figure_dir, studies=a.studies or ())
         return 0
     if not a.inputs:
         raise SystemExit("copyhead results: give --inputs (to compute the results) or --tables (to render them)")
     inputs = _checked_inputs(a.inputs)
     cfg = cfgmod.validate(json.loads(a.config_json)) if a.config_json else (
         _load_config(a.config) if a.config else None)
-    call("results:write_results", {k: Path(v) for k, v in inputs.items()}, Path(a.out), config=cfg,
+    from ..results import write_results
+    write_results({k: Path(v) for k, v in inputs.items()}, Path(a.out), config=cfg,
                   config_name=a.config_name or a.config or "", figure_dir=a.figure_dir)
     return 0
 
@@ -133,10 +140,11 @@ def _cmd_publish_aggregates(a) -> int:
 
 def _cmd_check_config(a) -> int:
     """Every file is checked and reported (ok, or each of its problems); exit 2 if any is bad."""
+    from ..resources import check_sweep_fits
     bad = 0
     for path in a.configs:
         try:
-            call("resources:check_sweep_fits", cfgmod.load(path), path)   # a point no machine can hold
+            check_sweep_fits(cfgmod.load(path), path)   # a point no machine can hold
             print(f"{path}: ok")
         except cfgmod.ConfigError as e:
             bad += 1

@@ -1,15 +1,14 @@
 """The studies' commands (workflow/studies.smk): study-config; studies-report (compute: the studies' tables,
 studies.json) and studies-page (render: the page and its figures from studies.json); publish-studies.
 
-The tables and the page are imported when their command runs (:mod:`.lazy`): they load torch, xarray and
-matplotlib (via copyhead.analysis and the figures), which every other command would otherwise pay for."""
+The tables and the page are imported inside their command's function, when it runs: they load torch, xarray
+and matplotlib (via copyhead.analysis and the figures), which every other command would otherwise pay for."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..publish import publish
 from ..studies.spec import write_study_config
-from .lazy import call
 
 
 def _cmd_study_config(a) -> int:
@@ -18,12 +17,14 @@ def _cmd_study_config(a) -> int:
 
 
 def _cmd_studies_report(a) -> int:
-    call("studies.tables:write_tables", a.spec, a.studies, Path(a.out))
+    from ..studies.tables import write_tables
+    write_tables(a.spec, a.studies, Path(a.out))
     return 0
 
 
 def _cmd_studies_page(a) -> int:
-    call("studies.report:write_page", a.tables, Path(a.out), converged=a.converged)
+    from ..studies.report import write_page
+    write_page(a.tables, Path(a.out), converged=a.converged)
     return 0
 
 
@@ -31,8 +32,9 @@ def _cmd_publish_studies(a) -> int:
     dest = publish(a.report, a.docs, a.name)
     if (dest / "studies.json").is_file():   # render again in place: the records name the published tables
         converged = a.converged or (Path(a.docs) / "results.json")
-        call("studies.report:write_page", dest / "studies.json", dest / "studies.md",
-             converged=converged if Path(converged).is_file() else None)
+        from ..studies.report import write_page
+        write_page(dest / "studies.json", dest / "studies.md",
+                   converged=converged if Path(converged).is_file() else None)
     print(f"published to {dest}")
     return 0
 

@@ -1,31 +1,35 @@
 """The theory's side workflows: the phase map and the prior check (workflow/phase_map.smk), the one-loop
 correction at the studies' points (workflow/one_loop.smk), and the design's reference table.
 
-Each command parses its arguments and calls one package function, named as "module:function" and
-imported when the command runs (:mod:`.lazy`).
+Each command parses its arguments and calls one package function, imported inside the command's function
+(when it runs: scipy, xarray and matplotlib are paid for only by the commands that use them).
 """
 from __future__ import annotations
 
 from ..config import ConfigError
-from .lazy import call as _call
 
 ONE_LOOP_STUDIES = ("finite_size", "finite_L", "converged")
 
 
 def _cmd_phase_map(a) -> int:
     if a.what == "map":
-        _call("theory.phase_map:write_map", a.out)
+        from ..theory.phase_map import write_map
+        write_map(a.out)
     elif a.what == "exact":
-        _call("theory.phase_map:write_exact", a.map, a.out)
+        from ..theory.phase_map import write_exact
+        write_exact(a.map, a.out)
     elif a.what == "figures":
-        _call("figures.phase_map:write_figures", a.map, a.exact, a.prior, a.out_dir)
+        from ..figures.phase_map import write_figures
+        write_figures(a.map, a.exact, a.prior, a.out_dir)
     else:
-        _call("results.phase_map_page:write_page", a.map, a.exact, a.prior, a.out)
+        from ..results.phase_map_page import write_page
+        write_page(a.map, a.exact, a.prior, a.out)
     return 0
 
 
 def _cmd_prior_check(a) -> int:
-    _call("theory.prior_effect:write_check", a.out)
+    from ..theory.prior_effect import write_check
+    write_check(a.out)
     return 0
 
 
@@ -37,25 +41,31 @@ def _cmd_one_loop(a) -> int:
             raise ConfigError(f"copyhead one-loop predict --study {a.study} needs {', '.join(missing)}")
         if a.study == "converged" and a.attention != "linear":
             raise ConfigError("copyhead one-loop predict --study converged compares linear attention only")
-        read = _call("analysis.one_loop_points:read_points", a.study, studies=a.studies, base=a.base, spec=a.spec,
-                     results=a.results, attention=a.attention, recipe=a.recipe)
-        _call("theory.one_loop.predict:write_predictions", a.out, coarse=a.coarse, attention=a.attention, **read)
+        from ..analysis.one_loop_points import read_points
+        from ..theory.one_loop.predict import write_predictions
+        read = read_points(a.study, studies=a.studies, base=a.base, spec=a.spec, results=a.results,
+                           attention=a.attention, recipe=a.recipe)
+        write_predictions(a.out, coarse=a.coarse, attention=a.attention, **read)
     elif a.what == "figure":
-        _call("figures.one_loop:write", a.finite_size, a.finite_L, a.out)
+        from ..figures.one_loop import write
+        write(a.finite_size, a.finite_L, a.out)
     elif a.what == "dataset-figure":
-        _call("figures.one_loop:write_dataset", a.predictions, a.out)
+        from ..figures.one_loop import write_dataset
+        write_dataset(a.predictions, a.out)
     elif a.what == "remainder-figure":
-        _call("figures.one_loop:write_remainder", a.finite_size, a.finite_L, a.converged, a.out)
+        from ..figures.one_loop import write_remainder
+        write_remainder(a.finite_size, a.finite_L, a.converged, a.out)
     else:
-        _call("results.one_loop_page:write_page", a.finite_size, a.finite_L, a.out, check=a.check,
-              converged=a.converged, softmax=a.softmax)
+        from ..results.one_loop_page import write_page
+        write_page(a.finite_size, a.finite_L, a.out, check=a.check, converged=a.converged, softmax=a.softmax)
     return 0
 
 
 def _cmd_reference(a) -> int:
-    rows = _call("theory.reference:reference_table", include_exact=not a.closed_form_only)
-    print(_call("theory.reference:table_text", rows))
-    return 0 if all(_call("theory.reference:check", r) for r in rows) else 1
+    from ..theory.reference import check, reference_table, table_text
+    rows = reference_table(include_exact=not a.closed_form_only)
+    print(table_text(rows))
+    return 0 if all(check(r) for r in rows) else 1
 
 
 def register(sub) -> None:
