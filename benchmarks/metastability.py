@@ -49,7 +49,7 @@ from copyhead.model import CopyAttention  # noqa: E402
 from copyhead.task import hmc_seed, make_data, torch_seed  # noqa: E402
 from copyhead.studies.spec import action_params  # noqa: E402
 from copyhead.theory.scaling import closed_form_transitions  # noqa: E402
-from copyhead.umbrella import mbar, run_windows, windows  # noqa: E402
+from research.umbrella import mbar, run_windows, windows  # noqa: E402
 
 CONFIG = ROOT / "config" / "converged.yaml"
 SEEDS = (0, 1, 2, 3)
@@ -190,7 +190,7 @@ def umbrella_lines(u: dict) -> list[str]:
             f"P = {u['P']}, training set {u['seed']}: {len(c)} harmonic windows on âG, centres {c[0]:.3f}–"
             f"{c[-1]:.3f} (spacing {c[1] - c[0]:.4f}), stiffness κ = {u['kappa']:.3g}; each window an HMC chain of "
             f"{u['steps']} iterations ({u['burn_in']} warm-up, the step size adapted per window) on the collapsed "
-            "posterior plus its bias (copyhead.umbrella), the windows run twice in one batch — started from prior "
+            "posterior plus its bias (research.umbrella), the windows run twice in one batch — started from prior "
             "draws and from the copy solution — and each run combined by MBAR. Acceptance after warm-up "
             f"{u['accept'][0]:.2f}–{u['accept'][1]:.2f}, {u['n_divergent']} divergent transitions, "
             f"{u['cpu_s'] / 60:.0f} CPU-minutes. {verdict}", ""] + rows
@@ -235,8 +235,8 @@ def main(argv=None) -> int:
     def span(key, f):
         lo, hi = min(r[key] for r in split), max(r[key] for r in split)
         return f(lo) if f(lo) == f(hi) else f"{f(lo)}–{f(hi)}"
-    cure = ("(umbrella sampling, copyhead.umbrella; the last section checks it on a split training set)."
-            if a.umbrella else "(umbrella sampling, copyhead.umbrella: `--umbrella P SEED` checks it).")
+    cure = ("(umbrella sampling, research.umbrella; the last section checks it on a split training set)."
+            if a.umbrella else "(umbrella sampling, research.umbrella: `--umbrella P SEED` checks it).")
     answer = (f"{len(split)} of {len(rows)} (P, training set) points have their prior- and copy-started chains on "
               "different branches. " + (
                   f"Between the branches the log-likelihood differs by Δℓ = {span('latent_heat', '{:.0f}'.format)} "

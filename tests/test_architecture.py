@@ -12,6 +12,9 @@ Importing a package means its ``__init__``. The graph is checked at two levels:
   node, no cycle among them (e.g. config <-> resources).
 
 A failure prints the cycle with the file and line of each of its imports.
+
+Beside copyhead, the research package (src/research: the questions beyond the paper) imports copyhead and
+copyhead never imports research, not even inside a function or through ``importlib`` (issue 50).
 """
 from __future__ import annotations
 
@@ -228,6 +231,56 @@ def test_no_two_modules_share_a_name():
                      "SHARED_NAMES with why):\n  " + "\n  ".join(bad))
     stale = sorted(set(SHARED_NAMES) - set(shared))
     assert not stale, f"SHARED_NAMES lists names no two modules share any more: {stale}"
+
+
+RESEARCH = "research"
+
+
+def absolute_imports(path: Path) -> list[tuple[str, int]]:
+    """(module name, line) of every absolute import in a file, at module level or inside a function, and of
+    every ``importlib.import_module("...")`` / ``__import__("...")`` with a constant name."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            out += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.append((node.module, node.lineno))
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if name in ("import_module", "__import__"):
+                out.append((node.args[0].value, node.lineno))
+    return out
+
+
+def imports_of_package(package: Path, top: str) -> list[str]:
+    """``file:line imports name`` for every import of the top-level package ``top`` (or a module under it)
+    anywhere in ``package``'s files."""
+    return [f"{f.relative_to(package.parent)}:{line} imports {name}" for f in sorted(package.rglob("*.py"))
+            for name, line in absolute_imports(f) if name == top or name.startswith(top + ".")]
+
+
+def test_copyhead_never_imports_research():
+    bad = imports_of_package(SRC / PKG, RESEARCH)
+    assert not bad, ("copyhead must not import the research package (research imports copyhead, not the "
+                     "reverse; a fingerprint names research's code by its module path):\n  " + "\n  ".join(bad))
+
+
+def test_research_imports_copyhead():
+    research = SRC / RESEARCH
+    assert (research / "__init__.py").is_file(), "the research package is src/research"
+    assert imports_of_package(research, PKG), "research is built on copyhead: some module of it imports copyhead"
+
+
+def test_the_import_scan_sees_function_level_and_importlib_imports(tmp_path):
+    pkg = tmp_path / PKG
+    pkg.mkdir()
+    (pkg / "a.py").write_text("import os\nfrom . import b\n\ndef f():\n    from research.x import y\n")
+    (pkg / "b.py").write_text("import importlib\n\ndef g():\n    return importlib.import_module('research')\n")
+    (pkg / "c.py").write_text("import researchers\nfrom copyhead import research\n")     # neither is research
+    assert imports_of_package(pkg, RESEARCH) == ["copyhead/a.py:5 imports research.x",
+                                                 "copyhead/b.py:4 imports research"]
 
 
 # ------------------------------------------------------------------------------- the reader itself

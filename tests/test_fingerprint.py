@@ -21,8 +21,10 @@ PKG = ROOT / "src/copyhead"
 
 @pytest.fixture
 def pkg_copy(tmp_path):
+    """A copy of copyhead, with the research package beside it (a concern may name research's code)."""
     dest = tmp_path / "copyhead"
     shutil.copytree(PKG, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "src/research", tmp_path / "research", ignore=shutil.ignore_patterns("__pycache__"))
     return dest
 
 
@@ -67,6 +69,27 @@ def test_a_move_of_a_module_changes_no_fingerprint(pkg_copy):
             changed += 1
     assert changed, "nothing imports theory.scan any more: pick another module for this test"
     assert _fp(pkg_copy) == before
+
+
+def test_a_research_entry_point_is_read_from_its_source_and_followed_into_copyhead(pkg_copy):
+    """The metastability page's concern names research.umbrella:mbar: read from src/research's source (copyhead
+    does not import research), its code counts, and so does the copyhead code it imports; a copy of copyhead
+    without research beside it cannot make that fingerprint and says so."""
+    assert "research.umbrella:mbar" in prov.CODE_ROOTS["metastability"]
+    digests = prov.module_digests("metastability", pkg_copy)
+    assert {"research.umbrella", "copyhead.hmc", "copyhead.collapsed"} <= set(digests)
+    before = _fp(pkg_copy)
+    _edit(pkg_copy.parent / "research", "umbrella.py", "def mbar(", "def _unused():\n    return 1\n\n\ndef mbar(")
+    assert _fp(pkg_copy) == before                                    # an unused function: nothing
+    _edit(pkg_copy.parent / "research", "umbrella.py", "max(", "min(")
+    after = _fp(pkg_copy)
+    assert {c for c in before if before[c] != after[c]} == {"metastability"}
+    (pkg_copy / "hmc.py").write_text((pkg_copy / "hmc.py").read_text() + "\n\ndef _also_unused():\n    return 0\n")
+    assert _fp(pkg_copy) == after
+    shutil.rmtree(pkg_copy.parent / "research")
+    with pytest.raises(ValueError, match="research.umbrella:mbar"):
+        prov.code_fingerprint("metastability", pkg_copy)
+    assert prov.code_fingerprint("train", pkg_copy) == before["train"]
 
 
 def test_a_change_inside_reachable_code_changes_exactly_the_products_that_reach_it(pkg_copy):

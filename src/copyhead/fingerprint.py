@@ -2,7 +2,8 @@
 
 Each kind of product is made by one or more *entry points* (``CODE_ROOTS``: the ``module:function`` that its
 ``copyhead`` command calls, as in :mod:`copyhead.cli`). Its fingerprint digests exactly the code those
-entry points can reach:
+entry points can reach (a root may also name a module of the research package beside copyhead,
+``"research.umbrella:mbar"``: read from its source like copyhead's, never imported):
 
 1. **modules**: the copyhead modules the entry modules import, transitively (every ``import`` in the module,
    also inside functions, plus their parent packages and lazy ``"module:function"`` strings); the
@@ -34,6 +35,10 @@ from pathlib import Path
 from .parse_cache import ParseCache
 
 _PKG = Path(__file__).resolve().parent
+# the research package (src/research, beside copyhead) is read from its source files, never imported:
+# copyhead does not import research, yet a research page's concern can name its entry points
+# ("research.umbrella:mbar"; a root without a package name is copyhead's)
+RESEARCH = "research"
 # the parse of each module is kept on disk (copyhead.parse_cache), keyed by this file's own source: a change
 # to how modules are parsed or digested invalidates every entry
 _PARSER_KEY = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
@@ -56,8 +61,9 @@ CODE_ROOTS: dict[str, tuple[str, ...]] = {
     "studies_tables": ("studies.tables:write_tables",),
     "studies": ("studies.report:write_page",),
 }
-# benchmarks/metastability.py's page: reference chains, umbrella windows and the studies' statistics
-CODE_ROOTS["metastability"] = CODE_ROOTS["train"] + CODE_ROOTS["studies_tables"] + ("umbrella:mbar",)
+# research/benchmarks/metastability.py's page: reference chains, umbrella windows (research.umbrella, read
+# from its source, not imported) and the studies' statistics
+CODE_ROOTS["metastability"] = CODE_ROOTS["train"] + CODE_ROOTS["studies_tables"] + ("research.umbrella:mbar",)
 
 # product kind (the ``copyhead_kind`` attribute of a netCDF product) -> the concern that makes it
 KIND_CONCERN = {"run": "train", "theory": "theory", "theory_datasets": "theory", "aggregate": "aggregate",
@@ -141,8 +147,26 @@ def _defined_names(stmt: ast.stmt) -> tuple[str, ...]:
     return tuple(t.id for t in targets if isinstance(t, ast.Name))
 
 
+def _root_module(root: str) -> str:
+    """The module of an entry point: ``"run:train_job"`` -> ``copyhead.run``, ``"research.umbrella:mbar"``
+    -> ``research.umbrella``."""
+    module = root.split(":")[0]
+    return module if module.split(".")[0] == RESEARCH else f"copyhead.{module}"
+
+
+def _sources(package_dir: Path) -> list[tuple[str, Path]]:
+    """(top-level package name, file) of every module of copyhead under ``package_dir`` and of the research
+    package beside it (where there is one)."""
+    out = []
+    for top, pkg in (("copyhead", package_dir), (RESEARCH, package_dir.parent / RESEARCH)):
+        if top == "copyhead" or (pkg / "__init__.py").is_file():
+            out += [(top, f) for f in sorted(pkg.rglob("*.py")) if "__pycache__" not in f.relative_to(pkg).parts]
+    return out
+
+
 class CodeIndex:
-    """The copyhead package under ``package_dir`` parsed once: per module its top-level items and imports."""
+    """The copyhead package under ``package_dir`` (and the research package beside it) parsed once: per
+    module its top-level items and imports."""
 
     def __init__(self, package_dir: str | Path | None = None):
         self.pkg = Path(package_dir) if package_dir is not None else _PKG
@@ -150,12 +174,11 @@ class CodeIndex:
         self.modules: dict[str, _Module] = {}
         self._kept: dict[tuple[str, ...], list[_Item]] = {}    # code_fingerprint and module_digests share it
         files = []
-        for f in sorted(self.pkg.rglob("*.py")):
-            if "__pycache__" in f.parts:
-                continue
-            rel = f.relative_to(self.pkg).with_suffix("")
+        for top, f in _sources(self.pkg):
+            base = self.pkg if top == "copyhead" else self.pkg.parent / top
+            rel = f.relative_to(base).with_suffix("")
             parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
-            files.append((".".join(("copyhead",) + tuple(parts)), f, f.read_bytes(), rel.name == "__init__"))
+            files.append((".".join((top,) + tuple(parts)), f, f.read_bytes(), rel.name == "__init__"))
         cache = ParseCache(_PARSER_KEY, [(name, data, is_pkg) for name, _, data, is_pkg in files])
         cached, complete = cache.load()
         for name, f, data, is_pkg in files:
@@ -213,17 +236,19 @@ class CodeIndex:
 
     # -- closure ----------------------------------------------------------------------------------------
     def _known(self, name: str) -> str | None:
-        """The module ``name`` names (or its nearest parent that is a module), or None outside copyhead."""
+        """The module ``name`` names (or its nearest parent that is a module), or None outside copyhead and
+        research."""
         parts = name.split(".")
-        while parts and parts[0] == "copyhead":
+        while parts and parts[0] in ("copyhead", RESEARCH):
             if ".".join(parts) in self.modules:
                 return ".".join(parts)
             parts = parts[:-1]
         return None
 
     def closure(self, roots: tuple[str, ...]) -> list[str]:
-        """The copyhead modules the entry modules import, transitively (parents included; NUMBER_FREE out)."""
-        todo = [f"copyhead.{r.split(':')[0]}" for r in roots]
+        """The copyhead (and research) modules the entry modules import, transitively (parents included;
+        NUMBER_FREE out)."""
+        todo = [_root_module(r) for r in roots]
         seen: set[str] = set()
         while todo:
             m = self._known(todo.pop())
@@ -243,7 +268,7 @@ class CodeIndex:
 
     def _reach(self, roots: tuple[str, ...]) -> list[_Item]:
         modules = self.closure(roots)
-        missing = [r for r in roots if f"copyhead.{r.split(':')[0]}" not in modules]
+        missing = [r for r in roots if _root_module(r) not in modules]
         if missing:
             raise ValueError(f"entry point(s) {missing} name no module of {self.pkg}")
         items = [it for m in modules for it in self.modules[m].items]
@@ -272,7 +297,7 @@ _index_cache: dict[tuple, CodeIndex] = {}
 
 def _index(package_dir: str | Path | None) -> CodeIndex:
     pkg = Path(package_dir) if package_dir is not None else _PKG
-    files = sorted(p for p in pkg.rglob("*.py") if "__pycache__" not in p.parts)
+    files = [p for _, p in _sources(pkg)]
     key = (str(pkg), tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files))
     if key not in _index_cache:
         _index_cache.clear()

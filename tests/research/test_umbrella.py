@@ -1,4 +1,4 @@
-"""Umbrella sampling along the copy order parameter with MBAR (copyhead.umbrella) on known answers."""
+"""Umbrella sampling along the copy order parameter with MBAR (research.umbrella) on known answers."""
 import math
 
 import numpy as np
@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from copyhead.hmc import HMC
-from copyhead.umbrella import mbar, sample, windows
+from research.umbrella import mbar, sample, windows
 
-# umbrella sampling (the metastability study of benchmarks/metastability.py), not the paper pipeline: -m research
+# umbrella sampling (the metastability study of research/benchmarks/metastability.py), not the paper pipeline: -m research
 pytestmark = pytest.mark.research
 
 H, TILT = 30.0, 0.5          # a double well: barrier of 30 nats between minima at x = ±1, tilted
@@ -88,7 +88,7 @@ def test_umbrella_on_the_collapsed_posterior_matches_importance_sampling():
     windows spanning its posterior equals the importance-sampling mean (50 000 prior draws weighted by
     the exact likelihood) within 4 combined standard errors (the windows' error from two halves)."""
     from copyhead.collapsed import CollapsedPosterior
-    from copyhead.umbrella import copy_coordinate, run_windows
+    from research.umbrella import copy_coordinate, run_windows
     from test_hmc import _tiny_model
     B = 50_000
     post = CollapsedPosterior(_tiny_model("softmax", B))

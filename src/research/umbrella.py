@@ -25,10 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from . import order_params as op
-from .attention import variant
-from .collapsed import CollapsedPosterior
-from .hmc import HMC
+from copyhead import order_params as op
+from copyhead.attention import variant
+from copyhead.collapsed import CollapsedPosterior
+from copyhead.hmc import HMC
 
 __all__ = ["copy_coordinate", "biased", "windows", "MBAR", "mbar", "sample", "run_windows"]
 
