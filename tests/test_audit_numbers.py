@@ -122,3 +122,29 @@ def test_other_code_that_moves_a_number_fails_naming_the_figure_and_accept_refus
     r = _cli(checkout, "audit", *FIG, "--accept")
     assert r.returncode == 1 and "--accept: REFUSED docs/figs/fig6.pdf" in r.stdout
     assert side.read_bytes() == kept
+
+
+# ------------------------------------------------------------ a netCDF product re-stamped, then made again
+def test_a_netcdf_made_again_after_its_restamp_is_judged_by_its_own_attributes(tmp_path):
+    """`--accept` re-stamps a netCDF product with a sidecar that speaks for its attributes. When the rule
+    makes the file again, the sidecar describes the file it replaced: the audit reads the new file's own
+    attributes (as for a file never re-stamped), not 'changed since it was made'. A file edited by hand
+    (no provenance attributes) under the same sidecar still fails."""
+    root = tmp_path / "repo"
+    (root / "docs/data").mkdir(parents=True)
+    _git(root, "init", "-q")
+    nc = root / "docs/data/theory_linear.nc"
+    shutil.copy(ROOT / "docs/data/theory/theory_linear.nc", nc)
+    stale = {"kind": "theory", "concern": "theory", "code_fingerprint": "0123456789abcdef", "inputs": {},
+             "outputs": {nc.name: {"path": "docs/data/theory_linear.nc", "sha256": "0" * 64}}}
+    sidecar_path(nc).write_text(json.dumps(stale))
+    r = _cli(root, "audit", "docs/data/theory_linear.nc")
+    assert r.returncode == 0 and "[netCDF attributes;" in r.stdout, r.stdout
+    import xarray as xr
+    with xr.open_dataset(nc) as ds:
+        plain = ds.load()
+    plain.attrs = {}
+    nc.unlink()
+    plain.to_netcdf(nc)                                       # a hand-made file: no provenance attributes
+    r = _cli(root, "audit", "docs/data/theory_linear.nc")
+    assert r.returncode == 1 and "changed since it was made" in r.stdout, r.stdout

@@ -162,9 +162,11 @@ class PublishedAuditor:
         side = sidecar_path(path)
         if side.is_file():
             try:
-                return str(side), json.loads(side.read_text()), ""
+                rec = json.loads(side.read_text())
             except (OSError, ValueError) as e:
                 return str(side), None, f"unreadable provenance record ({e})"
+            if not (path.suffix == ".nc" and self._remade_since_stamp(path, rec)):
+                return str(side), rec, ""
         if path.suffix == ".nc":
             try:
                 attrs = read_dataset(path).attrs
@@ -193,6 +195,19 @@ class PublishedAuditor:
                    "inputs": {p: {"path": p, "sha256": s} for p, s in inputs.items()}}
             return "netCDF attributes", rec, ""
         return "", None, ""
+
+    def _remade_since_stamp(self, path: Path, rec: dict) -> bool:
+        """A netCDF file re-stamped by ``--accept`` (a sidecar that speaks for its attributes) and written
+        again since by the command that makes it: the sidecar's sha256 is not the file's, and the file
+        carries its own provenance attributes. Then the file's attributes are its record (the sidecar
+        describes the file it replaced), exactly as for a file that was never re-stamped."""
+        out = (rec.get("outputs") or {}).get(path.name) or {}
+        if not out.get("sha256") or out["sha256"] == self._sha256(path):
+            return False
+        try:
+            return bool(read_dataset(path).attrs.get("copyhead_kind"))
+        except DataFileError:
+            return False
 
     def audit(self, path: Path) -> ProductReport:
         path = Path(path)
