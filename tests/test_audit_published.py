@@ -181,16 +181,36 @@ def test_a_benchmark_page_names_its_scripts_and_warns_when_they_change(checkout)
     assert rep.ok and len(rep.warnings) == 1 and "names no script checksums" in rep.warnings[0]
 
 
+def test_a_benchmark_script_that_moved_is_followed_to_its_new_place(checkout):
+    """A page's script moved (benchmarks/ -> src/research/benchmarks/, issue 50): the warning names where it
+    is now and whether it is the script that measured (unchanged) or another version (measure again)."""
+    import hashlib
+    script = checkout / "src" / "research" / "benchmarks" / "bench.py"
+    script.parent.mkdir(parents=True)
+    script.write_text("print('measure')\n")
+    rec = dict(product_record("bench", "train", {}, kind="benchmark"), command="benchmarks/bench.py --md docs/bench.md")
+    write_product({Path("docs/bench.md"): "# A benchmark\n"},
+                  dict(rec, scripts={"benchmarks/bench.py": hashlib.sha256(script.read_bytes()).hexdigest()}))
+    (rep,) = audit_published([Path("docs/bench.md")], checkout)
+    assert rep.ok and rep.warnings == ["docs/bench.md: measured by benchmarks/bench.py, which moved to "
+                                       "src/research/benchmarks/bench.py unchanged"]
+    script.write_text("print('measure differently')\n")
+    (rep,) = audit_published([Path("docs/bench.md")], checkout)
+    assert rep.ok and len(rep.warnings) == 1
+    assert "which moved to src/research/benchmarks/bench.py and changed since" in rep.warnings[0]
+    assert rep.warnings[0].endswith("measure again: src/research/benchmarks/bench.py --md docs/bench.md")
+
+
 def test_a_benchmark_records_its_main_script_and_the_shared_module(bench_script, monkeypatch):
     """benchmarks/common.script_record: the running script (``__main__``) and benchmarks/common.py, each with
     its sha256, paths relative to the checkout."""
     import hashlib
     common = bench_script("common")
-    main = Path(common.__file__).resolve().parent / "column_response.py"
+    main = Path(common.__file__).resolve().parents[1] / "src/research/benchmarks/column_response.py"
     monkeypatch.setattr(sys.modules["__main__"], "__file__", str(main), raising=False)
     rec = common.script_record()
-    assert set(rec) == {"benchmarks/column_response.py", "benchmarks/common.py"}
-    assert rec["benchmarks/column_response.py"] == hashlib.sha256(main.read_bytes()).hexdigest()
+    assert set(rec) == {"src/research/benchmarks/column_response.py", "benchmarks/common.py"}
+    assert rec["src/research/benchmarks/column_response.py"] == hashlib.sha256(main.read_bytes()).hexdigest()
 
 
 def test_a_default_size_benchmark_measures_with_one_blas_thread(tmp_path):

@@ -172,29 +172,6 @@ def test_hmc_needs_position_scores():
 
 
 @pytest.mark.research   # a research benchmark (benchmarks/)
-def test_the_metastability_measurement_reads_the_latent_heat_and_the_ladder_it_needs(bench_script):
-    """benchmarks/metastability.py: a training set whose two starts sit on different branches gets the
-    latent heat Δℓ = ℓ̄(pooling) − ℓ̄(copy) and a ladder spacing ln 5/Δℓ over the spinodals' β range; one
-    whose chains agree gets neither."""
-    import numpy as np
-    mod = bench_script("metastability")
-    rng = np.random.default_rng(0)
-    n = 400
-    pool = lambda: {"aG": 0.007 + 0.001 * rng.standard_normal(n), "nll": 670 + 10 * rng.standard_normal(n)}
-    copy = {"aG": 0.064 + 0.002 * rng.standard_normal(n), "nll": 170 + 20 * rng.standard_normal(n)}
-    ch = {(s, i): pool() for s in mod.SEEDS for i in ("prior", "copy")}
-    ch[(2, "copy")] = copy
-    rows = mod.per_dataset(ch, 16, (11.0, 22.0))
-    split = [r for r in rows if not r["agree"]]
-    assert [r["seed"] for r in split] == [2] and all(r["rhat"] < 1.05 for r in rows if r["agree"])
-    r = split[0]
-    assert r["latent_heat"] == pytest.approx(500, abs=3)
-    assert r["dbeta"] == pytest.approx(math.log(5) / r["latent_heat"])
-    assert r["replicas"] == math.ceil((22 - 11) / 16 / r["dbeta"]) + 1
-    assert not any("latent_heat" in x for x in rows if x["agree"])
-
-
-@pytest.mark.research   # a research benchmark (benchmarks/)
 def test_the_mixing_target_is_judged_per_training_set_and_leaves_out_metastable_ones(bench_script):
     """benchmarks/hmc_targets.py: R̂ and bulk ESS of one training set's prior- and copy-started chains
     (never across seeds); independent draws meet ESS ≥ 400 and R̂ ≤ 1.01, slow chains do not, and a

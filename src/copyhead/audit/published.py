@@ -240,7 +240,7 @@ class PublishedAuditor:
 
     def _check_scripts(self, rep: ProductReport, path: Path, rec: dict) -> None:
         """A benchmark page's scripts (``scripts``: path -> sha256, outside the package's code paths) against
-        the scripts as they are now: a changed or missing script is a warning that says how to measure again
+        the scripts as they are now: a changed, moved or missing script is a warning that says how to measure again
         (a measurement of one machine is not remade by the DAG); a record without them is named as such."""
         if rec.get("kind") != "benchmark":
             return
@@ -251,11 +251,24 @@ class PublishedAuditor:
             return
         for name, sha in sorted(scripts.items()):
             real = self._resolve(name)
-            if not real.is_file():
+            moved = [] if real.is_file() or Path(name).is_absolute() else self._moved_script(name)
+            if len(moved) == 1:                 # e.g. benchmarks/x.py -> src/research/benchmarks/x.py
+                now = self._sha256(self.root / moved[0])
+                rep.warnings.append(f"{path}: measured by {name}, which moved to {moved[0]} " + (
+                    "unchanged" if now == sha else f"and changed since (sha256 {sha[:12]}, now {now[:12]}); "
+                    f"measure again: {(rec.get('command') or 'its command').replace(name, moved[0])}"))
+            elif not real.is_file():
                 rep.warnings.append(f"{path}: measured by {name}, which is missing here")
             elif self._sha256(real) != sha:
                 rep.warnings.append(f"{path}: measured by another version of {name} (sha256 {sha[:12]}, now "
                                     f"{self._sha256(real)[:12]}); measure again: {rec.get('command') or 'its command'}")
+
+    def _moved_script(self, name: str) -> list[str]:
+        """Where a recorded script that is missing at its path sits now: the checkout's scripts of the same
+        file name in benchmarks/ and src/ (a move between them), relative to the checkout."""
+        found = [p for d in ("benchmarks", "src") for p in sorted((self.root / d).rglob(Path(name).name))
+                 if p.is_file() and "__pycache__" not in p.parts]
+        return [p.relative_to(self.root).as_posix() for p in found]
 
     def _check_outputs(self, rep: ProductReport, path: Path, rec: dict) -> None:
         outs = rec.get("outputs") or {}

@@ -6,7 +6,7 @@ keeping only the leading cumulant gives the Gaussian prior d_k ||M||²_F/(2c) (E
 Both are returned as -ln p(M) up to an M-independent constant. Along M = m1 J + mP I (Eq. (9)) the
 singular values are |L m1 + mP| (once) and |mP| (L-1 times). The rate's next order, the saddle-point
 correction ΔR(M) = ½ ln det ∇²Λ(G*) (Eq. (38)), is :func:`saddle_correction`; it is not part of either prior
-(benchmarks/prior_force.py measures what it does on exact posterior draws).
+(src/research/benchmarks/prior_force.py measures what it does on exact posterior draws).
 """
 from __future__ import annotations
 

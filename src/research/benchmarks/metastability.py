@@ -1,6 +1,6 @@
 """Why tempering in the likelihood does not mix the softmax jump: the latent heat between its two branches.
 
-    python benchmarks/metastability.py [--P 12 16 20] [--md docs/benchmarks/metastability.md]
+    python src/research/benchmarks/metastability.py [--P 12 16 20] [--md docs/benchmarks/metastability.md]
 
 At the converged study's size (config/converged.yaml: V = 16, L = d_k = 32, σ² = 0.1, softmax) and at
 each P given, the reference sampler runs exactly the converged study's HMC chains (recipes ``hmc`` and
@@ -34,7 +34,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]   # the checkout
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -258,7 +258,7 @@ def main(argv=None) -> int:
         cpu = cpu_name()
         head = ["# Metastability at the softmax jump: the latent heat between the branches", "",
                 answer, "",
-                f"Written by `python benchmarks/metastability.py {' '.join(argv if argv is not None else sys.argv[1:])}` "
+                f"Written by `python src/research/benchmarks/metastability.py {' '.join(argv if argv is not None else sys.argv[1:])}` "
                 f"({stamp()}). The converged "
                 f"study's HMC chains (config/converged.yaml, recipes hmc and hmc_copy: {recipe.steps} iterations, "
                 f"{recipe.burn_in} warm-up, {recipe.n_leapfrog} leapfrog steps), softmax, V = {p.V}, L = {p.L}, "

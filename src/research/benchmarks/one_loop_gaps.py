@@ -3,7 +3,7 @@ copyhead.theory.one_loop (the points: copyhead.analysis.one_loop_points) and is 
 (docs/one_loop.md); this script only times posterior_means per point and prints the predicted shift next to
 the measured gap.
 
-    python benchmarks/one_loop_gaps.py [--study finite_size] [--ratios 1.35 2] [--x 16 64] [--coarse 11]
+    python src/research/benchmarks/one_loop_gaps.py [--study finite_size] [--ratios 1.35 2] [--x 16 64] [--coarse 11]
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from copyhead.analysis.one_loop_points import study_points
 from copyhead.config import load_yaml
 from copyhead.theory.one_loop import posterior as lp
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[3]   # the checkout
 
 
 def main(argv=None):

@@ -1,4 +1,4 @@
-"""benchmarks/column_response.py: one training set's full transverse action (evidence + prior rate) at a plane
+"""research/benchmarks/column_response.py: one training set's full transverse action (evidence + prior rate) at a plane
 point — its gradient and Hessian against the one loop's transverse system, the exact saddle, and the one-loop
 tadpole −½ C S‴[C] against the same contraction with the third-derivative tensor formed explicitly."""
 import numpy as np
@@ -11,12 +11,12 @@ from copyhead.theory.one_loop.dataset import DatasetMoments, transverse_system
 from copyhead.theory.prior import neg_log_prior_matrix
 from copyhead.theory.same_dataset import run_training_tokens
 
-# tests of the research benchmark benchmarks/column_response.py: -m research
+# tests of the research benchmark research/benchmarks/column_response.py: -m research
 pytestmark = pytest.mark.research
 
 
-def _setup(bench_script, prior="large_deviation", L=5, V=3, d_k=10, P=12, seed=1, c=(0.1, 0.2)):
-    mod = bench_script("column_response")
+def _setup(research_script, prior="large_deviation", L=5, V=3, d_k=10, P=12, seed=1, c=(0.1, 0.2)):
+    mod = research_script("column_response")
     p = ActionParams(V=V, L=L, d_k=d_k, g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=0.1, prior=prior)
     tok = run_training_tokens(p, seed, P)
     mom = DatasetMoments(tok, p.V, p.g_O, p.sigma2)
@@ -26,10 +26,10 @@ def _setup(bench_script, prior="large_deviation", L=5, V=3, d_k=10, P=12, seed=1
 
 
 @pytest.mark.parametrize("prior", ["large_deviation", "gaussian"])
-def test_the_action_at_the_plane_point_is_the_one_loops_transverse_system(bench_script, prior):
+def test_the_action_at_the_plane_point_is_the_one_loops_transverse_system(research_script, prior):
     """At x = 0 the gradient is the evidence's g⊥ (the prior's is in the plane) and the Hessian is H⊥ + d_k H_I⊥;
     the prior gradient equals central differences of the prior rate at a general (non-symmetric) M."""
-    mod, p, act, (Ht, gt, Sinv, T), M0 = _setup(bench_script, prior)
+    mod, p, act, (Ht, gt, Sinv, T), M0 = _setup(research_script, prior)
     x0 = np.zeros(T.shape[1])
     np.testing.assert_allclose(act.grad(x0), gt, atol=1e-10 * np.abs(gt).max())
     np.testing.assert_allclose(act.grads(x0)[1], 0.0, atol=1e-10 * np.abs(gt).max())
@@ -45,9 +45,9 @@ def test_the_action_at_the_plane_point_is_the_one_loops_transverse_system(bench_
     np.testing.assert_allclose(act.prior_grad(M), fd, atol=1e-6 * np.abs(fd).max())
 
 
-def test_the_saddle_is_a_minimum_next_to_the_gaussian_mean(bench_script):
+def test_the_saddle_is_a_minimum_next_to_the_gaussian_mean(research_script):
     """x* has zero gradient, a lower action than the Gaussian-order mean −C g⊥, and is near it for a small force."""
-    mod, p, act, (Ht, gt, Sinv, T), M0 = _setup(bench_script)
+    mod, p, act, (Ht, gt, Sinv, T), M0 = _setup(research_script)
     C = gaussian_correction(Ht, gt, Sinv, cov=True)[-1]
     xg = -(C @ gt)
     xs = act.saddle(xg)
@@ -57,10 +57,10 @@ def test_the_saddle_is_a_minimum_next_to_the_gaussian_mean(bench_script):
 
 
 @pytest.mark.parametrize("prior", ["large_deviation", "gaussian"])
-def test_tadpole_equals_the_contraction_with_the_explicit_third_derivative(bench_script, prior):
+def test_tadpole_equals_the_contraction_with_the_explicit_third_derivative(research_script, prior):
     """−½ C S‴[C] from second differences along C's eigenvectors equals the contraction with S‴ formed from
     central differences of the Hessian; with the Gaussian prior (quadratic) the prior's part is 0."""
-    mod, p, act, (Ht, gt, Sinv, T), M0 = _setup(bench_script, prior)
+    mod, p, act, (Ht, gt, Sinv, T), M0 = _setup(research_script, prior)
     xs = act.saddle(-(gaussian_correction(Ht, gt, Sinv, cov=True)[-1] @ gt))
     tad_E, tad_P = act.tadpole(xs)
     H = act.hessian(xs)

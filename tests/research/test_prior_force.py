@@ -1,4 +1,4 @@
-"""benchmarks/prior_force.py: the Schwinger–Dyson identity it rests on — over exact posterior draws of a tiny
+"""research/benchmarks/prior_force.py: the Schwinger–Dyson identity it rests on — over exact posterior draws of a tiny
 model the evidence's mean force and the exact prior's (estimated per draw given Q) cancel in every direction of
 M — and its decomposition of the chains' mean against the Gaussian order."""
 import numpy as np
@@ -11,15 +11,15 @@ from copyhead.theory.one_loop.blocks import transverse_basis
 from copyhead.theory.prior import neg_log_prior_matrix_grad, saddle_correction_grad
 from copyhead.theory.same_dataset import run_training_tokens
 
-# tests of the research benchmark benchmarks/prior_force.py: -m research
+# tests of the research benchmark research/benchmarks/prior_force.py: -m research
 pytestmark = pytest.mark.research
 
 
-def test_the_exact_prior_force_balances_the_evidence_force_on_exact_draws(bench_script):
+def test_the_exact_prior_force_balances_the_evidence_force_on_exact_draws(bench_script, research_script):
     """⟨∇E + d_k²(QᵀQ)⁻¹M/g_K⟩ = 0 over HMC draws of the collapsed posterior (L = V = 3, d_k = 12, P = 6), every
     one of the L² components within 4 standard errors (batch means), while the evidence force alone is not 0;
     the rate's force is the rate's gradient and the corrected one adds ΔR's (copyhead.theory.prior)."""
-    common, mod = bench_script("common"), bench_script("prior_force")
+    common, mod = bench_script("common"), research_script("prior_force")
     p = ActionParams(V=3, L=3, d_k=12, g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=0.1, prior="large_deviation")
     P, seed = 6, 0
     data = make_data(seed, p.V, p.L, P, 8)
@@ -43,10 +43,10 @@ def test_the_exact_prior_force_balances_the_evidence_force_on_exact_draws(bench_
     assert np.max(np.abs(z_E)) > 5                                    # the data do push: the check has power
 
 
-def test_the_exact_prior_force_given_q_is_the_score_of_m(bench_script):
+def test_the_exact_prior_force_given_q_is_the_score_of_m(research_script):
     """Stein's identity for the per-draw estimate f_X = d_k²(QᵀQ)⁻¹M/g_K: given Q the columns of M = QᵀK/d_k are
     N(0, g_K QᵀQ/d_k²), so E_K[f_X vec(M)ᵀ] = I (the transposed form (M(QᵀQ)⁻¹) fails it) and E_K[f_X] = 0."""
-    mod = bench_script("prior_force")
+    mod = research_script("prior_force")
     L, d_k, n = 3, 5, 40000
     p = ActionParams(V=3, L=L, d_k=d_k, g_Q=1.0, g_K=2.0, g_O=1.0, sigma2=0.1, prior="large_deviation")
     rng = np.random.default_rng(1)
@@ -62,10 +62,10 @@ def test_the_exact_prior_force_given_q_is_the_score_of_m(bench_script):
     assert np.abs(wrong.T @ M[:4000].reshape(4000, -1) / 4000 - np.eye(L * L)).max() > 0.3
 
 
-def test_the_page_splits_the_difference_into_its_prior_and_non_linear_parts(bench_script):
+def test_the_page_splits_the_difference_into_its_prior_and_non_linear_parts(research_script):
     """From saved rows: chains − Gaussian = prior part + non-linear part per point, R / exact = ⟨f_R⟩/−⟨f_E⟩, and
     the Schwinger–Dyson column is shown only at d_k ≥ 2L."""
-    mod = bench_script("prior_force")
+    mod = research_script("prior_force")
     p = ActionParams(V=16, L=32, d_k=32, g_Q=1.0, g_K=1.0, g_O=1.0, sigma2=0.1, prior="large_deviation")
     rng = np.random.default_rng(0)
     rows = []
@@ -91,10 +91,10 @@ def test_the_page_splits_the_difference_into_its_prior_and_non_linear_parts(benc
     assert np.isclose(S["var1"][0], 4.0) and f"{S['ratio1'][0]:.2f} ± {S['ratio1'][1]:.2f}" in lines[0]
 
 
-def test_the_correction_hessian_at_the_origin_is_the_closed_form_curvature(bench_script):
+def test_the_correction_hessian_at_the_origin_is_the_closed_form_curvature(research_script):
     """correction_hessian (ΔR's transverse Hessian by differences of its gradient) at M = 0 is (2L + 1)/c times the
     identity on the transverse coordinates (ΔR adds (2L + 1)‖M‖²/(2c) near 0, tests/test_prior.py)."""
-    mod = bench_script("prior_force")
+    mod = research_script("prior_force")
     p = ActionParams(V=3, L=5, d_k=7, g_Q=1.0, g_K=1.5, g_O=1.0, sigma2=0.1, prior="large_deviation")
     T = transverse_basis(5)
     np.testing.assert_allclose(mod.correction_hessian(np.zeros((5, 5)), T, p), 11 / 1.5 * np.eye(T.shape[1]),

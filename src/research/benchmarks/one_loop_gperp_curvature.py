@@ -2,7 +2,7 @@
 (what docs/one_loop.md's variant one_loop_g uses) against the same term with the dataset's own L²×L²
 Hessian, at a few plane points of the finite-size study's L = V = 16, d_k = 32 point near its crossover.
 
-    python benchmarks/one_loop_gperp_curvature.py [--P 19] [--seeds 0 1 2 3]
+    python src/research/benchmarks/one_loop_gperp_curvature.py [--P 19] [--seeds 0 1 2 3]
 
 Prints, per (c1, cG) and run: −½ g⊥ᵀ(H_E⊥ + d_k H_I⊥)⁻¹ g⊥ with the EK curvature (block form, Eq. (34)) and
 with the dataset's curvature (Eq. (31) on full Hessians; NaN where Eq. (33) fails for the dataset), and the
