@@ -21,8 +21,10 @@ RULES = {
                  "on the same training sets), against the tolerance |Δ| ≤ {tol} in each order parameter fixed before "
                  "looking; 'not mixed' points (a training set's chains with bulk ESS < 100 or R̂ > 1.01) left out; "
                  "RMS z beside it in the sections below",
-    "scaling": "the form with the smallest spread (max/min) of P*/form across L",
-    "advantage": "softmax copies first at a size when the interval of linear crossover / softmax jump lies above 1",
+    "scaling": "on each path the studies ran (fixed d_k, d_k ∝ L), the form with the smallest spread (max/min) "
+               "of P*/form across L",
+    "advantage": "on each path, softmax copies first at a size when the interval of linear crossover / softmax "
+                 "jump lies above 1 and the chains mixed",
     "location": "size-free ratios of transition points (the paper states no size for its numbers): the paper's "
                 "range against our interval, which divides the bounds of the two 95% CIs",
 }
@@ -135,57 +137,85 @@ def _reports(studies) -> list:
             yield folder, name, part
 
 
+def _path(part: dict, rows: list) -> str:
+    """A study path named by how d_k moves with L over its rows: 'd_k = 16' (fixed) or 'd_k = 2L'."""
+    dks = sorted({r["d_k"] for r in rows})
+    if len(dks) == 1:
+        return f"fixed d_k = {dks[0]}"
+    ratios = sorted({r["d_k"] / r["L"] for r in rows})
+    return f"d_k = {g(ratios[0])}L" if len(ratios) == 1 else "d_k = " + ", ".join(map(str, dks))
+
+
+def _both_ways(results: list[tuple[str, str]]) -> str:
+    """One verdict over the paths: the same answer everywhere, or each path's answer ('both ways')."""
+    answers = dict.fromkeys(a for _, a in results)
+    if len(answers) == 1:
+        return next(iter(answers)) + (" on every path" if len(results) > 1 else "")
+    return "the evidence points both ways: " + "; ".join(f"{where}: {a}" for where, a in results)
+
+
 def _scaling(studies) -> list | None:
-    """The measured jumps across L of the fixed-d_k path with the most sizes (else the scaling group)."""
-    best = None
+    """The measured jumps across L, answered on every path the studies ran (fixed d_k, d_k ∝ L): on each,
+    the form of P*(L) with the smallest spread."""
+    names = list(FORMS)
+    paths = []
     for folder, name, part in _reports(studies):
         for f in jump_forms(part.get("rows", [])):
-            current = all((r.get("softmax") or {}).get("bracket") for r in part.get("rows", []) if r["L"] in f["L"])
-            key = (current, len(f["L"]))   # current tables (grid brackets) first, then the most sizes
-            if best is None or key > best[0]:
-                best = (key, folder, name, f)
-    if best is None:
+            rows = [r for r in part.get("rows", []) if r["L"] in f["L"] and r.get("softmax")]
+            if rows:
+                paths.append((folder, name, f, rows))
+    if not paths:
         return None
-    _, folder, name, f = best
-    names = list(FORMS)
-    spreads = "; ".join(f"{n.split(' (')[0]}: {g(f['spread'][n], 3)}" for n in names)
-    rows = [r for r in next(p for fo, n, p in _reports(studies) if (fo, n) == (folder, name))["rows"]
-            if r["L"] in f["L"] and r.get("softmax")]
-    reading = ("bracket midpoints" if all(r["softmax"].get("bracket") for r in rows)
-               else "logistic midpoints of older tables")
-    verdict = "supported" if f["closest"] == names[1] else f"not supported: closest is '{f['closest'].split(' (')[0]}'"
-    return [f"{PAPER['scaling'][1]} (softmax jump against L)",
-            f"jumps {', '.join(g(x) for x in f['P_star'])} at L = {', '.join(map(str, f['L']))} "
-            f"(d_k = {', '.join(map(str, sorted(set(f['d_k']))))}, {reading})", verdict,
-            f"spread max/min {spreads}", f"[{folder}/studies.md]({folder}/studies.md) ({name})"]
+    ours, results, margins, where = [], [], [], []
+    for folder, name, f, rows in paths:
+        path = _path({}, rows)
+        reading = ("bracket midpoints" if all(r["softmax"].get("bracket") for r in rows)
+                   else "logistic midpoints of older tables")
+        ours.append(f"{path}: jumps {', '.join(g(x) for x in f['P_star'])} at L = {', '.join(map(str, f['L']))} "
+                    f"({reading})")
+        closest = f["closest"].split(" (")[0]
+        answer = ("supported (in sequences)" if f["closest"] == names[1] else
+                  "supported in tokens (N* ∝ L ln²L), P* ∝ ln²L in sequences" if f["closest"] == names[0] else
+                  f"not supported: closest is '{closest}'")
+        results.append((path, answer))
+        margins.append(f"{path}: spread max/min " + "; ".join(f"{n.split(' (')[0]}: {g(f['spread'][n], 3)}"
+                                                               for n in names))
+        where.append(f"[{folder}/studies.md]({folder}/studies.md) ({name})")
+    return [f"{PAPER['scaling'][1]} (softmax jump against L)", "; ".join(ours), _both_ways(results),
+            "; ".join(margins), "; ".join(dict.fromkeys(where))]
 
 
 def _advantage(studies) -> list | None:
-    best = None
+    """linear crossover / softmax jump against L and V, answered on every path the studies ran."""
+    paths = []
     for folder, name, part in _reports(studies):
         rows = [r for r in part.get("rows", []) if r.get("ratio") and ok(r["ratio"].get("experiment"))]
-        key = (all(r["ratio"].get("lo") is not None for r in rows), len(rows))   # current tables first
-        if rows and (best is None or key > best[0]):
-            best = (key, folder, name, rows)
-    if best is None:
+        if rows:
+            paths.append((folder, name, rows))
+    if not paths:
         return None
-    _, folder, name, rows = best
-    items, first, unmixed = [], [], []
-    for r in sorted(rows, key=lambda r: (r["V"], r["L"])):
-        lo, hi, basis = ratio_interval(r["ratio"])
-        mixed, _ = mixing(r)
-        items.append(f"L = {r['L']}, V = {r['V']}, d_k = {r['d_k']}: [{g(lo)}, {g(hi)}]"
-                     + (f" ({basis})" if basis != "interval" else "") + (" (not mixed)" if mixed is False else ""))
-        if who_copies_first(lo, hi) == "softmax copies first":
-            (unmixed if mixed is False else first).append(str(r["L"]))
-    verdict = ("supported at L = " + ", ".join(first) if first else
-               "not mixed; the intervals alone would say softmax first at L = " + ", ".join(unmixed) if unmixed else
-               "not shown at these sizes")
-    method = "/".join(dict.fromkeys(r.get("method", "SGLD") for r in rows))
+    ours, results, edges, where, methods = [], [], [], [], []
+    for folder, name, rows in paths:
+        path = _path({}, rows)
+        items, first, unmixed = [], [], []
+        for r in sorted(rows, key=lambda r: (r["V"], r["L"])):
+            lo, hi, basis = ratio_interval(r["ratio"])
+            mixed, _ = mixing(r)
+            items.append(f"L = {r['L']}, V = {r['V']}: [{g(lo)}, {g(hi)}]"
+                         + (f" ({basis})" if basis != "interval" else "") + (" (not mixed)" if mixed is False else ""))
+            if who_copies_first(lo, hi) == "softmax copies first":
+                (unmixed if mixed is False else first).append(str(r["L"]))
+            edges.append(lo)
+        ours.append(f"{path}: " + "; ".join(items))
+        results.append((path, "supported at L = " + ", ".join(first) if first else
+                        "above 1 at L = " + ", ".join(unmixed) + " but not mixed" if unmixed else
+                        "not shown (ratio below 1)"))
+        where.append(f"[{folder}/studies.md]({folder}/studies.md) ({name})")
+        methods += [r.get("method", "SGLD") for r in rows]
+    method = "/".join(dict.fromkeys(methods))
     return ["softmax copies with O(√(LV)) fewer samples than linear attention (ratio linear crossover / softmax "
-            "jump > 1, growing)", f"{method}: " + "; ".join(items), verdict,
-            "largest lower edge " + g(max(ratio_interval(r["ratio"])[0] for r in rows), 3),
-            f"[{folder}/studies.md]({folder}/studies.md) ({name})"]
+            "jump > 1, growing)", f"{method}: " + "; ".join(ours), _both_ways(results),
+            "largest lower edge " + g(max(edges), 3), "; ".join(dict.fromkeys(where))]
 
 
 # size-free ratios of the paper's numbers (its abstract gives no size): (what, numerator kind, denominator kind,
