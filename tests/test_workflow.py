@@ -25,9 +25,6 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 def _copy_workflow(dest: Path, cfg: dict | None = None) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "Snakefile", dest / "Snakefile")
-    for report in ROOT.glob("docs/studies*/studies.json"):     # what results_doc quotes, as in a clone
-        (dest / report.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(report, dest / report.relative_to(ROOT))
     shutil.copytree(ROOT / "workflow", dest / "workflow", symlinks=False, dirs_exist_ok=True)
     shutil.copytree(ROOT / "envs", dest / "envs", dirs_exist_ok=True)
     (dest / "config.yaml").write_text(yaml.safe_dump(cfg if cfg is not None else yaml.safe_load(TINY.read_text()),
@@ -169,7 +166,35 @@ def test_no_change_schedules_nothing(pipeline):
 def test_the_pipeline_ran_under_a_path_with_a_space(pipeline):
     assert " " in str(pipeline) and "é" in str(pipeline)
     assert (pipeline / "results/docs/results.md").stat().st_size > 0      # the rule that broke at the space
-    assert list((pipeline / "docs").glob("studies*/studies.json"))          # with the studies it quotes
+    assert not (pipeline / "docs").exists()          # the main pipeline reads nothing under docs/
+
+
+def test_the_pipeline_page_points_to_the_studies_for_the_scaling_claims(pipeline):
+    """Without studies reports (the main pipeline has none), the page says where the scaling claims are
+    answered instead of answering them from one size."""
+    text = (pipeline / "results/docs/results.md").read_text()
+    assert "scaling claims" in text and "`docs/results.md` of the repository" in text
+    assert "softmax jump against L)" not in text        # no scaling row in the claims table
+
+
+def _code(line: str) -> str:
+    """A workflow line without its comment (a whole-line comment, or one after two spaces)."""
+    return "" if line.lstrip().startswith("#") else line.split("  #")[0]
+
+
+def test_the_main_workflow_names_no_path_under_docs():
+    """The default workflow (Snakefile, workflow/rules/*.smk) is made from the config alone: no rule reads
+    or writes the repository's docs/ (results/docs/ is its own output folder). A path in code is a string that
+    starts with docs (or ./docs, /docs: joined to a folder); comments and docstrings may cite docs/*.md."""
+    docs = re.compile(r"""["'](?:\./|/)?docs(?:/|["'])""")
+    files = [ROOT / "Snakefile", *sorted((ROOT / "workflow/rules").glob("*.smk"))]
+    hits = [f"{f.relative_to(ROOT)}:{i}: {line.strip()}" for f in files
+            for i, line in enumerate(f.read_text().splitlines(), 1) if docs.search(_code(line))]
+    assert not hits, hits
+    assert docs.search(_code('STUDY = sorted(Path(basedir).glob("docs/studies*/studies.json"))'))
+    assert docs.search(_code('root = os.path.join(workflow.basedir, "docs")'))
+    assert not docs.search(_code('md="results/docs/results.md",  # "docs/results.md" is a copy'))
+    assert not docs.search(_code('"""sbatch -p from the environment (docs/slurm.md)."""'))
 
 
 @pytest.mark.long       # trains the tiny sweep packed, then per P
@@ -613,7 +638,8 @@ def test_published_aggregates_remake_the_results_page_and_pass_the_audit(pipelin
     repo = _copy_workflow(tmp_path / "repo")
     for folder in ("src", "config"):                  # what a checkout has (the side workflows read config/)
         shutil.copytree(ROOT / folder, repo / folder)
-    for record in ROOT.glob("docs/studies*/studies.json.provenance.json"):   # the studies tables' records
+    for record in ROOT.glob("docs/studies*/studies.json*"):   # the studies tables docs.smk quotes, their records
+        (repo / record.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(record, repo / record.relative_to(ROOT))
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     (repo / ".gitignore").write_text("/studies/\nresults/\n.snakemake/\ndocs/logs/\n")

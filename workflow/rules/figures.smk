@@ -3,13 +3,11 @@
 # the results model (RESULTS_JSON, rule results_tables below) for the experimental transitions they mark.
 import os
 import shlex
-from pathlib import Path
 
 RESULTS_JSON = "results/docs/results.json"
-# The committed studies reports (docs/studies*/studies.json of this repository): the results page quotes
-# their findings in its Studies section, with the code version that made them. Relative to the working
-# directory, so that a checkout moved or copied elsewhere keeps the same input set (nothing reruns).
-STUDY_REPORTS = sorted(os.path.relpath(p) for p in Path(workflow.basedir).glob("docs/studies*/studies.json"))
+# The main pipeline reads nothing under the repository's docs/ (its products are made from the config
+# alone): its results page gets no studies reports and points to the published pages for the scaling
+# claims; the published page (workflow/docs.smk) passes the committed studies reports with --studies.
 
 
 for _fig in FIGURES.values():
@@ -85,7 +83,6 @@ rule results_doc:
     input:
         tables=RESULTS_JSON,
         figures=[figure_path(f.name, "png") for f in FIGURES.values() if f.available(ATTENTIONS)],
-        studies=STUDY_REPORTS,
     output:
         md="results/docs/results.md",
         appendix="results/docs/results_appendix.md",
@@ -103,5 +100,5 @@ rule results_doc:
         mem_mb=2000,
     shell:
         "mkdir -p {output.figures:q} && cp {input.figures:q} {output.figures:q}/ &&"
-        " copyhead results --tables {input.tables:q} --figure-dir results_figures --studies {input.studies:q}"
+        " copyhead results --tables {input.tables:q} --figure-dir results_figures"
         " --out {output.md:q} > {log:q} 2>&1"
