@@ -2,7 +2,7 @@
 points (docs/studies/studies.json) and a pipeline run's results JSON (docs/results.json), read into
 (ActionParams per size, {(ratio, x, param): point}) — what ``copyhead.theory.one_loop.predict`` computes the
 corrected and uncorrected posterior means at (``copyhead one-loop predict`` calls :func:`read_points`, then
-the theory's ``write_predictions``)."""
+``copyhead.theory.one_loop.predict_output.write_predictions``)."""
 from __future__ import annotations
 
 import json

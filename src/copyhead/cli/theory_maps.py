@@ -13,10 +13,10 @@ ONE_LOOP_STUDIES = ("finite_size", "finite_L", "converged")
 
 def _cmd_phase_map(a) -> int:
     if a.what == "map":
-        from ..theory.phase_map import write_map
+        from ..theory.phase_map_output import write_map
         write_map(a.out)
     elif a.what == "exact":
-        from ..theory.phase_map import write_exact
+        from ..theory.phase_map_output import write_exact
         write_exact(a.map, a.out)
     elif a.what == "figures":
         from ..figures.phase_map import write_figures
@@ -28,7 +28,7 @@ def _cmd_phase_map(a) -> int:
 
 
 def _cmd_prior_check(a) -> int:
-    from ..theory.prior_effect import write_check
+    from ..theory.phase_map_output import write_check
     write_check(a.out)
     return 0
 
@@ -42,7 +42,7 @@ def _cmd_one_loop(a) -> int:
         if a.study == "converged" and a.attention != "linear":
             raise ConfigError("copyhead one-loop predict --study converged compares linear attention only")
         from ..analysis.one_loop_points import read_points
-        from ..theory.one_loop.predict import write_predictions
+        from ..theory.one_loop.predict_output import write_predictions
         read = read_points(a.study, studies=a.studies, base=a.base, spec=a.spec, results=a.results,
                            attention=a.attention, recipe=a.recipe)
         write_predictions(a.out, coarse=a.coarse, attention=a.attention, **read)

@@ -8,8 +8,9 @@ order-parameter grid (``models``), the scan over P with its transitions (``scan`
 the netCDF writer used by ``copyhead theory`` (``output``), the exact action on each run's own
 training set (``same_dataset``; it takes the runs' datasets from ``copyhead.task``, pure numpy), the
 design's reference table (``reference``), the phase map over (L, V, d_k) and the prior at d_k < L
-(``phase_map``, ``prior_check``, ``prior_effect``) and the one-loop correction from the transverse
-directions of the score matrix (the subpackage ``one_loop``, with the map of its modules). It reads no
+(``phase_map``, ``prior_check``, ``prior_effect``; their files written by ``phase_map_output``, as the one
+loop's predictions are by ``one_loop.predict_output``: the other modules write no file) and the one-loop
+correction from the transverse directions of the score matrix (the subpackage ``one_loop``, with the map of its modules). It reads no
 measured results: the points the one-loop correction is compared at are read by
 ``copyhead.analysis.one_loop_points``, and the pages are written by ``copyhead.results``.
 Parameters arrive typed, as ``copyhead.config.TheoryParams`` / ``ActionParams``. Every formula names its equation in docs/theory.md as

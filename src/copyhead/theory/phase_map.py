@@ -7,12 +7,11 @@ the V = 16 slice for L ≤ 128. The softmax copy point is the first-order P* whe
 smooth crossover) the P of fastest growth of âG = mP/L (Eq. (20) applied to the softmax saddle). The
 ratio > 1 means softmax copies before linear attention. Every P is in sequences at the given σ²; the
 closed-form ratio does not depend on σ² (every closed-form P is ∝ σ², Sec. 6), the exact average does.
-``copyhead phase-map map --out FILE`` and ``copyhead phase-map exact --map FILE --out FILE`` write the
-netCDF files (:func:`write_map`, :func:`write_exact`).
+Pure: ``copyhead phase-map map --out FILE`` and ``copyhead phase-map exact --map FILE --out FILE`` write
+the netCDF files through :mod:`.phase_map_output` (``write_map``, ``write_exact``).
 """
 from __future__ import annotations
 
-import json
 import math
 import time
 
@@ -20,7 +19,6 @@ import numpy as np
 import xarray as xr
 
 from copyhead.config import ActionParams
-from copyhead.provenance import input_checksums, provenance_attrs, read_dataset, write_dataset
 
 from .action import ExactAverage
 from .prior import PRIORS
@@ -177,26 +175,3 @@ def compute_exact(ds_map: xr.Dataset, settings=SETTINGS, log=print) -> xr.Datase
     _derived(ds)
     ds.attrs["compute_seconds"] = float(time.perf_counter() - t0)
     return ds
-
-
-def _write(ds, out, kind, title, settings, inputs=()):
-    checksums = input_checksums(inputs)
-    ds.attrs.update(provenance_attrs(kind, {"settings": settings, "paths": list(PATHS),
-                                            "N_over_V2_min": N_OVER_V2_MIN}, title,
-                                     extra={"inputs_json": json.dumps(checksums, sort_keys=True),
-                                            "docs": "docs/theory.md Sec. 12; docs/phase_map.md"}))
-    write_dataset(ds, out)
-    return ds
-
-
-def write_map(out, settings=SETTINGS, log=print) -> xr.Dataset:
-    """The closed-form map (:func:`compute_map`) written to ``out`` with its provenance (kind phase_map)."""
-    return _write(compute_map(settings, log), out, "phase_map",
-                  "copyhead phase map: linear crossover / softmax P*", settings)
-
-
-def write_exact(map_path, out, settings=SETTINGS, log=print) -> xr.Dataset:
-    """The exact dataset average on the V = 16 slice (:func:`compute_exact`) next to the closed-form map
-    ``map_path``, written to ``out`` with its provenance (kind phase_map_exact; the map's sha256)."""
-    return _write(compute_exact(read_dataset(map_path), settings, log), out, "phase_map_exact",
-                  "copyhead phase map, exact dataset average on the V = 16 slice", settings, [map_path])

@@ -5,7 +5,8 @@ density of the projection (x, mP) of QᵀK/d_k (a product of two variance-gamma 
 ``prior_check.log_vg``): the softmax P* and the linear crossover with either prior, and the copy fraction
 cG²/(c1² + cG²) of the predicted linear copy state, which a rank-≤ d_k score matrix can reach only if it
 is at most d_k/(L − 1) (``rank_bound``; Tr(Π⊥ M) ≤ √rank ‖M‖_F). :func:`compute_check` gathers the
-prior check of docs/phase_map.md; ``copyhead prior-check --out FILE`` writes it (:func:`write_check`).
+prior check of docs/phase_map.md; ``copyhead prior-check --out FILE`` writes it
+(``copyhead.theory.phase_map_output.write_check``).
 """
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ import numpy as np
 import xarray as xr
 
 from copyhead.config import ActionParams
-from copyhead.provenance import provenance_attrs, write_dataset
 
 from .action import closed_form_nle, softmax_coeffs
 from .models import LinearModel, SoftmaxModel
@@ -159,13 +159,4 @@ def compute_check(s=SETTINGS, log=print):
     for k, v in eff.items():
         ds[k] = ("d_k", np.asarray(v, float), {"units": "sequences" if k.startswith("P_") else "1"})
     ds.attrs.update({"L": L, "V": s["V"], "sigma2": s["sigma2"], "compute_seconds": time.perf_counter() - t0})
-    return ds
-
-
-def write_check(out, settings=SETTINGS, log=print) -> xr.Dataset:
-    """The prior check (:func:`compute_check`) written to ``out`` with its provenance (kind prior_check)."""
-    ds = compute_check(settings, log)
-    ds.attrs.update(provenance_attrs("prior_check", {"settings": settings}, "copyhead prior check at d_k < L",
-                                     extra={"docs": "docs/theory.md Sec. 12; docs/phase_map.md"}))
-    write_dataset(ds, out)
     return ds

@@ -18,6 +18,8 @@ Modules, in the order they build on each other:
 - ``dataset``: the consistent per-dataset one loop: each run's own evidence Hessian and gradient (in closed
   form from its second moments) around its own 2-D action, with or without the pooling sector;
 - ``predict``: those means at given measured points, as the dataset of docs/one_loop/*.nc;
+- ``predict_output``: that dataset written with its provenance (``copyhead one-loop predict``; the only
+  module here that writes a file);
 - ``curve``: the theory option ``theory.fluctuations: {kind: one_loop}`` along a P grid.
 Vectorisation convention: vec(M) = M.reshape(-1) (row-major, index a·L + b).
 """

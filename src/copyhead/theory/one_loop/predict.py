@@ -1,16 +1,14 @@
 """The one-loop predictions at given points (docs/theory.md, Sec. 13; rendered on docs/one_loop.md): at each
 (ratio, size x) the corrected and uncorrected posterior means of :mod:`.posterior` at the point's P, next to
 the measured values handed in (read by copyhead.analysis.one_loop_points), as one xarray Dataset
-(:func:`compute`), written with its provenance as one file of docs/one_loop/ (:func:`write_predictions`)."""
+(:func:`compute`); :func:`.predict_output.write_predictions` writes it with its provenance as one file of
+docs/one_loop/."""
 from __future__ import annotations
 
-import json
 import time
 
 import numpy as np
 import xarray as xr
-
-from copyhead.provenance import input_checksums, provenance_attrs, write_dataset
 
 from .blocks import BLOCKS
 from .dataset import DATASET_LABEL, dataset_posterior_means, dataset_variants
@@ -108,24 +106,4 @@ def compute(params, points, attrs, settings=SETTINGS, log=print, seeds=(), atten
                                  "same-dataset posterior mean",
                      "mode_block_codes": " ".join(BLOCKS), "seeds": " ".join(map(str, seeds)),
                      **{f"variant_{k}": labels[k] for k in variants}})
-    return ds
-
-
-def write_predictions(out, params, points, attrs, seeds=(), attention="linear", coarse=None, inputs=(),
-                      log=print) -> xr.Dataset:
-    """:func:`compute` at the given points (``coarse``: the sub-grid size, default SETTINGS) written to ``out``
-    (netCDF, kind ``one_loop``; the sha256 of each file of ``inputs`` in ``inputs_json``)."""
-    t0 = time.perf_counter()
-    settings = dict(SETTINGS, coarse=SETTINGS["coarse"] if coarse is None else int(coarse))
-    ds = compute(params, points, attrs, settings, log, tuple(seeds), attention)
-    ds.attrs["seconds_total"] = time.perf_counter() - t0
-    checksums = input_checksums(inputs)
-    config = {"study": attrs["study"], "attention": attention, "settings": settings, "seeds": list(seeds),
-              "inputs": sorted(checksums)}
-    prov = provenance_attrs("one_loop", config, f"copyhead one-loop predictions at the {attrs['study']} study's "
-                            f"points ({attention} attention)",
-                            extra={"inputs_json": json.dumps(checksums, sort_keys=True),
-                                   "docs": "docs/theory.md Sec. 13; docs/one_loop.md"})
-    ds.attrs = {**prov, **ds.attrs}
-    write_dataset(ds, out)
     return ds
