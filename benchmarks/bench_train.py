@@ -15,7 +15,7 @@ the engine before co-occurrence counts) and this one interleaved, so both see th
 3. ``--energy``: seconds per energy-and-gradient call of 8 chains by each kind (direct, dense, sparse
    counts) at several sizes and the kind the cost rule (``copyhead.schedules.cheapest_energy``) picks:
    the calibration behind the rule;
-4. the training estimate of ``config/paper.yaml`` by the resource model (2 CPU cores; one GPU).
+4. the training estimate of ``config/cluster_L32_dk64.yaml`` by the resource model (2 CPU cores; one GPU).
 """
 from __future__ import annotations
 
@@ -163,9 +163,9 @@ def paper_estimate():
     from copyhead import config as cfgmod
     from copyhead.resources import sweep_seconds
 
-    paper = cfgmod.load(REPO / "config/paper.yaml")
+    paper = cfgmod.load(REPO / "config/cluster_L32_dk64.yaml")
     cpu, gpu = sweep_seconds(paper, "cpu"), sweep_seconds(paper, "gpu")
-    print(f"\nconfig/paper.yaml training by the resource model (an upper bound on CPU): {cpu / 3600:.1f} "
+    print(f"\nconfig/cluster_L32_dk64.yaml training by the resource model (an upper bound on CPU): {cpu / 3600:.1f} "
           f"core-hours = {cpu / 2 / 3600:.1f} h on 2 cores; {gpu / 3600:.1f} h of jobs on one GPU")
 
 

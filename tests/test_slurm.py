@@ -191,7 +191,7 @@ def test_no_account_or_partition_in_the_workflow():
 def test_paper_config_is_valid():
     import copyhead.config as c
 
-    cfg = c.load(ROOT / "config" / "paper.yaml")
+    cfg = c.load(ROOT / "config" / "cluster_L32_dk64.yaml")
     assert len(c.runs(cfg)) >= 10 * PACK
     assert cfg["model"]["d_k"] > 32 and len(cfg["theory"]["scaling"]["L"]) >= 3
 
