@@ -29,8 +29,18 @@ os.environ.setdefault("COPYHEAD_MAX_NODE_MEM_MB", str(memory_limits()["slurm_nod
 ATTENTIONS = [a for a in chcfg.ATTENTIONS if a in CONFIG["sweep"]]
 RUNS = chcfg.runs(CONFIG)
 # Fingerprint of the code behind each kind of product (comments and docstrings excluded): in the rules'
-# params, so a code edit reruns exactly the products that code makes.
-CODE = {concern: code_fingerprint(concern) for concern in CODE_ROOTS}
+# params, so a code edit reruns exactly the products that code makes. Computed when a rule first asks for
+# its concern, so a workflow computes only the concerns its rules use (the main pipeline never follows
+# the research package's code, which it does not run).
+class _Fingerprints(dict):
+    def __missing__(self, concern):
+        if concern not in CODE_ROOTS:
+            raise KeyError(f"no code concern {concern!r}; known: {sorted(CODE_ROOTS)}")
+        self[concern] = code_fingerprint(concern)
+        return self[concern]
+
+
+CODE = _Fingerprints()
 
 
 # Numbers without leading zeros: `seed007` or `P04` must not name (and rebuild) seed 7 or P 4.
