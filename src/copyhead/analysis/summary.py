@@ -278,6 +278,11 @@ def _of_method(att: dict, recipe: str, method: str) -> bool:
     return all(att["recipes"].get(n, {}).get("method") == method for n in recipe.split("+"))
 
 
+def _on_target(pair: dict) -> bool:
+    """A prior/copy pair of one training set mixed to the reference's target (bulk ESS and R̂)."""
+    return _num(pair.get("rhat_paired_max")) <= MIXED_RHAT and _num(pair.get("ess_paired_min")) >= REFERENCE_ESS
+
+
 def convergence_summary(att: dict, rhat_max: float, method: str = "sgld") -> dict:
     """R̂ flags of the single-recipe rows of one sampling method (across chains; within one chain) and of
     its prior/copy pairs (per dataset: the R̂ of one training set's prior- and copy-started chains)."""
@@ -294,12 +299,9 @@ def convergence_summary(att: dict, rhat_max: float, method: str = "sgld") -> dic
                                      if _num(r.get("rhat_paired_max")) > rhat_max}),
             # the reference's target: per training set bulk ESS >= REFERENCE_ESS and R̂ <= MIXED_RHAT
             "target_ess": REFERENCE_ESS, "target_rhat": MIXED_RHAT,
-            "n_pairs_on_target": sum(_num(r.get("rhat_paired_max")) <= MIXED_RHAT
-                                     and _num(r.get("ess_paired_min")) >= REFERENCE_ESS for r in pairs),
+            "n_pairs_on_target": sum(map(_on_target, pairs)),
             "below_target_points": sorted({f"P = {r['P']:g} {r['name']}" for r in pairs
-                                           if _num(r.get("rhat_paired_max")) <= rhat_max and not (
-                                               _num(r.get("rhat_paired_max")) <= MIXED_RHAT
-                                               and _num(r.get("ess_paired_min")) >= REFERENCE_ESS)}),
+                                           if _num(r.get("rhat_paired_max")) <= rhat_max and not _on_target(r)}),
             "largest_rhat": max((_num(r["rhat"]) for r in rows), default=math.nan),
             "largest_within": max((_num(r.get("rhat_within_max")) for r in rows), default=math.nan),
             "smallest_ess": min((_num(r["ess_bulk"]) for r in rows), default=math.nan),

@@ -118,8 +118,9 @@ def _cross_problems(cfg: dict) -> list[str]:
                 if unused:
                     msgs.append(f"'sweep.{att}.{name}.recipe' overrides {unused}, keys that recipe "
                                 f"'optimizers.{name}' does not have (allowed: {sorted(cfg['optimizers'][name])})")
-                if not unused:
-                    sub = {"$defs": schema()["$defs"], **schema()["properties"]["optimizers"]["additionalProperties"]}
+                else:
+                    root = schema()
+                    sub = {"$defs": root["$defs"], **root["properties"]["optimizers"]["additionalProperties"]}
                     bad = [f"'sweep.{att}.{name}.recipe': {m}" for m in schema_problems(rec, sub)]
                     msgs += bad or _sample_window(rec, f"'sweep.{att}.{name}.recipe")
     th = cfg["theory"]

@@ -137,7 +137,7 @@ def _reports(studies) -> list:
             yield folder, name, part
 
 
-def _path(part: dict, rows: list) -> str:
+def _path(rows: list) -> str:
     """A study path named by how d_k moves with L over its rows: 'd_k = 16' (fixed) or 'd_k = 2L'."""
     dks = sorted({r["d_k"] for r in rows})
     if len(dks) == 1:
@@ -168,7 +168,7 @@ def _scaling(studies) -> list | None:
         return None
     ours, results, margins, where = [], [], [], []
     for folder, name, f, rows in paths:
-        path = _path({}, rows)
+        path = _path(rows)
         reading = ("bracket midpoints" if all(r["softmax"].get("bracket") for r in rows)
                    else "logistic midpoints of older tables")
         ours.append(f"{path}: jumps {', '.join(g(x) for x in f['P_star'])} at L = {', '.join(map(str, f['L']))} "
@@ -196,7 +196,7 @@ def _advantage(studies) -> list | None:
         return None
     ours, results, edges, where, methods = [], [], [], [], []
     for folder, name, rows in paths:
-        path = _path({}, rows)
+        path = _path(rows)
         items, first, unmixed = [], [], []
         for r in sorted(rows, key=lambda r: (r["V"], r["L"])):
             lo, hi, basis = ratio_interval(r["ratio"])
