@@ -96,7 +96,7 @@ rule docs_theory:
     params:
         code=code_fingerprint("theory"),
     log:
-        "docs/logs/theory_{attention}.log",
+        "logs/docs/theory_{attention}.log",
     shell:
         "copyhead theory --attention {wildcards.attention} --config {input:q} --out {output:q} > {log:q} 2>&1"
 
@@ -109,7 +109,7 @@ rule docs_theory_datasets:
     params:
         code=code_fingerprint("theory"),
     log:
-        "docs/logs/datasets_{attention}.log",
+        "logs/docs/datasets_{attention}.log",
     shell:
         "copyhead theory-datasets --attention {wildcards.attention} --config {input:q} --out {output:q}"
         " > {log:q} 2>&1"
@@ -125,7 +125,7 @@ rule docs_results_tables:
         inputs=lambda w, input: json.dumps({k: v for k, v in input.items() if k != "config"}, sort_keys=True),
         code=code_fingerprint("results"),
     log:
-        "docs/logs/results_tables.log",
+        "logs/docs/results_tables.log",
     shell:
         "copyhead results --inputs {params.inputs:q} --config {input.config:q} --config-name {input.config:q}"
         " --out {output:q} > {log:q} 2>&1"
@@ -150,7 +150,7 @@ for _fig in DOC_FIGURES:
             options=chcfg.canonical_json(_fig.options(CONV)),
             code=code_fingerprint("figures"),
         log:
-            f"docs/logs/{_fig.name}.log",
+            f"logs/docs/{_fig.name}.log",
         shell:
             "copyhead figure {params.name} --inputs {params.inputs:q} --options {params.options:q}"
             " {params.results} --out {output.pdf:q} > {log:q} 2>&1"
@@ -167,7 +167,7 @@ rule docs_results_page:
     params:
         code=code_fingerprint("results"),
     log:
-        "docs/logs/results_page.log",
+        "logs/docs/results_page.log",
     shell:
         "copyhead results --tables {input.tables:q} --figure-dir results_figures --studies {input.studies:q}"
         " --out {output.md:q} > {log:q} 2>&1"
