@@ -258,6 +258,17 @@ def _locations(summ: dict) -> list:
     return out
 
 
+# the two qualitative claims in a few words, for the page's opening, with the row that judges each
+QUALITATIVE = (("softmax attention's jump to copying", _jump),
+               ("linear attention's second-order onset followed by a smooth crossover to copying", _linear))
+
+
+def qualitative(summ: dict) -> list[tuple[str, bool]]:
+    """The paper's qualitative claims that this study answers: (the claim in a few words, supported?)."""
+    rows = [(what, row(summ)) for what, row in QUALITATIVE]
+    return [(what, r[2].startswith("supported")) for what, r in rows if r]
+
+
 def claims(summ: dict, studies=()) -> list[list[str]]:
     """Rows [claim, ours, verdict, margin, where] in the order of the paper's abstract."""
     rows = [_jump(summ), _linear(summ), _agreement(summ), _scaling(studies), _advantage(studies)]

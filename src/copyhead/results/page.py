@@ -6,7 +6,7 @@ Everything else is in the appendix (:mod:`.appendix`). Nothing is computed or ju
 from __future__ import annotations
 
 from ..format import METHOD, P_, ci, effect_text, g, ok, pct, sampler_name, significance_text, table, verdict_text
-from .claims import claims, claims_section
+from .claims import claims_section, qualitative
 from .findings import headline
 
 KEY_FIGURES = [("fig3_linear_order_params", "linear order parameters against P with the theory",
@@ -137,57 +137,89 @@ def _sampler_verdict(e: dict | None) -> str:
     return f"deviates by {g(e['max_abs_delta'], 2)}{rel}"
 
 
-def _unmixed(c: dict) -> str:
-    """', its chains not mixed (...)' when a sampler's chains fail R̂ (the reason its numbers may deviate)."""
-    if not c.get("n_rows") or not c.get("n_flag"):
-        return ""
-    return (f", its chains not mixed (R̂ > {g(c['rhat_max'])} at {c['n_flag']} of {c['n_rows']} rows, smallest "
-            f"bulk ESS {g(c['smallest_ess'])})")
+def _and(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items)
 
 
-def _opening(tables: dict, summ: dict, studies=()) -> list[str]:
-    """The page's first two sentences, generated: where the theory holds (against the exact posterior, with the
-    effect size and the size of the study) and what differs (the methods against the exact posterior; the
-    paper's qualitative claims)."""
+def _size(tables: dict) -> str:
+    """The study's size, e.g. 'V = 16, L = 16, d_k = 256, σ² = 1', and where d_k ≤ L a note that the
+    large-d_k theory is not meant to be exact there."""
     import json as _json
     cfg = _json.loads((tables.get("config") or {}).get("json") or "{}")
     task, model = cfg.get("task", {}), cfg.get("model", {})
     size = ", ".join(f"{k} = {g(v)}" for k, v in (("V", task.get("V")), ("L", task.get("L")),
                                                    ("d_k", model.get("d_k")), ("σ²", model.get("sigma2"))) if v)
-    regime = (" — d_k ≤ L, where the paper's large-d_k theory is not meant to be exact" if ok(model.get("d_k"))
-              and ok(task.get("L")) and model["d_k"] <= task["L"] else "")
+    return size + (" — d_k ≤ L, where the paper's large-d_k theory is not meant to be exact" if ok(model.get("d_k"))
+                   and ok(task.get("L")) and model["d_k"] <= task["L"] else "")
+
+
+def _worst(items: list[tuple[str, dict]]) -> tuple[str, dict] | None:
+    """The (attention, effect) with the largest |Δ| among those outside the tolerance, if any."""
+    bad = [(a, e) for a, e in items if e["n_within_tol"] < e["n"]]
+    return max(bad, key=lambda x: x[1]["max_abs_delta"]) if bad else None
+
+
+def _differs(summ: dict, tol: str) -> str:
+    """The opening's second sentence: SGLD against HMC on the same training sets (with whether its chains
+    mixed) and Adam against its minimiser, each by its largest |Δ| where it deviates."""
+    sgld, adam, recipe = [], [], {}
+    for a, sa in summ["attentions"].items():
+        for s in (sa.get("reference") or {}).get("sgld", [])[:1]:
+            if (s.get("effect") or {}).get("n"):
+                sgld.append((a, s["effect"]))
+        for r in sa.get("agreement", []):
+            if r["method"] == "adam" and (r["verdict"].get("effect") or {}).get("n"):
+                adam.append((a, r["verdict"]["effect"]))
+                recipe[a] = r["recipe"]
+    parts = []
+    if sgld:
+        w = _worst(sgld)
+        conv = [summ["attentions"][a].get("convergence") or {} for a, _ in sgld]
+        flag, rows = sum(c.get("n_flag") or 0 for c in conv), sum(c.get("n_rows") or 0 for c in conv)
+        chains = (f"SGLD, its chains not mixed at this size (R̂ > {g(conv[0]['rhat_max'])} at {flag} of {rows} "
+                  "rows), " if flag else "SGLD ")
+        parts.append(chains + (f"deviates from HMC by up to {g(w[1]['max_abs_delta'], 2)} for {w[0]} attention"
+                               if w else f"matches HMC within |Δ| ≤ {tol}"))
+    if adam:
+        w = _worst(adam)
+        parts.append(f"Adam (`{recipe[w[0]]}`) misses its minimiser by up to {g(w[1]['max_abs_delta'], 2)} for "
+                     f"{w[0]} attention" if w else f"Adam matches its minimiser within |Δ| ≤ {tol}")
+    return ", and ".join(parts) + "." if parts else ""
+
+
+def _qualitative(summ: dict) -> str:
+    """The opening's third sentence: the paper's qualitative claims reproduced or not."""
+    rows = qualitative(summ)
+    yes, no = [w for w, s in rows if s], [w for w, s in rows if not s]
+    if not rows:
+        return ""
+    if not no:
+        return f"The paper's qualitative claim{'s are' if len(yes) > 1 else ' is'} reproduced: {_and(yes)}."
+    if not yes:
+        return f"The paper's qualitative claim{'s are' if len(no) > 1 else ' is'} not reproduced here: {_and(no)}."
+    return f"Of the paper's qualitative claims, {_and(yes)} is reproduced, {_and(no)} is not."
+
+
+def _opening(tables: dict, summ: dict) -> list[str]:
+    """The page's opening, three sentences generated from the numbers: where the theory holds (on each run's
+    own training set against the exact posterior, HMC, by its largest |Δ| against the tolerance, with the
+    size of the study), what differs (SGLD and Adam) and the paper's qualitative claims."""
     tol = g(summ.get("tolerance"))
-    holds, misses, methods = [], [], []
+    within, worst = [], []
     for a, sa in summ["attentions"].items():
         for r in sa.get("agreement", []):
             e = r["verdict"].get("effect") or {}
             if r["method"] == "hmc" and e.get("n"):
-                text = (f"{a} attention (largest |Δ| {g(e['max_abs_delta'], 2)})" if e["n_within_tol"] == e["n"] else
-                        f"{a} attention by up to {g(e['max_abs_delta'], 2)}"
-                        + (f" ({pct(e['worst_rel'])}, {e['worst_param']} at P = {P_(e['worst_P'])})"
-                           if ok(e.get("worst_rel")) else ""))
-                (holds if e["n_within_tol"] == e["n"] else misses).append(text)
-            elif r["method"] == "adam" and e.get("n"):
-                methods.append(f"{a} Adam (`{r['recipe']}`, a MAP estimate) deviates from its minimiser by up to "
-                               f"{g(e['max_abs_delta'], 2)}" if e["n_within_tol"] < e["n"] else
-                               f"{a} Adam (`{r['recipe']}`) agrees with its minimiser within |Δ| ≤ {tol}")
-        for sg in (sa.get("reference") or {}).get("sgld", [])[:1]:
-            e = sg.get("effect") or {}
-            if e.get("n"):
-                rel = f" ({pct(e['worst_rel'])})" if ok(e.get("worst_rel")) else ""
-                methods.insert(0, f"{a} SGLD matches HMC on the same training sets within |Δ| ≤ {tol} (largest "
-                                  f"|Δ| {g(e['max_abs_delta'], 2)})" if e["n_within_tol"] == e["n"] else
-                                  f"{a} SGLD deviates from HMC on the same training sets by up to "
-                                  f"{g(e['max_abs_delta'], 2)}{rel}" + _unmixed(sa.get("convergence") or {}))
-    if not holds and not misses:
+                (within if e["n_within_tol"] == e["n"] else []).append(a)
+                worst.append(f"{g(e['max_abs_delta'], 2)} for {a}")
+    if not worst:
         return []
-    first = (f"At this study's size ({size}{regime}), the theory on each run's own training set matches the exact "
-             f"posterior (HMC) within |Δ| ≤ {tol} for " + (" and ".join(holds) or "no attention type")
-             + (f", and deviates for {'; '.join(misses)}" if misses else "") + ".")
-    quals = [r for r in claims(summ, studies)[:2] if r[2].startswith("supported")]
-    second = ("; ".join(methods) + (f"; the qualitative claims ({', '.join(r[0].split(' (')[0] for r in quals)}) "
-                                    "are reproduced" if quals else "") + ".") if methods or quals else ""
-    return [first + (" " + second[0].upper() + second[1:] if second else ""), ""]
+    holds = "matches" if within else "does not match"
+    where = f" for {_and(within)} attention only" if within and len(within) < len(worst) else ""
+    first = (f"At this study's size ({_size(tables)}), the theory on each run's own training set {holds} the exact "
+             f"posterior (HMC) within the tolerance |Δ| ≤ {tol}{where}: the largest |Δ| is {_and(worst)} attention.")
+    return [" ".join(x for x in (first, _differs(summ, tol), _qualitative(summ)) if x), ""]
 
 
 def _posterior_method(sa: dict) -> str:
@@ -256,10 +288,12 @@ def _reference(summ: dict) -> list[str]:
                    f"set to the reference's target (bulk ESS ≥ {g(c['target_ess'])} and R̂ ≤ {g(c['target_rhat'])}); "
                    f"metastable (a training set's prior- and copy-started chains on two branches, R̂ > {rmax}): "
                    f"{meta}; below the target otherwise: {low}.")
-    out += ["", "At a metastable point the posterior mean is a weighted mix of the two branches that neither "
-            "chain estimates; the points are flagged, left out of the agreement verdicts, and drawn hollow. "
-            "How far apart the branches are on one training set (free energies by umbrella sampling, at "
-            "d_k = L): [benchmarks/metastability.md](benchmarks/metastability.md).", ""]
+    out += [""]
+    if any(ref["convergence"].get("paired_points") for ref in refs.values()):
+        out += ["At a metastable point the posterior mean is a weighted mix of the two branches that neither "
+                "chain estimates; the points are flagged, left out of the agreement verdicts, and drawn hollow. "
+                "How far apart the branches are on one training set (free energies by umbrella sampling, at "
+                "d_k = L): [benchmarks/metastability.md](benchmarks/metastability.md).", ""]
     rows = [[a, f"`{s['recipe']}` − `{s['reference']}`", _sampler_verdict(s.get("effect")),
              effect_text(s.get("effect")), f"{s['n_within_2']} of {s['n']}", g(s["rms_z"]),
              f"P = {P_(s['worst_P'])} {s['worst_param']}: Δ = {g(s['worst_diff'])}, z = {g(s['worst_z'])}"
@@ -316,7 +350,7 @@ def render_page(tables: dict, figure_dir: str = "results_figures", appendix_name
     out = ["# Results: theory against experiment", "",
            f"*Generated by `copyhead results` from `{json_name}` (config `{name}`; the code version is in "
            f"the provenance record beside this page); do not edit by hand. Every table, per-point z, R̂ and definition: [{appendix_name}]({appendix_name}).*", ""] \
-        + _opening(tables, summ, studies) + claims_section(summ, studies) + _scaling_elsewhere(studies) \
+        + _opening(tables, summ) + claims_section(summ, studies) + _scaling_elsewhere(studies) \
         + ["## Headline", ""] + _headline(summ) + [""]
     for a, sa in summ["attentions"].items():
         s2 = sa["sigma2"]

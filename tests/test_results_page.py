@@ -1,0 +1,68 @@
+"""The results page's opening and its reference-posterior section, rendered by the current code from the
+committed results JSON: the opening is three plain sentences generated from the numbers, and the paragraph
+on metastable points is there only where a point is metastable."""
+import copy
+import json
+import re
+from pathlib import Path
+
+from copyhead.analysis.results_tables import jsonable
+from copyhead.analysis.summary import build_summary
+from copyhead.results.page import render_page
+
+ROOT = Path(__file__).resolve().parents[1]
+METASTABLE = "At a metastable point the posterior mean"
+
+
+def _tables() -> dict:
+    tables = json.loads((ROOT / "docs/results.json").read_text())
+    tables["summary"] = jsonable(build_summary(tables))
+    return tables
+
+
+def _opening(page: str) -> str:
+    head = page.split("\n## ", 1)[0]
+    return [p for p in head.split("\n\n") if p.strip() and not p.startswith(("# ", "*Generated"))][0]
+
+
+def _depth(text: str) -> int:
+    depth = deepest = 0
+    for ch in text:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def test_the_opening_is_three_plain_sentences_from_the_numbers():
+    tables = _tables()
+    opening = _opening(render_page(tables))
+    sentences = re.split(r"(?<=\.) (?=[A-Z])", opening)
+    assert len(sentences) == 3, sentences
+    holds, differs, claims = sentences
+    assert holds.startswith("At this study's size") and "exact posterior (HMC)" in holds and "|Δ| ≤ 0.02" in holds
+    assert all(f"for {a}" in holds for a in tables["summary"]["attentions"])
+    assert "SGLD" in differs and "HMC" in differs and "Adam" in differs
+    assert claims.startswith("The paper's qualitative claim")
+    assert ";" not in opening and _depth(opening) <= 1
+    words = [len(re.findall(r"[^\W\d_]{2,}", s)) for s in sentences]   # words, not symbols or numbers
+    assert max(words) <= 35, words
+
+
+def test_the_opening_follows_the_numbers_where_the_theory_misses():
+    tables = copy.deepcopy(_tables())
+    for r in tables["summary"]["attentions"]["softmax"]["agreement"]:
+        if r["method"] == "hmc":
+            r["verdict"]["effect"].update(n_within_tol=0, max_abs_delta=0.5)
+    holds = re.split(r"(?<=\.) (?=[A-Z])", _opening(render_page(tables)))[0]
+    assert "within the tolerance |Δ| ≤ 0.02 for linear attention only" in holds and "0.5 for softmax" in holds
+
+
+def test_the_metastable_paragraph_only_where_a_point_is_metastable():
+    tables = _tables()
+    refs = [sa["reference"] for sa in tables["summary"]["attentions"].values() if sa.get("reference")]
+    assert any(ref["convergence"]["paired_points"] for ref in refs)
+    assert METASTABLE in render_page(tables)
+    for ref in refs:
+        ref["convergence"]["paired_points"] = []
+    page = render_page(tables)
+    assert METASTABLE not in page and "## The reference posterior" in page
