@@ -679,6 +679,7 @@ def test_a_point_whose_chains_have_not_mixed_is_left_out_of_the_verdict():
     from copyhead.analysis.agreement import agreement_summaries
     from copyhead.analysis.convergence import mixing_status
     from copyhead.analysis.summary import agreement_verdict, effect_size
+    from copyhead.analysis.results_model import AgreementVerdict
     from copyhead.format import verdict_text
     conv = [{"recipe": "hmc", "P": 8.0, "param": "c1", "rhat_within_max": 1.002, "ess_chain_min": 300.0},
             {"recipe": "hmc", "P": 16.0, "param": "c1", "rhat_within_max": 1.002, "ess_chain_min": 50.0},
@@ -696,11 +697,12 @@ def test_a_point_whose_chains_have_not_mixed_is_left_out_of_the_verdict():
     assert (s["n_not_mixed"], s["n_mixed"], s["n_within_2_mixed"]) == (2, 1, 1) and s["rms_z_mixed"] == 0.5
     v = agreement_verdict(s, effect_size(rows, "hmc", "same_mean", 0.02))
     assert v["outcome"] == "agrees within tolerance" and v["effect"]["n"] == 1 and v["effect"]["n_not_mixed"] == 2
-    assert verdict_text(v).startswith("agrees within tolerance (|Δ| ≤ 0.02); 2 of 3 points not mixed")
+    assert verdict_text(AgreementVerdict.from_dict(v)).startswith("agrees within tolerance (|Δ| ≤ 0.02); 2 of 3 "
+                                                                  "points not mixed")
     rows_ok = [dict(r, mixed=True) for r in rows]
     v = agreement_verdict(agreement_summaries(rows_ok)[0], effect_size(rows_ok, "hmc", "same_mean", 0.02))
     assert v["outcome"] == "deviates" and v["effect"]["max_abs_delta"] == pytest.approx(0.25)
-    assert verdict_text(v) == "deviates by 0.25 (−83 %; tolerance |Δ| ≤ 0.02)"
+    assert verdict_text(AgreementVerdict.from_dict(v)) == "deviates by 0.25 (−83 %; tolerance |Δ| ≤ 0.02)"
     none = [dict(r, mixed=False) for r in rows]
     v = agreement_verdict(agreement_summaries(none)[0], effect_size(none, "hmc", "same_mean", 0.02))
     assert v["outcome"] == "not mixed"

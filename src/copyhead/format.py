@@ -2,6 +2,7 @@
 (reading only): below all three, so that none of them imports another for it."""
 from __future__ import annotations
 
+from .analysis.results_model import AgreementVerdict, Effect
 from .analysis.stats import is_number as ok
 
 
@@ -66,16 +67,15 @@ def pct(x) -> str:
     return (f"{v:+.0f}" if abs(v) >= 10 else f"{v:+.2g}").replace("-", "−") + " %"
 
 
-def effect_text(e: dict) -> str:
+def effect_text(e: Effect | None) -> str:
     """The effect size of a comparison: its largest |Δ| with the worst point, Δ relative to the theory there."""
-    if not e or not ok(e.get("max_abs_delta")):
+    if not e or not ok(e.max_abs_delta):
         return "no point to compare"
-    rel = f", {pct(e['worst_rel'])}" if ok(e.get("worst_rel")) else ""
-    lead = "provisional, on chains that have not mixed: " if e.get("provisional") else ""
-    return (f"{lead}largest |Δ| = {g(e['max_abs_delta'], 2)} at P = {P_(e['worst_P'])} {e['worst_param']} "
-            f"({g(e['worst_experiment'])} against {g(e['worst_theory'])}{rel}); {e['n_within_tol']} of "
-            f"{e['n'] + (e['n_not_mixed'] if e.get('provisional') else 0)} "
-            f"points within |Δ| ≤ {g(e['tolerance'])}")
+    rel = f", {pct(e.worst_rel)}" if ok(e.worst_rel) else ""
+    lead = "provisional, on chains that have not mixed: " if e.provisional else ""
+    return (f"{lead}largest |Δ| = {g(e.max_abs_delta, 2)} at P = {P_(e.worst_P)} {e.worst_param} "
+            f"({g(e.worst_experiment)} against {g(e.worst_theory)}{rel}); {e.n_within_tol} of "
+            f"{e.n + (e.n_not_mixed if e.provisional else 0)} points within |Δ| ≤ {g(e.tolerance)}")
 
 
 def twin_effect_text(e: dict) -> str:
@@ -88,24 +88,24 @@ def twin_effect_text(e: dict) -> str:
             f"{e['n_within_tol']} of {e['n']} pairs within |Δ| ≤ {g(e['tolerance'])}")
 
 
-def verdict_text(v: dict) -> str:
+def verdict_text(v: AgreementVerdict) -> str:
     """An agreement verdict in words, effect size first: 'agrees within tolerance', 'deviates by |Δ| (Δ
     relative to the theory)', 'not mixed' (with how many points), 'no points'."""
-    e = v.get("effect") or {}
-    out = v["outcome"]
+    e = v.effect
+    out = v.outcome
     if out == "deviates":
-        rel = f"{pct(e['worst_rel'])}; " if ok(e.get("worst_rel")) else ""
-        out = f"deviates by {g(e['max_abs_delta'], 2)} ({rel}tolerance |Δ| ≤ {g(e['tolerance'])})"
+        rel = f"{pct(e.worst_rel)}; " if ok(e.worst_rel) else ""
+        out = f"deviates by {g(e.max_abs_delta, 2)} ({rel}tolerance |Δ| ≤ {g(e.tolerance)})"
     elif out == "agrees within tolerance":
-        out = f"agrees within tolerance (|Δ| ≤ {g(e['tolerance'])})"
-    if e.get("n_not_mixed"):
-        out += (f"; {e['n_not_mixed']} of {e['n'] + e['n_not_mixed']} points not mixed (a training set's chains "
+        out = f"agrees within tolerance (|Δ| ≤ {g(e.tolerance)})"
+    if e.n_not_mixed:
+        out += (f"; {e.n_not_mixed} of {e.n + e.n_not_mixed} points not mixed (a training set's chains "
                 "have bulk ESS < 100 or R̂ > 1.01), left out")
     return out
 
 
-def significance_text(v: dict) -> str:
+def significance_text(v: AgreementVerdict) -> str:
     """The significance that stands beside an effect size: RMS z and the points within 2σ."""
-    if not ok(v.get("rms_z")):
+    if not ok(v.rms_z):
         return "no error bars"
-    return f"RMS z = {g(v['rms_z'])}, {v['n_within_2']} of {v['n_away']} points within 2σ"
+    return f"RMS z = {g(v.rms_z)}, {v.n_within_2} of {v.n_away} points within 2σ"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from ..analysis.curves import CURVES
+from ..analysis.results_model import AttentionSummary, Summary
 from ..analysis.summary import PAPER, PAPER_SIGMA2
 from ..format import P_ as _P, ci, g, ok as _ok, pm, table, verdict_text, yn
 
@@ -221,60 +222,59 @@ def _adam(t: dict) -> list[str]:
     return out
 
 
-def evidence_lines(a: str, summ: dict) -> list[str]:
+def evidence_lines(a: str, sa: AttentionSummary) -> list[str]:
     """The summary's evidence on the reasons for disagreement (analysis.summary.evidence), as sentences."""
     out = []
-    for e in summ["evidence"]:
-        if e["what"] == "outside 2σ and R̂-flagged":
-            out.append(f"- {a}: {e['n']} of the {e['of']} SGLD points outside 2σ of the natural curve away from "
-                       f"the transitions have R̂ > {g(e['rhat_max'])} (chains not shown converged there).")
-        elif e["what"] == "own training set vs dataset average":
-            out.append(f"- {a}: RMS z against the same-dataset posterior mean {g(e['same_mean'])}, against the "
-                       f"dataset-averaged one {g(e['exact_mean'])} (dataset-to-dataset variation).")
-        elif e["what"] == "posterior mean vs minimiser":
-            src = "exact avg." if e["source"] == "exact" else "closed form"
-            out.append(f"- {a}: RMS z against the {src} posterior mean {g(e['mean'])}, against its minimiser "
-                       f"{g(e['saddle'])}.")
+    for e in sa.evidence:
+        if e.what == "outside 2σ and R̂-flagged":
+            out.append(f"- {a}: {e.n} of the {e.of} SGLD points outside 2σ of the natural curve away from "
+                       f"the transitions have R̂ > {g(e.rhat_max)} (chains not shown converged there).")
+        elif e.what == "own training set vs dataset average":
+            out.append(f"- {a}: RMS z against the same-dataset posterior mean {g(e.same_mean)}, against the "
+                       f"dataset-averaged one {g(e.exact_mean)} (dataset-to-dataset variation).")
+        elif e.what == "posterior mean vs minimiser":
+            src = "exact avg." if e.source == "exact" else "closed form"
+            out.append(f"- {a}: RMS z against the {src} posterior mean {g(e.mean)}, against its minimiser "
+                       f"{g(e.saddle)}.")
     return out
 
 
-def _paper(t: dict) -> list[str]:
-    summ = t["summary"]
+def _paper(summ: Summary) -> list[str]:
     out = ["## Against the paper's own numbers", "",
            f"The paper's values are quoted from the paper (arXiv 2606.12058), at its σ² = {g(PAPER_SIGMA2)}. Every "
            "transition P of the theory is proportional to σ² (docs/theory.md Sec. 6), so they are shown here "
            "multiplied by our σ²/σ²_paper, beside our numbers at our σ².", ""]
     rows = []
-    for a, sa in summ["attentions"].items():
-        for r in sa["transitions"]:
-            p = r["paper"]
+    for a, sa in summ.attentions.items():
+        for r in sa.transitions:
+            p = r.paper
             if not p:
                 continue
-            s, d = r["sgld"], r["adam"]
-            rows.append([r["label"], f"{p['quoted']} at σ² = {g(p['sigma2_paper'])}",
-                         f"{g(p['lo_ours'])}" + (f"–{g(p['hi_ours'])}" if p["hi"] != p["lo"] else ""),
-                         g(sa["sigma2"]), g(r["closed_form"]["value"]),
-                         f"{g(s['estimate'])} {ci(s['ci_lo'], s['ci_hi'])}" if s else "–",
-                         f"{g(d['estimate'])} {ci(d['ci_lo'], d['ci_hi'])}" if d else "–"])
+            s, d = r.sgld, r.adam
+            rows.append([r.label, f"{p.quoted} at σ² = {g(p.sigma2_paper)}",
+                         f"{g(p.lo_ours)}" + (f"–{g(p.hi_ours)}" if p.hi != p.lo else ""),
+                         g(sa.sigma2), g(r.closed_form.value),
+                         f"{g(s.estimate)} {ci(s.ci_lo, s.ci_hi)}" if s else "–",
+                         f"{g(d.estimate)} {ci(d.ci_lo, d.ci_hi)}" if d else "–"])
     out.append(table(["quantity", "paper", "paper on our σ²", "our σ²", "closed form", "SGLD (95% CI)",
                       "Adam (95% CI)"], rows))
     out.append("")
-    sc = summ.get("scaling")
+    sc = summ.scaling
     if sc:
         out.append(f"{PAPER['scaling'][0]}: the paper states {PAPER['scaling'][1]}. Our closed-form P* at "
-                   f"L = {', '.join(_P(x) for x in sc['L'])}: {', '.join(g(x) for x in sc['P_star'])} "
-                   f"(d_k = {sc['d_k']}). Over this range P* varies by a factor {g(sc['spread']['flat'])}, "
-                   f"P*/ln²L by {g(sc['spread']['ln2L'])} and P*/(L ln²L) by {g(sc['spread']['L_ln2L'])}: the "
-                   f"flattest is {sc['best']} (rule: {sc['rule']}; docs/theory.md Sec. 6: the asymptotic ln²L "
+                   f"L = {', '.join(_P(x) for x in sc.L)}: {', '.join(g(x) for x in sc.P_star)} "
+                   f"(d_k = {sc.d_k}). Over this range P* varies by a factor {g(sc.spread['flat'])}, "
+                   f"P*/ln²L by {g(sc.spread['ln2L'])} and P*/(L ln²L) by {g(sc.spread['L_ln2L'])}: the "
+                   f"flattest is {sc.best} (rule: {sc.rule}; docs/theory.md Sec. 6: the asymptotic ln²L "
                    "form needs large d_k).")
         out.append("")
-    verdicts = [f"{a} {r['recipe']}: {r['n_within_2']} of {r['n_away']} points within 2σ of the {r['curve_label']} "
-                f"(RMS z {g(r['rms_z'])}: {verdict_text(r['verdict'])})"
-                for a, sa in summ["attentions"].items() for r in sa["agreement"] if r["n_away"]]
+    verdicts = [f"{a} {r.recipe}: {r.n_within_2} of {r.n_away} points within 2σ of the {r.curve_label} "
+                f"(RMS z {g(r.rms_z)}: {verdict_text(r.verdict)})"
+                for a, sa in summ.attentions.items() for r in sa.agreement if r.n_away]
     out.append(f"{PAPER['agreement'][0]}: the paper says {PAPER['agreement'][1]}. Here: " +
                ("; ".join(verdicts) if verdicts else "no point with an error bar away from the transitions") + ".")
     out.append("")
-    reasons = [line for a, sa in summ["attentions"].items() for line in evidence_lines(a, sa)]
+    reasons = [line for a, sa in summ.attentions.items() for line in evidence_lines(a, sa)]
     if reasons:
         out += ["Evidence on the likely reasons for the differences (from the summary):", ""] + reasons + [""]
     return out
@@ -326,5 +326,6 @@ def render_appendix(tables: dict, json_name: str = "results.json", page_name: st
              "paper's own numbers, which are quoted and labelled as the paper's.*", ""]
     parts += _config_section(tables) + _agreement(tables) + _transitions(tables) + _convergence(tables)
     parts += _samplers(tables)
-    parts += _adam(tables) + _paper(tables) + _definitions(tables) + _inputs(tables, json_name)
+    summ = Summary.from_dict(tables["summary"], f"{json_name}: summary")
+    parts += _adam(tables) + _paper(summ) + _definitions(tables) + _inputs(tables, json_name)
     return "\n".join(parts).rstrip() + "\n"

@@ -8,6 +8,7 @@ the verdict rules are the named comparisons below, stated in the table's footnot
 from __future__ import annotations
 
 from ..analysis.scaling_claims import FORMS, jump_forms, mixing, ratio_interval, who_copies_first
+from ..analysis.results_model import AgreementVerdict, AttentionSummary, Cell, Summary
 from ..analysis.summary import PAPER
 from ..format import METHOD, P_, ci, g, ok, pct, table, verdict_text
 
@@ -30,30 +31,26 @@ RULES = {
 }
 
 
-def _posterior(sa: dict) -> str:
-    return "hmc" if sa.get("reference") else "sgld"
+def _posterior(sa: AttentionSummary) -> str:
+    return "hmc" if sa.reference else "sgld"
 
 
-def _kind(sa: dict, kind: str) -> dict | None:
-    return next((r for r in sa.get("transitions", []) if r["kind"] == kind), None)
+def _interval(c: Cell) -> str:
+    br = c.bracket
+    head = f"{g(br[0])}–{g(br[1])}" if br and ok(br[0]) else g(c.estimate)
+    return head + (f" {ci(c.ci_lo, c.ci_hi)}" if ok(c.ci_lo) and ok(c.ci_hi) else "")
 
 
-def _interval(c: dict) -> str:
-    br = c.get("bracket")
-    head = f"{g(br[0])}–{g(br[1])}" if br and ok(br[0]) else g(c["estimate"])
-    return head + (f" {ci(c['ci_lo'], c['ci_hi'])}" if ok(c["ci_lo"]) and ok(c["ci_hi"]) else "")
-
-
-def _jump(summ: dict) -> list | None:
-    sa = summ["attentions"].get("softmax")
-    r = _kind(sa, "jump") if sa else None
+def _jump(summ: Summary) -> list | None:
+    sa = summ.attentions.get("softmax")
+    r = sa.transition("jump") if sa else None
     m = _posterior(sa) if sa else None
-    c = r.get(m) if r else None
-    if not c or not ok(c["estimate"]):
+    c = r.cell(m) if r else None
+    if not c or not ok(c.estimate):
         return None
-    share = c.get("rise_share")
-    conv = ((sa.get("reference") or {}).get("convergence") or {})
-    pts = conv.get("paired_points", [])
+    share = c.rise_share
+    conv = sa.reference.convergence if sa.reference else None
+    pts = conv.paired_points if conv else ()
     sharp = ok(share) and share >= JUMP_SHARE
     verdict = (("supported: two coexisting branches on one training set" + (
                     "" if sharp else f" (the grid rule alone would not show it: the steepest step carries "
@@ -62,63 +59,63 @@ def _jump(summ: dict) -> list | None:
                "not shown: the rise is spread over several grid steps and no training set has two branches")
     margin = f"steepest step carries {g(share, 2)} of the rise" if ok(share) else "–"
     if pts:
-        margin += (f"; one training set's prior- and copy-started chains R̂ = {g(conv.get('largest_paired'), 3)} at "
+        margin += (f"; one training set's prior- and copy-started chains R̂ = {g(conv.largest_paired, 3)} at "
                    f"{', '.join(pts[:2])}")
     return ["softmax attention copies through a jump (first order)", f"{METHOD[m]} âG: steepest step {_interval(c)}",
             verdict, margin, "softmax table; fig4; the two branches' free-energy gap on one training set: "
             "[benchmarks/metastability.md](benchmarks/metastability.md)"]
 
 
-def _linear(summ: dict) -> list | None:
-    sa = summ["attentions"].get("linear")
+def _linear(summ: Summary) -> list | None:
+    sa = summ.attentions.get("linear")
     if not sa:
         return None
     m = _posterior(sa)
-    on, cr = (_kind(sa, k) for k in ("onset", "crossover"))
-    on, cr = (r.get(m) if r else None for r in (on, cr))
-    if not on or not cr or not ok(on["estimate"]) or not ok(cr["estimate"]):
+    on, cr = (sa.transition(k) for k in ("onset", "crossover"))
+    on, cr = (r.cell(m) if r else None for r in (on, cr))
+    if not on or not cr or not ok(on.estimate) or not ok(cr.estimate):
         return None
-    below = ok(on["ci_hi"]) and ok(cr["ci_lo"]) and on["ci_hi"] < cr["ci_lo"]
+    below = ok(on.ci_hi) and ok(cr.ci_lo) and on.ci_hi < cr.ci_lo
     return ["linear attention: second-order onset, then a smooth crossover to copying",
             f"{METHOD[m]} onset of ĉ1 {_interval(on)}; crossover ĉG = ĉ1 {_interval(cr)}",
             "supported" if below else "not shown (intervals overlap)",
-            f"crossover's lower edge / onset's upper edge = {g(cr['ci_lo'] / on['ci_hi'], 3)}" if below else "–",
+            f"crossover's lower edge / onset's upper edge = {g(cr.ci_lo / on.ci_hi, 3)}" if below else "–",
             "linear table; fig3"]
 
 
-def _effect(v: dict) -> str:
-    e = v.get("effect") or {}
-    if e.get("provisional"):
-        return f"not mixed (provisional, on unmixed chains: |Δ| ≤ {g(e['max_abs_delta'], 2)})"
-    if not e.get("n"):
+def _effect(v: AgreementVerdict) -> str:
+    e = v.effect
+    if e.provisional:
+        return f"not mixed (provisional, on unmixed chains: |Δ| ≤ {g(e.max_abs_delta, 2)})"
+    if not e.n:
         return verdict_text(v)
-    rel = f", {pct(e['worst_rel'])}" if ok(e.get("worst_rel")) else ""
-    return f"|Δ| ≤ {g(e['max_abs_delta'], 2)} (P = {P_(e['worst_P'])} {e['worst_param']}{rel})"
+    rel = f", {pct(e.worst_rel)}" if ok(e.worst_rel) else ""
+    return f"|Δ| ≤ {g(e.max_abs_delta, 2)} (P = {P_(e.worst_P)} {e.worst_param}{rel})"
 
 
-def _agreement(summ: dict) -> list | None:
+def _agreement(summ: Summary) -> list | None:
     """The paper's central claim split into its two questions: does the theory agree with the exact posterior
     (HMC; its error is the theory's own finite-size error) and does each method agree with the exact posterior
     on the same data (SGLD against HMC) or with its own theory curve (Adam: the minimiser). Effect sizes."""
     theory, methods, words = [], [], []
-    for a, sa in summ["attentions"].items():
-        for r in sa.get("agreement", []):
-            if not r.get("n_away"):
+    for a, sa in summ.attentions.items():
+        for r in sa.agreement:
+            if not r.n_away:
                 continue
-            v = r["verdict"]
-            line = f"{a} {METHOD[r['method']]} (`{r['recipe']}`): {_effect(v)}"
-            (theory if r["method"] == "hmc" else methods).append(line)
-            if r["method"] != "sgld" or not sa.get("reference"):
-                words.append((f"{a} {METHOD[r['method']]}", v["outcome"], (v.get("effect") or {}).get("max_abs_delta")))
-        for s in (sa.get("reference") or {}).get("sgld", []):
-            e = s.get("effect") or {}
-            if e.get("n"):
-                methods.append(f"{a} SGLD − HMC, same training sets (`{s['recipe']}`): |Δ| ≤ {g(e['max_abs_delta'], 2)}")
-                words.append((f"{a} SGLD − HMC", "agrees within tolerance" if e["n_within_tol"] == e["n"] else
-                              "deviates", e["max_abs_delta"]))
+            v = r.verdict
+            line = f"{a} {METHOD[r.method]} (`{r.recipe}`): {_effect(v)}"
+            (theory if r.method == "hmc" else methods).append(line)
+            if r.method != "sgld" or not sa.reference:
+                words.append((f"{a} {METHOD[r.method]}", v.outcome, v.effect.max_abs_delta))
+        for s in (sa.reference.sgld if sa.reference else ()):
+            e = s.effect
+            if e.n:
+                methods.append(f"{a} SGLD − HMC, same training sets (`{s.recipe}`): |Δ| ≤ {g(e.max_abs_delta, 2)}")
+                words.append((f"{a} SGLD − HMC", "agrees within tolerance" if e.n_within_tol == e.n else
+                              "deviates", e.max_abs_delta))
     if not words:
         return None
-    tol = g(summ.get("tolerance"))
+    tol = g(summ.tolerance)
     bad = [(w, d) for w, o, d in words if o != "agrees within tolerance"]
     verdict = (f"reproduced within |Δ| ≤ {tol}" if not bad else
                "deviates: " + "; ".join(f"{w} by {g(d, 2)}" if ok(d) else f"{w} not mixed" for w, d in bad))
@@ -226,29 +223,29 @@ RATIOS = (("linear crossover / linear onset", ("linear", "crossover"), ("linear"
            "softmax_jump", "linear_crossover"))
 
 
-def _method_cell(summ: dict, attention: str, kind: str):
-    sa = summ["attentions"].get(attention)
+def _method_cell(summ: Summary, attention: str, kind: str):
+    sa = summ.attentions.get(attention)
     if not sa:
         return None, None
     m = _posterior(sa)
-    r = _kind(sa, kind)
-    c = r.get(m) if r else None
-    return (c, m) if c and ok(c["estimate"]) and ok(c["ci_lo"]) and ok(c["ci_hi"]) else (None, m)
+    r = sa.transition(kind)
+    c = r.cell(m) if r else None
+    return (c, m) if c and ok(c.estimate) and ok(c.ci_lo) and ok(c.ci_hi) else (None, m)
 
 
-def _locations(summ: dict) -> list:
+def _locations(summ: Summary) -> list:
     """The paper's transition points as size-free ratios (our σ², L, V and d_k differ from the paper's, and a
     ratio of two transitions of one size cancels the common scale); the paper's raw numbers only as context."""
     out = []
     for what, (a1, k1), (a2, k2), p1, p2 in RATIOS:
         (c1, m1), (c2, m2) = _method_cell(summ, a1, k1), _method_cell(summ, a2, k2)
-        if not c1 or not c2 or c2["ci_lo"] <= 0:
+        if not c1 or not c2 or c2.ci_lo <= 0:
             continue
         _, q1, lo1, hi1 = PAPER[p1]
         _, q2, lo2, hi2 = PAPER[p2]
         plo, phi = lo1 / hi2, hi1 / lo2
-        est = c1["estimate"] / c2["estimate"]
-        lo, hi = c1["ci_lo"] / c2["ci_hi"], c1["ci_hi"] / c2["ci_lo"]
+        est = c1.estimate / c2.estimate
+        lo, hi = c1.ci_lo / c2.ci_hi, c1.ci_hi / c2.ci_lo
         inside = lo <= phi and plo <= hi
         out.append([f"{what} = {g(plo, 2)}–{g(phi, 2)} (paper: {q1} / {q2}, size not stated)",
                     f"{METHOD[m1]}/{METHOD[m2]} {g(est, 3)} [{g(lo, 3)}, {g(hi, 3)}]",
@@ -263,26 +260,26 @@ QUALITATIVE = (("softmax attention's jump to copying", _jump),
                ("linear attention's second-order onset followed by a smooth crossover to copying", _linear))
 
 
-def qualitative(summ: dict) -> list[tuple[str, bool]]:
+def qualitative(summ: Summary) -> list[tuple[str, bool]]:
     """The paper's qualitative claims that this study answers: (the claim in a few words, supported?)."""
     rows = [(what, row(summ)) for what, row in QUALITATIVE]
     return [(what, r[2].startswith("supported")) for what, r in rows if r]
 
 
-def claims(summ: dict, studies=()) -> list[list[str]]:
+def claims(summ: Summary, studies=()) -> list[list[str]]:
     """Rows [claim, ours, verdict, margin, where] in the order of the paper's abstract."""
     rows = [_jump(summ), _linear(summ), _agreement(summ), _scaling(studies), _advantage(studies)]
     return [r for r in rows if r] + _locations(summ)
 
 
-def claims_section(summ: dict, studies=()) -> list[str]:
+def claims_section(summ: Summary, studies=()) -> list[str]:
     rows = claims(summ, studies)
     if not rows:
         return []
     return (["## The paper's claims", "", table(["claim (paper)", "ours [95% interval]", "verdict", "margin", "where"],
                                                 rows), "",
              "Verdict rules: " + "; ".join(f"*{k}*: {v}" for k, v in RULES.items()).replace(
-                 "{tol}", g(summ.get("tolerance"))) + ".", "",
+                 "{tol}", g(summ.tolerance)) + ".", "",
              SYMBOLS, ""])
 
 

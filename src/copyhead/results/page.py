@@ -5,6 +5,8 @@ Everything else is in the appendix (:mod:`.appendix`). Nothing is computed or ju
 """
 from __future__ import annotations
 
+from ..analysis.results_model import (Agreement, AttentionSummary, Cell, Convergence, Effect, Summary, Theory,
+                                      TheoryValue, Transition)
 from ..format import METHOD, P_, ci, effect_text, g, ok, pct, sampler_name, significance_text, table, verdict_text
 from .claims import claims_section, qualitative
 from .findings import headline
@@ -39,73 +41,72 @@ OTHER_FIGURES = [("fig3b_linear_diagnostics", "linear: residuals, test loss, spl
 SOURCE = {"same": "same-dataset", "exact": "exact-average", "closed": "closed-form"}
 
 
-def _curve(t: dict) -> str:
-    return f"{SOURCE[t['source']]} {'posterior mean' if t['kind'] == 'mean' else 'minimiser'}"
+def _curve(t: Theory) -> str:
+    return f"{SOURCE[t.source]} {'posterior mean' if t.kind == 'mean' else 'minimiser'}"
 
 
-def value(t: dict) -> str:
+def value(t: TheoryValue) -> str:
     """A theory value: a grid bracket lo–hi (the jump read on the swept P) or a number."""
-    return f"{g(t['lo'])}–{g(t['hi'])}" if ok(t.get("lo")) and ok(t.get("hi")) else g(t["value"])
+    return f"{g(t.lo)}–{g(t.hi)}" if ok(t.lo) and ok(t.hi) else g(t.value)
 
 
-def _cell(c: dict | None) -> str:
-    if not c or not ok(c["estimate"]):
+def _cell(c: Cell | None) -> str:
+    if not c or not ok(c.estimate):
         return "not found on the grid" if c else "–"
-    br = c.get("bracket")
-    text = f"{g(br[0])}–{g(br[1])}" if br and ok(br[0]) else g(c["estimate"])
-    text += f" {ci(c['ci_lo'], c['ci_hi'])}" if ok(c["ci_lo"]) and ok(c["ci_hi"]) else " (no CI)"
-    out = c["verdict"]["outcome"]
+    br = c.bracket
+    text = f"{g(br[0])}–{g(br[1])}" if br and ok(br[0]) else g(c.estimate)
+    text += f" {ci(c.ci_lo, c.ci_hi)}" if ok(c.ci_lo) and ok(c.ci_hi) else " (no CI)"
+    out = c.verdict.outcome
     words = {"inside": "theory inside", "outside": "theory outside", "overlaps": "theory's bracket overlaps",
              "disjoint": "theory's bracket disjoint"}
     return text + (f", {words[out]}" if out in words else "")
 
 
-def _theory(r: dict) -> str:
-    cells = [(m, r[m]["theory"]) for m in METHOD if r.get(m) and r[m]["theory"]]
-    if len(cells) > 1 and len({t["label"] for _, t in cells}) == 1:
+def _theory(r: Transition) -> str:
+    cells = [(m, r.cell(m).theory) for m in METHOD if r.cell(m) and r.cell(m).theory]
+    if len(cells) > 1 and len({t.label for _, t in cells}) == 1:
         cells = [("both" if len(cells) == 2 else "all", cells[0][1])]
     parts = [f"{value(t)} ({sampler_name(m)}: {_curve(t)})" for m, t in cells]
-    if ok(r["closed_form"]["value"]):
-        parts.append(f"closed form {value(r['closed_form'])}")
-    parts += [f"{t['label'].split(' (')[0]} {g(t['value'])} (not compared)" for t in r.get("theory_points", [])]
+    if ok(r.closed_form.value):
+        parts.append(f"closed form {value(r.closed_form)}")
+    parts += [f"{t.label.split(' (')[0]} {g(t.value)} (not compared)" for t in r.theory_points]
     return "; ".join(dict.fromkeys(parts)) or "–"
 
 
-def _paper(r: dict) -> str:
-    p = r["paper"]
+def _paper(r: Transition) -> str:
+    p = r.paper
     if not p:
         return "–"
-    val = g(p["lo_ours"]) + (f"–{g(p['hi_ours'])}" if p["hi"] != p["lo"] else "")
-    return f"{val} ({p['quoted']})"
+    val = g(p.lo_ours) + (f"–{g(p.hi_ours)}" if p.hi != p.lo else "")
+    return f"{val} ({p.quoted})"
 
 
-def _block(r: dict) -> str:
+def _block(r: Agreement) -> str:
     """The seed-block bootstrap interval of the RMS z (the points of one seed are correlated across P)."""
-    if not (ok(r.get("rms_z_block_lo")) and ok(r.get("rms_z_block_hi"))):
+    if not (ok(r.rms_z_block_lo) and ok(r.rms_z_block_hi)):
         return ""
-    return (f" (seed-block bootstrap 95%: {ci(r['rms_z_block_lo'], r['rms_z_block_hi'])}, "
-            f"{r['block_n_distinct']} distinct seed resamples)")
+    return (f" (seed-block bootstrap 95%: {ci(r.rms_z_block_lo, r.rms_z_block_hi)}, "
+            f"{r.block_n_distinct} distinct seed resamples)")
 
 
-def _grid(r: dict) -> str:
+def _grid(r: Agreement) -> str:
     """Where the theory's own grid error exceeds the experimental error (its z then tests the grid)."""
-    n = r.get("n_grid_limited")
+    n = r.n_grid_limited
     return (f"; the theory's grid error exceeds the experimental error at {n} of these points" if n else
             "; the theory's grid error is below the experimental error at every point" if n == 0 else "")
 
 
-def _agreement_line(a: str, r: dict) -> str:
-    v = r["verdict"]
-    if not r["n_away"]:
-        return f"- {a}, {METHOD[r['method']]} (`{r['recipe']}`): no point away from the transitions has an error bar."
-    worst = (f"; worst P = {P_(r['worst_P'])} {r['worst_param']}, z = {g(r['worst_z'])}"
-             if ok(r["worst_z"]) else "")
-    others = "".join(f" Beside it, `{o['recipe']}`{_recipe_note(o.get('recipe_config'))}: **{verdict_text(o['verdict'])}** "
-                     f"— {effect_text(o['verdict'].get('effect'))}." for o in r.get("others", []))
-    return (f"- {a}, {METHOD[r['method']]} (`{r['recipe']}`{_recipe_note(r.get('recipe_config'))}) against the "
-            f"{r['curve_label']}: **{verdict_text(v)}** — "
-            f"{effect_text(v.get('effect'))}. Significance: {r['n_within_2']} of {r['n_away']} points within 2σ, "
-            f"RMS z = {g(r['rms_z'])}{_block(r)}, χ²/dof = {g(r['chi2_per_dof'])}{worst}{_grid(r)}.{others}")
+def _agreement_line(a: str, r: Agreement) -> str:
+    v = r.verdict
+    if not r.n_away:
+        return f"- {a}, {METHOD[r.method]} (`{r.recipe}`): no point away from the transitions has an error bar."
+    worst = f"; worst P = {P_(r.worst_P)} {r.worst_param}, z = {g(r.worst_z)}" if ok(r.worst_z) else ""
+    others = "".join(f" Beside it, `{o.recipe}`{_recipe_note(o.recipe_config)}: **{verdict_text(o.verdict)}** "
+                     f"— {effect_text(o.verdict.effect)}." for o in r.others)
+    return (f"- {a}, {METHOD[r.method]} (`{r.recipe}`{_recipe_note(r.recipe_config)}) against the "
+            f"{r.curve_label}: **{verdict_text(v)}** — "
+            f"{effect_text(v.effect)}. Significance: {r.n_within_2} of {r.n_away} points within 2σ, "
+            f"RMS z = {g(r.rms_z)}{_block(r)}, χ²/dof = {g(r.chi2_per_dof)}{worst}{_grid(r)}.{others}")
 
 
 def _recipe_note(rc: dict | None) -> str:
@@ -117,24 +118,24 @@ def _recipe_note(rc: dict | None) -> str:
             f", MAP with the prior's weight warmed up over the first {w} steps, a tuned variant (docs/adam.md)")
 
 
-def _convergence(a: str, c: dict) -> str:
-    if not c["n_rows"]:
+def _convergence(a: str, c: Convergence) -> str:
+    if not c.n_rows:
         return f"- {a}: no SGLD chains with enough draws for R̂."
-    within = (f" ({', '.join(c['within_points'][:4])}{', …' if len(c['within_points']) > 4 else ''})"
-              if c["within_points"] else "")
-    return (f"- {a}: {c['n_flag']} of {c['n_rows']} SGLD (recipe, P, parameter) rows have R̂ > {g(c['rhat_max'])} "
-            f"across chains (largest {g(c['largest_rhat'])}); {c['n_within_flag']} have a chain whose two halves "
-            f"differ (within-chain R̂ > {g(c['rhat_max'])}){within}; smallest bulk ESS {g(c['smallest_ess'])}.")
+    within = (f" ({', '.join(c.within_points[:4])}{', …' if len(c.within_points) > 4 else ''})"
+              if c.within_points else "")
+    return (f"- {a}: {c.n_flag} of {c.n_rows} SGLD (recipe, P, parameter) rows have R̂ > {g(c.rhat_max)} "
+            f"across chains (largest {g(c.largest_rhat)}); {c.n_within_flag} have a chain whose two halves "
+            f"differ (within-chain R̂ > {g(c.rhat_max)}){within}; smallest bulk ESS {g(c.smallest_ess)}.")
 
 
-def _sampler_verdict(e: dict | None) -> str:
+def _sampler_verdict(e: Effect) -> str:
     """A method against the exact posterior on the same data: within the tolerance, or by how much not."""
-    if not e or not e.get("n"):
+    if not e.n:
         return "no points"
-    if e["n_within_tol"] == e["n"]:
-        return f"agrees within tolerance (|Δ| ≤ {g(e['tolerance'])})"
-    rel = f" ({pct(e['worst_rel'])})" if ok(e.get("worst_rel")) else ""
-    return f"deviates by {g(e['max_abs_delta'], 2)}{rel}"
+    if e.n_within_tol == e.n:
+        return f"agrees within tolerance (|Δ| ≤ {g(e.tolerance)})"
+    rel = f" ({pct(e.worst_rel)})" if ok(e.worst_rel) else ""
+    return f"deviates by {g(e.max_abs_delta, 2)}{rel}"
 
 
 def _and(items: list[str]) -> str:
@@ -154,41 +155,41 @@ def _size(tables: dict) -> str:
                    and ok(task.get("L")) and model["d_k"] <= task["L"] else "")
 
 
-def _worst(items: list[tuple[str, dict]]) -> tuple[str, dict] | None:
+def _worst(items: list[tuple[str, Effect]]) -> tuple[str, Effect] | None:
     """The (attention, effect) with the largest |Δ| among those outside the tolerance, if any."""
-    bad = [(a, e) for a, e in items if e["n_within_tol"] < e["n"]]
-    return max(bad, key=lambda x: x[1]["max_abs_delta"]) if bad else None
+    bad = [(a, e) for a, e in items if e.n_within_tol < e.n]
+    return max(bad, key=lambda x: x[1].max_abs_delta) if bad else None
 
 
-def _differs(summ: dict, tol: str) -> str:
+def _differs(summ: Summary, tol: str) -> str:
     """The opening's second sentence: SGLD against HMC on the same training sets (with whether its chains
     mixed) and Adam against its minimiser, each by its largest |Δ| where it deviates."""
     sgld, adam, recipe = [], [], {}
-    for a, sa in summ["attentions"].items():
-        for s in (sa.get("reference") or {}).get("sgld", [])[:1]:
-            if (s.get("effect") or {}).get("n"):
-                sgld.append((a, s["effect"]))
-        for r in sa.get("agreement", []):
-            if r["method"] == "adam" and (r["verdict"].get("effect") or {}).get("n"):
-                adam.append((a, r["verdict"]["effect"]))
-                recipe[a] = r["recipe"]
+    for a, sa in summ.attentions.items():
+        for s in (sa.reference.sgld[:1] if sa.reference else ()):
+            if s.effect.n:
+                sgld.append((a, s.effect))
+        for r in sa.agreement:
+            if r.method == "adam" and r.verdict.effect.n:
+                adam.append((a, r.verdict.effect))
+                recipe[a] = r.recipe
     parts = []
     if sgld:
         w = _worst(sgld)
-        conv = [summ["attentions"][a].get("convergence") or {} for a, _ in sgld]
-        flag, rows = sum(c.get("n_flag") or 0 for c in conv), sum(c.get("n_rows") or 0 for c in conv)
-        chains = (f"SGLD, its chains not mixed at this size (R̂ > {g(conv[0]['rhat_max'])} at {flag} of {rows} "
+        conv = [summ.attentions[a].convergence for a, _ in sgld]
+        flag, rows = sum(c.n_flag for c in conv), sum(c.n_rows for c in conv)
+        chains = (f"SGLD, its chains not mixed at this size (R̂ > {g(conv[0].rhat_max)} at {flag} of {rows} "
                   "rows), " if flag else "SGLD ")
-        parts.append(chains + (f"deviates from HMC by up to {g(w[1]['max_abs_delta'], 2)} for {w[0]} attention"
+        parts.append(chains + (f"deviates from HMC by up to {g(w[1].max_abs_delta, 2)} for {w[0]} attention"
                                if w else f"matches HMC within |Δ| ≤ {tol}"))
     if adam:
         w = _worst(adam)
-        parts.append(f"Adam (`{recipe[w[0]]}`) misses its minimiser by up to {g(w[1]['max_abs_delta'], 2)} for "
+        parts.append(f"Adam (`{recipe[w[0]]}`) misses its minimiser by up to {g(w[1].max_abs_delta, 2)} for "
                      f"{w[0]} attention" if w else f"Adam matches its minimiser within |Δ| ≤ {tol}")
     return ", and ".join(parts) + "." if parts else ""
 
 
-def _qualitative(summ: dict) -> str:
+def _qualitative(summ: Summary) -> str:
     """The opening's third sentence: the paper's qualitative claims reproduced or not."""
     rows = qualitative(summ)
     yes, no = [w for w, s in rows if s], [w for w, s in rows if not s]
@@ -201,18 +202,18 @@ def _qualitative(summ: dict) -> str:
     return f"Of the paper's qualitative claims, {_and(yes)} is reproduced, {_and(no)} is not."
 
 
-def _opening(tables: dict, summ: dict) -> list[str]:
+def _opening(tables: dict, summ: Summary) -> list[str]:
     """The page's opening, three sentences generated from the numbers: where the theory holds (on each run's
     own training set against the exact posterior, HMC, by its largest |Δ| against the tolerance, with the
     size of the study), what differs (SGLD and Adam) and the paper's qualitative claims."""
-    tol = g(summ.get("tolerance"))
+    tol = g(summ.tolerance)
     within, worst = [], []
-    for a, sa in summ["attentions"].items():
-        for r in sa.get("agreement", []):
-            e = r["verdict"].get("effect") or {}
-            if r["method"] == "hmc" and e.get("n"):
-                (within if e["n_within_tol"] == e["n"] else []).append(a)
-                worst.append(f"{g(e['max_abs_delta'], 2)} for {a}")
+    for a, sa in summ.attentions.items():
+        for r in sa.agreement:
+            e = r.verdict.effect
+            if r.method == "hmc" and e.n:
+                (within if e.n_within_tol == e.n else []).append(a)
+                worst.append(f"{g(e.max_abs_delta, 2)} for {a}")
     if not worst:
         return []
     holds = "matches" if within else "does not match"
@@ -222,40 +223,39 @@ def _opening(tables: dict, summ: dict) -> list[str]:
     return [" ".join(x for x in (first, _differs(summ, tol), _qualitative(summ)) if x), ""]
 
 
-def _posterior_method(sa: dict) -> str:
+def _posterior_method(sa: AttentionSummary) -> str:
     """The method whose numbers stand for the posterior: HMC (the reference) where the sweep has it."""
-    return "hmc" if sa.get("reference") else "sgld"
+    return "hmc" if sa.reference else "sgld"
 
 
-def _headline(summ: dict) -> list[str]:
+def _headline(summ: Summary) -> list[str]:
     out = []
-    for a, sa in summ["attentions"].items():
+    for a, sa in summ.attentions.items():
         m = _posterior_method(sa)
-        main = next((r for r in sa["transitions"] if r["kind"] in ("crossover", "jump")), None)
-        agr = next((r for r in sa["agreement"] if r["method"] == m), None)
+        main = next((r for r in sa.transitions if r.kind in ("crossover", "jump")), None)
+        agr = next((r for r in sa.agreement if r.method == m), None)
         bits = []
-        if main and main.get(m):
-            c = main[m]
-            t = c["theory"]
-            bits.append(f"{METHOD[m]} {main['label']} at P = {_cell(c)}" + (
-                f" ({_curve(t)} {value(t)}; closed form {value(main['closed_form'])})" if t else ""))
-        if agr and agr["n_away"]:
-            bits.append(f"{METHOD[m]} order parameters against the {agr['curve_label']}: {verdict_text(agr['verdict'])} "
-                        f"({significance_text(agr['verdict'])})")
-        ref = sa.get("reference")
-        if ref:
-            for s in ref["sgld"][:1]:
-                bits.append(f"SGLD (`{s['recipe']}`) against HMC on the same training sets: "
-                            f"{_sampler_verdict(s.get('effect'))} ({s['n_within_2']} of {s['n']} points within 2σ, "
-                            f"RMS z = {g(s['rms_z'])})")
+        if main and main.cell(m):
+            c = main.cell(m)
+            t = c.theory
+            bits.append(f"{METHOD[m]} {main.label} at P = {_cell(c)}" + (
+                f" ({_curve(t)} {value(t)}; closed form {value(main.closed_form)})" if t else ""))
+        if agr and agr.n_away:
+            bits.append(f"{METHOD[m]} order parameters against the {agr.curve_label}: {verdict_text(agr.verdict)} "
+                        f"({significance_text(agr.verdict)})")
+        if sa.reference:
+            for s in sa.reference.sgld[:1]:
+                bits.append(f"SGLD (`{s.recipe}`) against HMC on the same training sets: "
+                            f"{_sampler_verdict(s.effect)} ({s.n_within_2} of {s.n} points within 2σ, "
+                            f"RMS z = {g(s.rms_z)})")
         if bits:
             out.append(f"- **{a}**: " + "; ".join(bits) + ".")
     return out
 
 
-def _reference(summ: dict) -> list[str]:
+def _reference(summ: Summary) -> list[str]:
     """The HMC reference posterior: does it mix (per dataset), and how far is SGLD from it."""
-    refs = {a: sa["reference"] for a, sa in summ["attentions"].items() if sa.get("reference")}
+    refs = {a: sa.reference for a, sa in summ.attentions.items() if sa.reference}
     if not refs:
         return []
     out = ["## The reference posterior: HMC, and SGLD against it", "",
@@ -266,12 +266,12 @@ def _reference(summ: dict) -> list[str]:
            "bias and mixing remain.", ""]
     rows = []
     for a, ref in refs.items():
-        c = ref["convergence"]
-        pts = ", ".join(c["paired_points"][:4]) + (", …" if len(c["paired_points"]) > 4 else "")
-        rows.append([a, f"{c['n_paired_flag']} of {c['n_pairs']}" + (f" ({pts})" if pts else ""),
-                     g(c["largest_paired"]), g(c["smallest_paired_ess"]),
-                     f"{c['n_within_flag']} of {c['n_rows']}", g(c["largest_within"])])
-    rmax = g(next(iter(refs.values()))["convergence"]["rhat_max"])
+        c = ref.convergence
+        pts = ", ".join(c.paired_points[:4]) + (", …" if len(c.paired_points) > 4 else "")
+        rows.append([a, f"{c.n_paired_flag} of {c.n_pairs}" + (f" ({pts})" if pts else ""),
+                     g(c.largest_paired), g(c.smallest_paired_ess),
+                     f"{c.n_within_flag} of {c.n_rows}", g(c.largest_within)])
+    rmax = g(next(iter(refs.values())).convergence.rhat_max)
     out += [table(["attention", f"(P, parameter) with a dataset whose prior/copy R̂ > {rmax}",
                    "largest per-dataset R̂", "smallest per-dataset bulk ESS",
                    f"rows with a chain's halves R̂ > {rmax}", "largest within-chain R̂"], rows), "",
@@ -279,26 +279,26 @@ def _reference(summ: dict) -> list[str]:
             "chains, the worst over the datasets of a point). R̂ across the seeds of a point is not a "
             "convergence test (it measures the spread between datasets; it is in the appendix).", ""]
     for a, ref in refs.items():
-        c = ref["convergence"]
-        if "n_pairs_on_target" not in c or not c["n_pairs"]:
+        c = ref.convergence
+        if c.n_pairs_on_target is None or not c.n_pairs:
             continue
-        meta = ", ".join(c["paired_points"]) or "none"
-        low = ", ".join(c["below_target_points"]) or "none"
-        out.append(f"- {a}: {c['n_pairs_on_target']} of {c['n_pairs']} (P, parameter) rows mixed on every training "
-                   f"set to the reference's target (bulk ESS ≥ {g(c['target_ess'])} and R̂ ≤ {g(c['target_rhat'])}); "
+        meta = ", ".join(c.paired_points) or "none"
+        low = ", ".join(c.below_target_points or ()) or "none"
+        out.append(f"- {a}: {c.n_pairs_on_target} of {c.n_pairs} (P, parameter) rows mixed on every training "
+                   f"set to the reference's target (bulk ESS ≥ {g(c.target_ess)} and R̂ ≤ {g(c.target_rhat)}); "
                    f"metastable (a training set's prior- and copy-started chains on two branches, R̂ > {rmax}): "
                    f"{meta}; below the target otherwise: {low}.")
     out += [""]
-    if any(ref["convergence"].get("paired_points") for ref in refs.values()):
+    if any(ref.convergence.paired_points for ref in refs.values()):
         out += ["At a metastable point the posterior mean is a weighted mix of the two branches that neither "
                 "chain estimates; the points are flagged, left out of the agreement verdicts, and drawn hollow. "
                 "How far apart the branches are on one training set (free energies by umbrella sampling, at "
                 "d_k = L): [benchmarks/metastability.md](benchmarks/metastability.md).", ""]
-    rows = [[a, f"`{s['recipe']}` − `{s['reference']}`", _sampler_verdict(s.get("effect")),
-             effect_text(s.get("effect")), f"{s['n_within_2']} of {s['n']}", g(s["rms_z"]),
-             f"P = {P_(s['worst_P'])} {s['worst_param']}: Δ = {g(s['worst_diff'])}, z = {g(s['worst_z'])}"
-             if ok(s["worst_z"]) else "–", f"{g(s['ess_sgld'])} / {g(s['ess_hmc'])}"]
-            for a, ref in refs.items() for s in ref["sgld"]]
+    rows = [[a, f"`{s.recipe}` − `{s.reference}`", _sampler_verdict(s.effect),
+             effect_text(s.effect), f"{s.n_within_2} of {s.n}", g(s.rms_z),
+             f"P = {P_(s.worst_P)} {s.worst_param}: Δ = {g(s.worst_diff)}, z = {g(s.worst_z)}"
+             if ok(s.worst_z) else "–", f"{g(s.ess_sgld)} / {g(s.ess_hmc)}"]
+            for a, ref in refs.items() for s in ref.sgld]
     if rows:
         out += [table(["attention", "SGLD − HMC", "verdict", "effect size", "points within 2σ", "RMS z",
                        "largest |z|", "median ESS per chain SGLD / HMC"], rows), "",
@@ -344,32 +344,31 @@ def _scaling_elsewhere(studies) -> list[str]:
 def render_page(tables: dict, figure_dir: str = "results_figures", appendix_name: str = "results_appendix.md",
                 json_name: str = "results.json", studies=()) -> str:
     """The Markdown of the results page from the results JSON (read only) and, for its Studies section,
-    ``studies``: (docs folder name, studies report JSON as a dict) pairs."""
-    summ = tables["summary"]
+    ``studies``: (docs folder name, studies report JSON as a dict) pairs. The summary is read as
+    :class:`~copyhead.analysis.results_model.Summary` (a missing key is named with the file)."""
+    summ = Summary.from_dict(tables["summary"], f"{json_name}: summary")
     name = tables.get("config_name") or "the config recorded in the inputs"
     out = ["# Results: theory against experiment", "",
            f"*Generated by `copyhead results` from `{json_name}` (config `{name}`; the code version is in "
            f"the provenance record beside this page); do not edit by hand. Every table, per-point z, R̂ and definition: [{appendix_name}]({appendix_name}).*", ""] \
         + _opening(tables, summ) + claims_section(summ, studies) + _scaling_elsewhere(studies) \
         + ["## Headline", ""] + _headline(summ) + [""]
-    for a, sa in summ["attentions"].items():
-        s2 = sa["sigma2"]
-        methods = [m for m in METHOD if m != "hmc" or any(r.get("hmc") for r in sa["transitions"])]
-        rows = [[r["label"], _theory(r)] + [_cell(r.get(m)) for m in methods] + [_paper(r)]
-                for r in sa["transitions"]]
-        recs = {m: next((r[m]["recipe"] for r in sa["transitions"] if r.get(m)), "") for m in methods}
+    for a, sa in summ.attentions.items():
+        methods = [m for m in METHOD if m != "hmc" or any(r.hmc for r in sa.transitions)]
+        rows = [[r.label, _theory(r)] + [_cell(r.cell(m)) for m in methods] + [_paper(r)] for r in sa.transitions]
+        recs = {m: next((r.cell(m).recipe for r in sa.transitions if r.cell(m)), "") for m in methods}
         out += [f"## {a} attention", ""]
         out += [table(["transition", "theory (curve)"] + [f"{METHOD[m]} `{recs[m]}` [95% CI]" for m in methods]
-                      + [f"paper, on our σ² = {g(s2)} (quoted at σ² = {g(summ['paper_sigma2'])})"], rows), ""] \
+                      + [f"paper, on our σ² = {g(sa.sigma2)} (quoted at σ² = {g(summ.paper_sigma2)})"], rows), ""] \
             if rows else ["No transition can be read from this sweep (too few P per recipe).", ""]
-        out += [_agreement_line(a, r) for r in sa["agreement"]]
-        for n in sa.get("nonfinite", []):
-            out.append(f"- **non-finite result**: {a} `{n['recipe']}` P = {P_(n['P'])} seed {n['seed']} "
-                       f"({', '.join(n['variables']) or 'variables not named'}): left out like a diverged run.")
+        out += [_agreement_line(a, r) for r in sa.agreement]
+        for n in sa.nonfinite:
+            out.append(f"- **non-finite result**: {a} `{n.recipe}` P = {P_(n.P)} seed {n.seed} "
+                       f"({', '.join(n.variables) or 'variables not named'}): left out like a diverged run.")
         out.append("")
-    est = {r["kind"]: (r["label"], r["estimator"]) for sa in summ["attentions"].values() for r in sa["transitions"]}
+    est = {r.kind: (r.label, r.estimator) for sa in summ.attentions.values() for r in sa.transitions}
     present = [METHOD[m] for m in METHOD
-               if any(r.get(m) for sa in summ["attentions"].values() for r in sa["transitions"])]
+               if any(r.cell(m) for sa in summ.attentions.values() for r in sa.transitions)]
     samplers = " and ".join(n for n in ("HMC", "SGLD") if n in present) or "SGLD"
     out += ["How to read the tables: each transition is read from the data with one estimator, the same for "
             + ", ".join(present + ["the figures"]) + " and the theory curves it is compared with: "
@@ -386,7 +385,7 @@ def render_page(tables: dict, figure_dir: str = "results_figures", appendix_name
             "Every transition P scales "
             "with σ², so the paper's numbers are multiplied by our σ² over theirs.", "",
             "## Convergence: what it means for these numbers", ""]
-    out += [_convergence(a, sa["convergence"]) for a, sa in summ["attentions"].items()]
+    out += [_convergence(a, sa.convergence) for a, sa in summ.attentions.items()]
     out += ["", "R̂ across chains compares chains on different training sets, so it also grows with the "
             "dataset-to-dataset variation that the error bars already contain (the spread of the chain means); "
             "a chain whose own halves differ has not mixed, and there its Monte Carlo error — and the "
