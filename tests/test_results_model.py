@@ -1,12 +1,13 @@
 """The typed results model (copyhead.analysis.results_model) reads the committed results.json's summary
-and studies.json files and writes them back key for key; a file without a required key is named with it."""
+and studies.json files and writes them back key for key (the studies' tables byte for byte, as
+copyhead.studies.tables writes them); a file without a required key is named with it."""
 import copy
 import json
 from pathlib import Path
 
 import pytest
 
-from copyhead.analysis.results_model import ResultsFormatError, Summary
+from copyhead.analysis.results_model import ResultsFormatError, StudiesReport, Summary, read_studies
 from copyhead.analysis.results_tables import jsonable
 from copyhead.analysis.summary import build_summary
 from copyhead.datafiles import json_text
@@ -55,3 +56,21 @@ def test_an_optional_key_reads_as_none_and_stays_absent():
     s = Summary.from_dict(summ)
     assert s.attentions["softmax"].reference.convergence.n_pairs_on_target is None and s.scaling is None
     assert s.to_dict() == summ
+
+
+@pytest.mark.parametrize("folder", sorted(p.parent.name for p in (ROOT / "docs").glob("studies*/studies.json")))
+def test_every_studies_report_round_trips_byte_for_byte(folder):
+    path = ROOT / "docs" / folder / "studies.json"
+    raw = path.read_text()
+    rep = read_studies(path)
+    assert json.dumps(rep.to_dict(), indent=1, sort_keys=True) + "\n" == raw   # studies.tables.write_tables
+    assert StudiesReport.from_dict(rep.to_dict()) == rep
+    assert rep.studies and all(s.attentions for s in rep.studies)
+
+
+def test_a_studies_report_without_a_required_key_names_it():
+    d = json.loads((ROOT / "docs/studies/studies.json").read_text())
+    del d["studies"][2]["attentions"]["softmax"]["transition"]["estimate"]
+    with pytest.raises(ResultsFormatError, match=r"studies\.json: studies\[2\]\.attentions\.softmax\.transition: "
+                                                 r"missing key 'estimate'"):
+        StudiesReport.from_dict(d, "docs/studies/studies.json")

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Optional, TypeVar
 
-__all__ = ["ResultsFormatError", "Record", "absent", "Summary"]
+__all__ = ["ResultsFormatError", "Record", "absent", "Summary", "StudiesReport", "read_studies"]
 
 R = TypeVar("R", bound="Record")
 _ABSENT = "absent"
@@ -44,6 +44,11 @@ def absent(default=None):
 @lru_cache(maxsize=None)
 def _hints(cls) -> dict[str, Any]:
     return typing.get_type_hints(cls)
+
+
+def _key(where: str, key: str) -> str:
+    """The path of a key: 'file: a.b[2].key' (the first key after the file's name, then dotted)."""
+    return f"{where}.{key}" if ": " in where else f"{where}: {key}" if where else key
 
 
 def _read(tp, value, where: str):
@@ -65,7 +70,7 @@ def _read(tp, value, where: str):
         if not isinstance(value, dict):
             raise ResultsFormatError(f"{where}: expected an object, got {type(value).__name__}")
         inner = typing.get_args(tp)[1]
-        return {k: _read(inner, v, f"{where}.{k}") for k, v in value.items()}
+        return {k: _read(inner, v, _key(where, k)) for k, v in value.items()}
     return value
 
 
@@ -95,7 +100,7 @@ class Record:
         hints, kwargs = _hints(cls), {}
         for f in fields:
             if f.name in d:
-                kwargs[f.name] = _read(hints[f.name], d[f.name], f"{where}.{f.name}" if where else f.name)
+                kwargs[f.name] = _read(hints[f.name], d[f.name], _key(where, f.name))
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise ResultsFormatError(f"{where or cls.__name__}: missing key '{f.name}' ({cls.__name__})")
         return cls(**kwargs)
@@ -354,3 +359,362 @@ class Summary(Record):
     tolerance: float
     attentions: dict[str, AttentionSummary]
     scaling: Optional[Scaling] = absent()
+
+
+# ------------------------------------------------------------ studies.json (copyhead.studies.tables.build)
+
+@record
+class StudyTransition(Record):
+    """One attention type's transition of a study, with the theory's values of it per curve/prior
+    (large_deviation, gaussian, exact, same_dataset, closed_mean); softmax: the jump's bracket and the
+    theory's brackets (studies.tables._transition)."""
+    name: str
+    recipe: str
+    estimate: Number
+    ci_lo: Number
+    ci_hi: Number
+    resolved: bool
+    note: str
+    theory: dict[str, Number]
+    bracket: Optional[tuple[Number, ...]] = absent()
+    theory_brackets: Optional[dict[str, tuple[Number, ...]]] = absent()
+
+
+@record
+class StudyPoint(Record):
+    """One (recipe, P, parameter) of a study's sampler against one theory curve (a results.json agreement
+    row, with the Gaussian-prior closed form added)."""
+    attention: str
+    recipe: str
+    method: str
+    init: str
+    kind: str
+    P: float
+    param: str
+    name: str
+    curve: str
+    curve_label: str
+    source: str
+    natural: bool
+    away: bool
+    experiment: Number
+    error: Number
+    error_basis: str
+    theory: Number
+    theory_error: Number
+    theory_grid_error: Number
+    z: Number
+    z_offset: Number
+    z_chains_rms: Number
+    n: int
+    seeds: tuple[int, ...]
+    seed_values: tuple[Number, ...]
+    mixed: Optional[bool]
+    mix_rhat: Number
+    mix_ess: Number
+
+
+@record
+class StudyAttention(Record):
+    """One attention type of a study (studies.tables.load_study)."""
+    grid: tuple[float, ...]
+    rows: tuple[StudyPoint, ...]
+    transition: StudyTransition
+    P_ref: Number
+    rhat_max: Number
+    n_rhat_flag: int
+    n_conv: int
+    n_within_flag: int
+    rhat_within_max: Number
+    ess_min: Number
+    ess_chain_min: Number
+
+
+@record
+class StudyCost(Record):
+    train_jobs: int
+    train_model_s: Number
+    gpu_model_s: Number
+
+
+@record
+class StudySeconds(Record):
+    train: Number
+    other: Number
+
+
+@record
+class StudySize(Record):
+    """A study's name and size."""
+    name: str
+    L: int
+    V: int
+    d_k: int
+    sigma2: float
+
+
+@record
+class Study(StudySize):
+    """One study: its sizes, sampler and per attention type its points and transition."""
+    path: str
+    eta: Number
+    attentions: dict[str, StudyAttention]
+    code_version: Optional[str] = absent()
+    method: Optional[str] = absent()
+    recipe: Optional[str] = absent()
+    seconds: Optional[StudySeconds] = absent()
+    cost: Optional[StudyCost] = absent()
+
+
+@record
+class Ratio(Record):
+    """Linear crossover / softmax jump of one study: the experiment's with its interval (lo, hi) and the
+    theory's per prior/curve (analysis.scaling_claims.scaling_rows)."""
+    experiment: Number
+    lo: Number = absent()
+    hi: Number = absent()
+    error: Number = absent()                    # tables written before the intervals: a point ± an error
+    large_deviation: Number = None
+    gaussian: Number = None
+    same_dataset: Optional[tuple[Number, ...]] = None
+    closed_mean: Optional[tuple[Number, ...]] = None
+
+
+@record
+class ChainMixing(Record):
+    rhat_within_max: Number
+    ess_chain_min: Number
+
+
+@record
+class ScalingRow(StudySize):
+    """One study on a path along L (analysis.scaling_claims.scaling_rows)."""
+    method: str
+    sqrt_LV: Number
+    ln2L: Number
+    mixing: dict[str, ChainMixing]
+    ratio: Optional[Ratio] = absent()
+    linear: Optional[StudyTransition] = absent()
+    softmax: Optional[StudyTransition] = absent()
+
+    def transition(self, attention: str) -> StudyTransition | None:
+        return getattr(self, attention)
+
+
+@record
+class TheoryLine(Record):
+    """The closed form's transitions along L of one (attention, prior)."""
+    L: tuple[int, ...]
+    P_crossover: tuple[Number, ...]
+    P_star: tuple[Number, ...]
+
+
+@record
+class TheoryLines(Record):
+    """The closed form along a studies' path (studies.tables.theory_lines): the path (V, a fixed d_k or
+    d_k = dk_per_L·L, its label) and per "attention|prior" its line; all absent for a path without rows."""
+    V: Optional[int] = absent()
+    d_k: Optional[int] = None
+    dk_per_L: Number = None
+    label: Optional[str] = absent()
+    lines: dict[str, TheoryLine] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "") -> TheoryLines:
+        if not isinstance(d, dict):
+            raise ResultsFormatError(f"{where}: expected an object, got {type(d).__name__}")
+        lines = {k: TheoryLine.from_dict(v, _key(where, k)) for k, v in d.items() if "|" in k}
+        if not d:
+            return cls()
+        rest = super().from_dict({k: v for k, v in d.items() if "|" not in k}, where)
+        return dataclasses.replace(rest, lines=lines)
+
+    def to_dict(self) -> dict:
+        if self.label is None and not self.lines:
+            return {}
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "lines"}
+        return {**out, **{k: v.to_dict() for k, v in self.lines.items()}}
+
+    def line(self, attention: str, prior: str) -> TheoryLine | None:
+        return self.lines.get(f"{attention}|{prior}")
+
+
+@record
+class StudyPath(Record):
+    """The studies along L on one path (the group scaling, or a fixed_dk* group with its figure)."""
+    group: str
+    rows: tuple[ScalingRow, ...]
+    theory_lines: TheoryLines
+    figure: Optional[str] = absent()
+
+
+@record
+class ZSummary(Record):
+    n: int
+    n_within_2: int
+    rms_z: Number
+
+
+@record
+class Fit(Record):
+    """y = a + b/x weighted fit (analysis.fits.fit_inverse_dk)."""
+    a: Number
+    a_err: Number
+    b: Number
+    b_err: Number
+    chi2_dof: Number
+    n: int
+
+
+@record
+class GapPoint(Record):
+    x: int
+    d_k: int
+    L: int
+    P: float
+    experiment: Number
+    theory: Number
+    gap: Number
+    error: Number
+    z: Number
+
+
+@record
+class Gap(Record):
+    attention: str
+    recipe: str
+    ratio: float
+    param: str
+    name: str
+    points: tuple[GapPoint, ...]
+    fit: Fit
+    closes: Optional[bool]
+
+
+@record
+class RatioPoint(Record):
+    x: int
+    d_k: int
+    L: int
+    experiment: Number
+    ci_lo: Number
+    ci_hi: Number
+    theory: Number
+    ratio: Number
+    error: Number
+
+
+@record
+class FiniteSizeTransition(Record):
+    attention: str
+    transition: str
+    prior: str
+    points: tuple[RatioPoint, ...]
+    fit: Fit
+    tends_to_theory: Optional[bool]
+
+
+@record
+class FiniteSizeAgreement(Record):
+    """RMS z of one study's sampler against each theory curve (analysis.finite_size.CURVES)."""
+    name: str
+    x: int
+    d_k: int
+    L: int
+    d_k_over_L: float
+    attention: str
+    same_mean: ZSummary
+    closed_mean: ZSummary
+    closed_mean_gaussian: ZSummary
+
+
+@record
+class FiniteSize(Record):
+    """Studies that differ in one size ``by`` (d_k, or L at fixed d_k/L; analysis.finite_size.finite_size)."""
+    by: str
+    values: tuple[int, ...]
+    L: Optional[int]
+    d_k_over_L: Number
+    gaps: tuple[Gap, ...]
+    transitions: tuple[FiniteSizeTransition, ...]
+    agreement: tuple[FiniteSizeAgreement, ...]
+
+
+@record
+class TwinPoint(Record):
+    attention: str
+    recipe: str
+    P: float
+    P_over_sigma2: float
+    param: str
+    name: str
+    value: Number
+    error: Number
+    value_ref: Number
+    error_ref: Number
+    theory: Number
+    theory_ref: Number
+    z: Number
+    z_vs_theory: Number
+
+
+@record
+class TwinTransition(Record):
+    name: str
+    value: Number
+    ci: tuple[Number, ...]
+    value_ref: Number
+    ci_ref: tuple[Number, ...]
+    theory: Number
+    theory_ref: Number
+    overlap: Optional[bool]
+
+
+@record
+class Twin(Record):
+    """A study against its twin at equal P/σ² (analysis.twins.compare_twins)."""
+    study: str
+    ref: str
+    sigma2: float
+    sigma2_ref: float
+    differs: str
+    eta: Number
+    eta_ref: Number
+    rows: tuple[TwinPoint, ...]
+    transitions: dict[str, TwinTransition]
+    n: int
+    n_within_2: int
+    rms_z: Number
+    n_within_2_theory: int
+    rms_z_theory: Number
+
+
+@record
+class Sigma2Collapse(Record):
+    transitions_collapse: bool
+    rule: str
+
+
+@record
+class StudiesReport(Record):
+    """studies.json: every table of the studies report (copyhead.studies.tables.build); the optional parts
+    exist where the spec's groups have enough studies."""
+    studies: tuple[Study, ...]
+    finite_size: Optional[FiniteSize] = absent()
+    finite_L: Optional[FiniteSize] = absent()
+    scaling: Optional[StudyPath] = absent()
+    fixed_dk: Optional[tuple[StudyPath, ...]] = absent()
+    twins: Optional[tuple[Twin, ...]] = absent()
+    sigma2_collapse: Optional[Sigma2Collapse] = absent()
+    paper_scale: Optional[tuple[str, ...]] = absent()
+
+    def paths(self) -> list[StudyPath]:
+        """The paths along L the studies ran: the scaling group's, then each fixed_dk group's."""
+        return ([self.scaling] if self.scaling else []) + list(self.fixed_dk or ())
+
+
+def read_studies(path) -> StudiesReport:
+    """A studies report's JSON file (docs/studies*/studies.json) as a :class:`StudiesReport`."""
+    import json
+    from pathlib import Path
+    return StudiesReport.from_dict(json.loads(Path(path).read_text()), str(path))
