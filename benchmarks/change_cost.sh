@@ -5,7 +5,7 @@
 #   1. move      a module of theory/ to another name (theory/scan.py -> theory/grid_scan.py, imports rewritten)
 #   2. rename    a private helper of figures/ (figures/draw.py: _round_levels -> _rounded_contour_levels)
 #   3. docstring of copyhead.theory.output.write_theory reworded
-#   4. unused    function added to theory/one_loop/curve.py
+#   4. unused    function added to theory/scaling.py
 #   5. number    a published figure shows altered (fig6/fig7 draw 1.1 x the median test loss)
 # After 1-4 `copyhead audit --docs docs` (as CI runs it) must pass; after 1 and 2 `copyhead audit --docs docs
 # --accept` re-stamps what was made again with equal numbers (timed); after 3 and 4 `snakemake -n` on a tiny
@@ -91,7 +91,7 @@ EOF
 rerun_nothing docstring
 
 # 4. an unused function
-printf '\n\ndef unused_helper(a, b):\n    return a * b + 1\n' >> src/copyhead/theory/one_loop/curve.py
+printf '\n\ndef unused_helper(a, b):\n    return a * b + 1\n' >> src/copyhead/theory/scaling.py
 rerun_nothing unused
 
 # 5. a number a published figure shows

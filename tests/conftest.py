@@ -68,3 +68,22 @@ def bench_script():
         spec.loader.exec_module(mod)
         return mod
     return load
+
+
+@pytest.fixture
+def figure_sidecar():
+    """Checks a figure's provenance sidecar: kind figure, its concern and that concern's current fingerprint,
+    the sha256 of each input and of the png (the side workflows' figures, copyhead's and the research
+    package's)."""
+    import json
+
+    from copyhead.provenance import code_fingerprint, sha256_file, sidecar_path
+
+    def check(png: Path, inputs: dict, concern: str = "figures") -> dict:
+        rec = json.loads(sidecar_path(png).read_text())
+        assert rec["kind"] == "figure" and rec["product"] == png.stem and rec["concern"] == concern
+        assert rec["code_fingerprint"] == code_fingerprint(concern)
+        assert {r: v["sha256"] for r, v in rec["inputs"].items()} == {r: sha256_file(p) for r, p in inputs.items()}
+        assert rec["outputs"]["png"]["sha256"] == sha256_file(png)
+        return rec
+    return check

@@ -7,7 +7,7 @@ and any ``call("module:function")`` / ``attribute("module:name")`` strings (the 
 used before its commands imported their modules in the function body; still read, should one come back).
 Importing a package means its ``__init__``. The graph is checked at two levels:
 
-- modules: no cycle among copyhead's modules (e.g. theory.same_dataset <-> theory.one_loop.dataset);
+- modules: no cycle among copyhead's modules (e.g. theory.same_dataset <-> theory.output);
 - units: each top-level module or subpackage of copyhead (``config``, ``resources``, ``theory``, ...) as one
   node, no cycle among them (e.g. config <-> resources).
 
@@ -42,13 +42,8 @@ LAYERS = [
 # module basenames that two modules share on purpose, each pair with why a newcomer is not misled (issue 50:
 # "no two modules share a name while doing different jobs"); any other shared basename fails
 SHARED_NAMES = {
-    "evidence.py": ("theory/evidence.py", "theory/one_loop/evidence.py",
-                    "one quantity: one_loop/ holds the evidence as a function of the full score matrix, with "
-                    "the derivatives its one-loop expansion needs"),
-    "prior.py": ("theory/prior.py", "theory/one_loop/prior.py",
-                 "one quantity: one_loop/ holds the prior's Hessian and prefactor for its one-loop expansion"),
     "phase_map.py": ("figures/phase_map.py", "theory/phase_map.py",
-                     "figures/<name>.py draws what <name> computes (as figures/one_loop.py, figures/studies.py)"),
+                     "figures/<name>.py draws what <name> computes (as figures/studies.py)"),
     "studies.py": ("cli/studies.py", "figures/studies.py",
                    "cli/ modules are named for their command group, figures/ modules for what they draw"),
 }

@@ -38,6 +38,15 @@ def test_unknown_key_names_key_and_allowed(default):
     _fails(cfg, "unknown key 'model.sigma_2'", "sigma2")
 
 
+def test_the_one_loop_option_is_gone_from_the_paper_pipeline(default):
+    """theory.fluctuations (the one-loop curves in the theory files) moved out with the one loop (issue 50:
+    research.one_loop): the key is refused, named, with the keys the theory section allows."""
+    cfg = copy.deepcopy(default)
+    cfg["theory"]["fluctuations"] = {"kind": "one_loop"}
+    msg = _fails(cfg, "unknown key 'theory.fluctuations'", "scaling")
+    assert "one_loop" not in msg.split("unknown key")[0]
+
+
 def test_unknown_top_level_section(default):
     cfg = copy.deepcopy(default)
     cfg["thoery"] = {}

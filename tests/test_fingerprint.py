@@ -47,8 +47,8 @@ def test_same_code_same_print_and_docstrings_comments_unused_helpers_change_noth
     agg.write_text('"""A rewritten module docstring."""\n# a new comment\n\n'
                    + src.replace('    """', '    """Also a changed function docstring. ', 1)
                    + "\n\n# trailing comment\n\n\ndef _never_called(x):\n    return x + 1\n\nUNUSED = 3\n")
-    (pkg_copy / "theory/one_loop/curve.py").write_text((pkg_copy / "theory/one_loop/curve.py").read_text()
-                                                       + "\n\ndef unused_helper(a, b):\n    return a * b\n")
+    (pkg_copy / "theory/scaling.py").write_text((pkg_copy / "theory/scaling.py").read_text()
+                                                + "\n\ndef unused_helper(a, b):\n    return a * b\n")
     assert _fp(pkg_copy) == before
 
 

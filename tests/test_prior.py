@@ -78,28 +78,3 @@ def test_the_corrected_rate_is_closer_to_the_exact_density_at_one_position():
     corr = rate + np.array([saddle_correction(np.array([[m]]), 1.0, c) - saddle_correction(np.zeros((1, 1)), 1.0, c)
                             for m in ms])
     assert np.abs(corr - ex).max() * 3 < np.abs(rate - ex).max()
-
-
-def test_the_saddle_point_correction_is_the_rates_hessian_and_splits_into_the_plane_prefactor():
-    """Legendre duality, ∇²Λ(G*) = (∇²R(M))⁻¹: ΔR(M) = −½ ln det(d_k ∇²I(M)) − ½ L² ln(c/d_k) with ∇²I Eq. (28)
-    (one_loop.prior.prior_rate_hessian), at plane points and random symmetric M. On the plane the Hessian is block
-    diagonal (Eq. (29)), so ΔR = ΔS_pref (Eq. (30)) − ½ ln det H_I⊥ + const: the density of Eq. (27) at x = 0
-    is e^{−R − ΔR}, i.e. the one loop of Eq. (31) with ΔS_pref already holds the prior's next order (its
-    transverse part is the transverse prior determinant that cancels against the Gaussian integral)."""
-    from copyhead.theory.one_loop.blocks import transverse_basis
-    from copyhead.theory.one_loop.prior import prior_prefactor, prior_rate_hessian
-    L, g_Q, g_K = 5, 1.0, 1.5
-    c, T = g_Q * g_K, transverse_basis(L)
-    rng = np.random.default_rng(3)
-    sym = [0.5 * (a + a.T) for a in 0.6 * rng.standard_normal((3, L, L))]
-    plane = [(0.1, 0.8), (0.3, 0.1), (-0.05, 0.4)]
-    const = -0.5 * L * L * np.log(c)                              # at d_k = 1: ΔR + ½ ln det ∇²I
-    for M in sym + [m1 * np.ones((L, L)) + mP * np.eye(L) for m1, mP in plane]:
-        H = prior_rate_hessian(M, c)
-        assert np.isclose(saddle_correction(M, g_Q, g_K) + 0.5 * np.linalg.slogdet(H)[1], const, atol=1e-9)
-    for m1, mP in plane:
-        M = m1 * np.ones((L, L)) + mP * np.eye(L)
-        H = prior_rate_hessian(M, c)
-        transverse = 0.5 * np.linalg.slogdet(T.T @ H @ T)[1]
-        assert np.isclose(saddle_correction(M, g_Q, g_K), prior_prefactor(m1, mP, L, c) - transverse + const,
-                          atol=1e-9)

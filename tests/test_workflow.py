@@ -511,8 +511,8 @@ def test_code_edits_rerun_exactly_their_products(pipeline, tmp_path, monkeypatch
     edit("aggregate.py", '"""Aggregation', '"""A reworded docstring. Aggregation')
     edit("aggregate.py", "\nimport json\n", "\n# a comment\nimport json\n")
     edit("theory/output.py", "\nimport json\n", "\nimport json  # comment\n")
-    (pkg / "theory/one_loop/curve.py").write_text((pkg / "theory/one_loop/curve.py").read_text()
-                                                  + "\n\ndef unused_helper(a, b):\n    return a * b\n")
+    (pkg / "theory/scaling.py").write_text((pkg / "theory/scaling.py").read_text()
+                                           + "\n\ndef unused_helper(a, b):\n    return a * b\n")
     assert planned_jobs(wd) == {}
     call = "    ds = aggregate_datasets(paths, attention"
     edit("aggregate.py", call, "    _edited = 1\n" + call)

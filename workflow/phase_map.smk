@@ -1,17 +1,20 @@
 # The phase map and the prior check, from the repository root:
 #     snakemake -s workflow/phase_map.smk --cores 1
 # renders docs/phase_map.md and its figures from docs/phase_map/*.nc (docs/theory.md, Sec. 12).
-# Thin rules, each one `copyhead` command: `copyhead phase-map map|exact|figures|page` and
-# `copyhead prior-check` (the work is in copyhead.theory.phase_map, copyhead.theory.prior_effect,
-# copyhead.figures.phase_map and copyhead.results.phase_map_page). Every product records its provenance
-# (the netCDF files in their attributes, each figure and the page in a <name>.provenance.json beside it).
-# Each rule's params carry the code fingerprint of what makes its product
-# (copyhead.provenance.code_fingerprint: theory for the netCDF files, figures and results for the figures
-# and the page), so an edit of that code reruns exactly those rules.
+# Thin rules, each one command: `copyhead phase-map map|exact|figures|page` (the work is in
+# copyhead.theory.phase_map, copyhead.figures.phase_map and copyhead.results.phase_map_page) and the research
+# package's `python -m research prior-check` (research.prior_check: the prior checked by sampling, research
+# beside the paper's closed-form map). Every product records its provenance (the netCDF files in their
+# attributes, each figure and the page in a <name>.provenance.json beside it). Each rule's params carry the
+# code fingerprint of what makes its product (copyhead.provenance.code_fingerprint: phase_map for the map
+# and its exact slice, prior_check for the prior check, figures and results for the figures and the page),
+# so an edit of that code reruns exactly those rules. Logs and benchmark tables go to logs/phase_map/
+# (git-ignored).
 from copyhead.provenance import code_fingerprint
 
 OUT = "docs/phase_map"
-CODE = {concern: code_fingerprint(concern) for concern in ("phase_map", "figures", "results")}
+LOGS = "logs/phase_map"
+CODE = {concern: code_fingerprint(concern) for concern in ("phase_map", "prior_check", "figures", "results")}
 
 
 rule all:
@@ -28,9 +31,9 @@ rule phase_map:
     params:
         code=CODE["phase_map"],
     log:
-        f"{OUT}/logs/map.log",
+        f"{LOGS}/map.log",
     benchmark:
-        f"{OUT}/logs/map.bench.tsv"
+        f"{LOGS}/map.bench.tsv"
     shell:
         "OMP_NUM_THREADS=1 copyhead phase-map map --out {output:q} > {log:q} 2>&1"
 
@@ -43,9 +46,9 @@ rule phase_map_exact:
     params:
         code=CODE["phase_map"],
     log:
-        f"{OUT}/logs/exact.log",
+        f"{LOGS}/exact.log",
     benchmark:
-        f"{OUT}/logs/exact.bench.tsv"
+        f"{LOGS}/exact.bench.tsv"
     shell:
         "OMP_NUM_THREADS=1 copyhead phase-map exact --map {input:q} --out {output:q} > {log:q} 2>&1"
 
@@ -54,13 +57,13 @@ rule prior_check:
     output:
         f"{OUT}/prior_check.nc",
     params:
-        code=CODE["phase_map"],
+        code=CODE["prior_check"],
     log:
-        f"{OUT}/logs/prior_check.log",
+        f"{LOGS}/prior_check.log",
     benchmark:
-        f"{OUT}/logs/prior_check.bench.tsv"
+        f"{LOGS}/prior_check.bench.tsv"
     shell:
-        "OMP_NUM_THREADS=1 copyhead prior-check --out {output:q} > {log:q} 2>&1"
+        "OMP_NUM_THREADS=1 python -m research prior-check --out {output:q} > {log:q} 2>&1"
 
 
 rule phase_map_figures:
@@ -77,7 +80,7 @@ rule phase_map_figures:
         code=CODE["figures"],
         out_dir=OUT,
     log:
-        f"{OUT}/logs/figures.log",
+        f"{LOGS}/figures.log",
     shell:
         "copyhead phase-map figures --map {input.map:q} --exact {input.exact:q} --prior {input.prior:q}"
         " --out-dir {params.out_dir:q} > {log:q} 2>&1"
@@ -94,7 +97,7 @@ rule phase_map_page:
     params:
         code=CODE["results"],
     log:
-        f"{OUT}/logs/page.log",
+        f"{LOGS}/page.log",
     shell:
         "copyhead phase-map page --map {input.map:q} --exact {input.exact:q} --prior {input.prior:q}"
         " --out {output[0]:q} > {log:q} 2>&1"

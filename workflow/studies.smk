@@ -21,7 +21,7 @@ SPEC_FILE = "config/studies.yaml"
 SPEC = load_spec(SPEC_FILE)
 GROUPS = SPEC.get("groups", {})
 CODE = {c: code_fingerprint(c) for c in CODE_ROOTS}
-STUDY_CONCERNS = ("aggregate", "figures", "one_loop", "results", "theory", "train")  # what a study's products use
+STUDY_CONCERNS = ("aggregate", "figures", "results", "theory", "train")  # what a study's products use
 STUDY_CODE = " ".join(f"{c}={CODE[c]}" for c in STUDY_CONCERNS)
 
 

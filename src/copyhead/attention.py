@@ -13,8 +13,8 @@ Where a new attention variant goes: one entry in :data:`ATTENTIONS` below, with 
 pullback (functions of torch tensors, written with tensor methods: this module imports neither torch nor
 any copyhead module, so the config and the numpy-only theory can import it), and its theory functions (a
 ``copyhead.theory.ranges.FAMILIES`` entry: an action model class of ``copyhead.theory.models`` and its
-grid range; the numpy map with its derivatives for the one-loop correction,
-``copyhead.theory.one_loop.evidence.MAPS``). The config schema (``schemas/config.schema.yaml``) names the
+grid range; for the research package's one-loop correction, the numpy map with its derivatives in
+``research.one_loop.evidence.MAPS``). The config schema (``schemas/config.schema.yaml``) names the
 attention types of the sweep and of ``theory.landscape_P`` too.
 
 This module imports nothing from copyhead (it sits below ``copyhead.config``).

@@ -50,18 +50,24 @@ CODE_ROOTS: dict[str, tuple[str, ...]] = {
     "train": ("run:train_job", "run:train_points"),
     "theory": ("theory.output:write_theory", "theory.same_dataset:sweep_pairs",
                "theory.output:write_same_dataset_theory"),
-    "phase_map": ("theory.phase_map_output:write_map", "theory.phase_map_output:write_exact",
-                  "theory.phase_map_output:write_check"),
-    "one_loop": ("analysis.one_loop_points:read_points", "theory.one_loop.predict_output:write_predictions"),
+    "phase_map": ("theory.phase_map_output:write_map", "theory.phase_map_output:write_exact"),
     "aggregate": ("aggregate:aggregate_runs",),
-    "figures": ("figures:make_figure", "figures.phase_map:write_figures", "figures.one_loop:write",
-                "figures.one_loop:write_dataset", "figures.one_loop:write_remainder"),
-    "results": ("results:write_results", "results:write_pages", "results.phase_map_page:write_page",
-                "results.one_loop_page:write_page"),
+    "figures": ("figures:make_figure", "figures.phase_map:write_figures"),
+    "results": ("results:write_results", "results:write_pages", "results.phase_map_page:write_page"),
     "study_config": ("studies.spec:write_study_config",),
     "studies_tables": ("studies.tables:write_tables",),
     "studies": ("studies.report:write_page",),
 }
+# the research package's products (src/research, read from its source, never imported): the one loop
+# (research.one_loop: its predictions, its figures, its page docs/one_loop.md) and the prior check
+# (research.prior_check: docs/phase_map/prior_check.nc)
+CODE_ROOTS.update({
+    "one_loop": ("research.one_loop.points:read_points", "research.one_loop.predict_output:write_predictions"),
+    "one_loop_figures": ("research.one_loop.figures:write", "research.one_loop.figures:write_dataset",
+                         "research.one_loop.figures:write_remainder"),
+    "one_loop_page": ("research.one_loop.page:write_page",),
+    "prior_check": ("research.prior_check.output:write_check",),
+})
 # research/benchmarks/metastability.py's page: reference chains, umbrella windows (research.umbrella, read
 # from its source, not imported) and the studies' statistics
 CODE_ROOTS["metastability"] = CODE_ROOTS["train"] + CODE_ROOTS["studies_tables"] + ("research.umbrella:mbar",)
@@ -69,7 +75,7 @@ CODE_ROOTS["metastability"] = CODE_ROOTS["train"] + CODE_ROOTS["studies_tables"]
 # product kind (the ``copyhead_kind`` attribute of a netCDF product) -> the concern that makes it
 KIND_CONCERN = {"run": "train", "theory": "theory", "theory_datasets": "theory", "aggregate": "aggregate",
                 "figure": "figures", "phase_map": "phase_map", "phase_map_exact": "phase_map",
-                "prior_check": "phase_map", "one_loop": "one_loop"}
+                "prior_check": "prior_check", "one_loop": "one_loop"}
 
 # modules that cannot change a product's numbers: provenance records and file writing, the scheduler's
 # memory estimate (refuses a point no machine can hold before any compute), the command line and the audit

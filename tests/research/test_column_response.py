@@ -6,8 +6,8 @@ import pytest
 
 from copyhead.config import ActionParams
 from copyhead.theory.action import order_to_coeffs
-from copyhead.theory.one_loop.correction import gaussian_correction, plane_point
-from copyhead.theory.one_loop.dataset import DatasetMoments, transverse_system
+from research.one_loop.correction import gaussian_correction, plane_point
+from research.one_loop.dataset import DatasetMoments, transverse_system
 from copyhead.theory.prior import neg_log_prior_matrix
 from copyhead.theory.same_dataset import run_training_tokens
 

@@ -7,7 +7,7 @@ import torch
 
 from copyhead.config import ActionParams
 from copyhead.task import make_data
-from copyhead.theory.one_loop.blocks import transverse_basis
+from research.one_loop.blocks import transverse_basis
 from copyhead.theory.prior import neg_log_prior_matrix_grad, saddle_correction_grad
 from copyhead.theory.same_dataset import run_training_tokens
 

@@ -35,6 +35,11 @@ from ..tolerances import FIT
 # keys of a JSON product or record that say when and by which code it was made, not what it found
 STAMP_KEYS = frozenset({"created", "code_version", "git_commit", "git_dirty", "package_version", "command", "argv",
                         "code_fingerprint", "code_modules", "wall_time_s", "host", "platform", "accepted"})
+# the package whose ``python -m`` runs a recorded program: copyhead's and the research package's command lines
+PROGRAMS = {"copyhead": "copyhead", "copyhead-research": "research"}
+# copyhead commands that moved to the research package (issue 50): a product recorded as made by
+# ``copyhead one-loop ...`` is made again by ``python -m research one-loop ...``, same arguments
+MOVED_COMMANDS = {"one-loop": "research", "prior-check": "research"}
 _NUM = re.compile(r"(?<![\w.])[-−]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+−]?\d+)?(?![\w])")
 _MAX_SHOWN = 5
 
@@ -142,6 +147,18 @@ def compare_files(old: Path, new: Path, old_record: dict | None = None, new_reco
     return compare_text(old.read_text(errors="replace"), new.read_text(errors="replace"), rel)
 
 
+def command_package(argv: list[str]) -> str | None:
+    """The package whose ``python -m`` makes a recorded command again: its program's (``copyhead``, the
+    ``copyhead-research`` script, or ``<package>/__main__.py`` of ``python -m``), or, for a copyhead command that
+    moved (:data:`MOVED_COMMANDS`), the package it moved to; None for a program of neither."""
+    prog = Path(argv[0])
+    package = PROGRAMS.get(prog.name) or (prog.parent.name if prog.name == "__main__.py"
+                                          and prog.parent.name in PROGRAMS.values() else None)
+    if package == "copyhead" and len(argv) > 1:
+        return MOVED_COMMANDS.get(argv[1], package)
+    return package
+
+
 class Regenerator:
     """Makes products again into one scratch copy of the checkout's docs/ and config/ (so every relative
     input path of a recorded command resolves to the same bytes, and nothing in the checkout is written).
@@ -180,12 +197,12 @@ class Regenerator:
             argv = command.split()
         if not argv:
             return False, "its record names no argv (made before records kept the command's arguments): remake it once"
-        prog = Path(argv[0])
-        if not (prog.name == "copyhead" or (prog.name == "__main__.py" and prog.parent.name == "copyhead")):
+        package = command_package(argv)
+        if package is None:
             return False, f"its record's command is not a copyhead command ({argv[0]} ...)"
         key = tuple(argv)
         if key not in self._done:
-            cmd = [sys.executable, "-m", "copyhead", *argv[1:]]
+            cmd = [sys.executable, "-m", package, *argv[1:]]
             env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(self.root / "src"),
                                                               os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
             try:

@@ -319,7 +319,7 @@ class PublishedAuditor:
 
         - a benchmark page (a measurement of one machine): a warning that says how to measure again;
         - a data product (netCDF, or a table whose record says ``data``: a study's aggregates, the studies'
-          tables, the theory and one-loop files) is a *versioned input*: slow to make, so a warning that names
+          tables, the theory files and the research package's predictions) is a *versioned input*: slow to make, so a warning that names
           the changed modules (``copyhead audit --docs docs --accept`` makes it again and re-stamps it when its
           numbers are equal);
         - a page, table or figure made from committed data is made again now into a scratch copy

@@ -91,8 +91,10 @@ def _job_command(args) -> str:
     return " ".join([f"copyhead {args.cmd}", *(["--out", *map(str, outs)] if outs else [])])
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None = None) -> int:
+    """Run one command: ``parser`` (default :func:`build_parser`; the research package's command line passes
+    its own, :mod:`research.cli`) parses ``argv``; known failures end in one line and exit status 2."""
+    parser = parser or build_parser()
     args = parser.parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _terminate)
     job = None
@@ -103,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except (Terminated, KeyboardInterrupt) as e:
         why = "SIGTERM" if isinstance(e, Terminated) else "Ctrl-C (SIGINT)"
-        print(f"copyhead {args.cmd}: stopped by {why}; {_stopped(args)}", file=sys.stderr)
+        print(f"{parser.prog} {args.cmd}: stopped by {why}; {_stopped(args)}", file=sys.stderr)
         return 143 if isinstance(e, Terminated) else 130
     except BrokenPipeError:     # `copyhead summary ... | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -113,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         known = (cfgmod.ConfigError, DataFileError) + ((agg.AggregateError,) if agg else ())
         if not isinstance(e, known):
             raise
-        print(f"copyhead {args.cmd}: error: {e}", file=sys.stderr)
+        print(f"{parser.prog} {args.cmd}: error: {e}", file=sys.stderr)
         return 2
     finally:
         recovery.release_job(job)

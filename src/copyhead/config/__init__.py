@@ -19,10 +19,10 @@ from .runs import (ModelParams, Recipe, RunConfig, TaskParams, config_diff, conf
                    run_identity, runs,
                    theory_config, validate_run_config)
 from .schema import ATTENTIONS, METHODS, ConfigError, schema, schema_problems, validate
-from .theory import (ActionParams, ExactSettings, FluctuationSettings, LandscapeP, ScalingSettings, TheoryParams,
+from .theory import (ActionParams, ExactSettings, LandscapeP, ScalingSettings, TheoryParams,
                      theory_params)
 
-__all__ = ["ATTENTIONS", "METHODS", "ActionParams", "ConfigError", "ExactSettings", "FluctuationSettings",
+__all__ = ["ATTENTIONS", "METHODS", "ActionParams", "ConfigError", "ExactSettings",
            "LandscapeP", "ModelParams",
            "Recipe", "RunConfig", "ScalingSettings", "TaskParams", "TheoryParams", "_StrictLoader",
            "canonical_json", "config_diff", "config_differences", "config_hash", "load", "load_mapping", "load_yaml",

@@ -75,17 +75,6 @@ class ScalingSettings(_Normalised):
 
 
 @_dc.dataclass(frozen=True)
-class FluctuationSettings(_Normalised):
-    """``theory.fluctuations`` (optional): ``kind`` none (the 2-D theory) or one_loop (the transverse
-    Gaussian correction of docs/theory.md Sec. 13, linear attention) at the P of ``P`` (empty: the
-    exact-average P, else 12 log-spaced P in [P_min, P_max]); with one_loop, ``per_dataset`` adds the
-    per-dataset one loop (Eq. (36)) of every run's training set to the same-dataset theory."""
-    kind: str = "none"
-    P: tuple[float, ...] = _dc.field(default=(), metadata=_P_SET)
-    per_dataset: bool = False
-
-
-@_dc.dataclass(frozen=True)
 class TheoryParams(_Normalised):
     """Everything ``copyhead theory`` depends on, built by :func:`theory_params`."""
     action: ActionParams
@@ -96,7 +85,6 @@ class TheoryParams(_Normalised):
     landscape_P: LandscapeP
     exact: ExactSettings
     scaling: ScalingSettings
-    fluctuations: FluctuationSettings = FluctuationSettings()
 
 
 def _theory_subset_schema() -> dict:
@@ -127,5 +115,4 @@ def theory_params(theory_cfg: dict) -> TheoryParams:
         action=ActionParams(V=t["V"], L=t["L"], prior=th["prior"], **m),
         P_min=th["P_min"], P_max=th["P_max"], n_P=th["n_P"], grid_n=th["grid_n"],
         landscape_P=LandscapeP(**th["landscape_P"]), exact=ExactSettings(**th["exact"]),
-        scaling=ScalingSettings(**th["scaling"]),
-        fluctuations=FluctuationSettings(**th.get("fluctuations", {})))
+        scaling=ScalingSettings(**th["scaling"]))

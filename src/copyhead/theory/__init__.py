@@ -7,12 +7,10 @@ order-parameter grid (``models``), the scan over P with its transitions (``scan`
 ``transitions``), the grid ranges and P grids (``ranges``), transition points vs L, V, d_k (``scaling``),
 the netCDF writer used by ``copyhead theory`` (``output``), the exact action on each run's own
 training set (``same_dataset``; it takes the runs' datasets from ``copyhead.task``, pure numpy), the
-design's reference table (``reference``), the phase map over (L, V, d_k) and the prior at d_k < L
-(``phase_map``, ``prior_check``, ``prior_effect``; their files written by ``phase_map_output``, as the one
-loop's predictions are by ``one_loop.predict_output``: the other modules write no file) and the one-loop
-correction from the transverse directions of the score matrix (the subpackage ``one_loop``, with the map of its modules). It reads no
-measured results: the points the one-loop correction is compared at are read by
-``copyhead.analysis.one_loop_points``, and the pages are written by ``copyhead.results``.
+design's reference table (``reference``) and the phase map over (L, V, d_k) (``phase_map``; its files
+written by ``phase_map_output``: the other modules write no file). It reads no measured results; the pages
+are written by ``copyhead.results``. (What goes beyond the paper, built on these modules, is in the research
+package, src/research: e.g. ``research.one_loop``, ``research.prior_check``; docs/theory.md's module map.)
 Parameters arrive typed, as ``copyhead.config.TheoryParams`` / ``ActionParams``. Every formula names its equation in docs/theory.md as
 "Eq. (n)". No dependence on the training engine: datasets for the exact average are generated here
 (``data``) with numpy.

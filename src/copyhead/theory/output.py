@@ -4,8 +4,8 @@
 configured prior and, cheaply, the other prior; the exact dataset-averaged predictions at the configured
 P; landscapes; the transition table; transition points vs L). ``write_theory`` adds the provenance
 attributes and writes it atomically; it is what ``copyhead theory`` calls. ``write_same_dataset_theory``
-does the same for the same-dataset theory (``copyhead.theory.same_dataset``, with the per-dataset one loop
-where the config asks for it); it is what ``copyhead theory-datasets`` calls.
+does the same for the same-dataset theory (``copyhead.theory.same_dataset``); it is what ``copyhead
+theory-datasets`` calls.
 """
 from __future__ import annotations
 
@@ -20,13 +20,10 @@ from copyhead.config import TheoryParams, theory_params
 from copyhead.provenance import provenance_attrs, write_dataset
 
 from .action import ExactAverage
-from .one_loop.curve import one_loop_curve
-from .one_loop.dataset import per_dataset_one_loop
-from .one_loop.posterior import PARAMS, SETTINGS, SOFTMAX_LABEL, SOFTMAX_PARAMS, VARIANT_LABEL
 from .prior import PRIORS
 from .ranges import auto_landscape_P, exact_P_grid, family, make_model, theory_grid
 from .scaling import scaling
-from .same_dataset import per_dataset_one_loop_asked, same_dataset_theory
+from .same_dataset import same_dataset_theory
 from .scan import analyse, landscape, scan
 from .transitions import TRANSITION_KEYS
 
@@ -194,7 +191,6 @@ def compute_theory(th: TheoryParams, attention: str, log=print) -> xr.Dataset:
                                     "nested in P (copyhead.theory.data)"})
         log(f"theory {attention}: exact average done in {time.perf_counter() - t1:.1f} s")
 
-    ds, attrs = _fluctuation_vars(ds, attrs, th, attention, P_exact, log)
     t2 = time.perf_counter()
     for name, unit in (("L", "1"), ("V", "1"), ("d_k", "1")):   # V, d_k: optional keys (docs Sec. 6)
         vals = getattr(th.scaling, name)
@@ -214,45 +210,6 @@ def compute_theory(th: TheoryParams, attention: str, log=print) -> xr.Dataset:
     return ds
 
 
-def _fluctuation_vars(ds, attrs, th: TheoryParams, attention, P_exact, log):
-    """``theory.fluctuations``: with kind one_loop, the closed-form posterior means without and with the
-    one-loop correction on their own P grid (docs/theory.md Sec. 13; linear ĉ1, ĉG with Eq. (32), softmax âG
-    with Eqs. (32) and (35); copyhead.theory.one_loop.curve.one_loop_curve)."""
-    fl = th.fluctuations
-    attrs["fluctuations"] = fl.kind
-    if fl.kind == "none":
-        return ds, attrs
-    t = time.perf_counter()
-    linear = attention == "linear"
-    Pf = list(fl.P) or list(P_exact) or list(np.geomspace(th.P_min, th.P_max, 12))
-    r = one_loop_curve(th.action, Pf, log=log, attention=attention)
-    ds = ds.assign_coords(P_one_loop=("P_one_loop", r["P"], {"long_name": "P of the one-loop curves", "units": SEQ}))
-    labels = VARIANT_LABEL if linear else SOFTMAX_LABEL
-    names = {"c1": "ĉ1", "cG": "ĉG", "aG": "âG = mP/L"}
-    for prm in (PARAMS if linear else SOFTMAX_PARAMS):
-        for v in ("none", "one_loop"):
-            ds[f"{prm}_mean_{v}"] = ("P_one_loop", r[f"{prm}_{v}"], {
-                "long_name": f"{names[prm]} posterior mean, {labels[v]}" + ("; NaN: flagged" if v != "none" else ""),
-                "units": "1"})
-    ds["one_loop_soft_weight"] = ("P_one_loop", r["soft_weight"], {
-        "long_name": "share of the one-loop posterior weight on near-critical transverse modes", "units": "1"})
-    ds["one_loop_unstable_weight"] = ("P_one_loop", r["unstable_weight"], {
-        "long_name": "share of the uncorrected posterior weight next to points where Eq. (33) fails", "units": "1"})
-    ds["one_loop_flagged"] = ("P_one_loop", r["flagged"].astype(np.int8), {
-        "long_name": f"1: no one-loop prediction (soft-mode weight above {SETTINGS['flag']})", "units": "1"})
-    attrs.update({f"one_loop_setting_{k}": v for k, v in SETTINGS.items()})
-    if linear:
-        attrs.update(P_crossover_one_loop=r["P_crossover"], P_crossover_one_loop_note=r["P_crossover_note"])
-    else:
-        for v in ("none", "one_loop"):
-            ds[f"beta_min_{v}"] = ("P_one_loop", r[f"beta_{v}"], {
-                "long_name": f"global minimum β of the {'corrected ' if v != 'none' else ''}action", "units": "1"})
-        attrs.update(P_jump_one_loop=list(r["P_jump_one_loop"]), P_jump_none_on_one_loop_grid=list(r["P_jump_none"]),
-                     P_jump_one_loop_note=r["P_jump_note"])
-    log(f"theory {attention}: one-loop curves at {len(Pf)} P done in {time.perf_counter() - t:.1f} s")
-    return ds, attrs
-
-
 def write_theory(theory_cfg: dict, attention: str, out: pathlib.Path) -> xr.Dataset:
     """Compute the theory for one attention type and write it atomically with provenance attributes
     (``theory_cfg``: ``config.theory_config(cfg)``, recorded as the product's config)."""
@@ -270,8 +227,7 @@ def write_same_dataset_theory(th_cfg: dict, attention: str, pairs: list[tuple[in
     with provenance attributes (kind ``theory_datasets``) to ``out``
     (results/theory/{attention}_datasets.nc). ``th_cfg``: ``config.theory_config(cfg)``."""
     th = theory_params(th_cfg)
-    one_loop = per_dataset_one_loop if per_dataset_one_loop_asked(th) else None
-    ds = same_dataset_theory(th, attention, pairs, extend=one_loop)
+    ds = same_dataset_theory(th, attention, pairs)
     effective = dict(th_cfg, same_dataset={"attention": attention, "pairs": json.loads(ds.attrs["pairs_json"])})
     ds.attrs.update(provenance_attrs(
         "theory_datasets", effective,

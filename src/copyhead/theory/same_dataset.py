@@ -112,12 +112,6 @@ def dataset_predictions(model, P_list: Iterable[int]) -> tuple[list[dict], int]:
     return out, sc["boundary_hits"]
 
 
-def per_dataset_one_loop_asked(th: TheoryParams) -> bool:
-    """Whether the config asks for the per-dataset one loop on the runs' own training sets
-    (``theory.fluctuations: {kind: one_loop, per_dataset: true}``)."""
-    return th.fluctuations.kind == "one_loop" and bool(th.fluctuations.per_dataset)
-
-
 def same_dataset_theory(th: TheoryParams, attention: str, pairs: Iterable[tuple[int, int]],
                         tokens: Tokens = run_training_tokens, ranges=None, log=print,
                         extend: Extension | None = None) -> xr.Dataset:
@@ -130,14 +124,10 @@ def same_dataset_theory(th: TheoryParams, attention: str, pairs: Iterable[tuple[
     at a larger P where a pair's P exceeds the theory's P_max and exact P).
 
     ``extend(ds, p, attention, pairs, tokens, log)`` adds variables computed on the same datasets before the
-    attributes are set: ``theory.fluctuations: {kind: one_loop, per_dataset: true}`` needs the per-dataset one
-    loop there (``copyhead.theory.one_loop.dataset.per_dataset_one_loop``, which the writer
-    ``copyhead.theory.output.write_same_dataset_theory`` passes); without it that option is a ValueError.
+    attributes are set (the pipeline passes none; a study beyond the paper may, e.g. the research package's
+    per-dataset corrections).
     """
     family(attention)                # ValueError for a name that is not an attention variant
-    if per_dataset_one_loop_asked(th) and extend is None:
-        raise ValueError("theory.fluctuations asks for the per-dataset one loop: pass extend="
-                         "copyhead.theory.one_loop.dataset.per_dataset_one_loop")
     t0 = time.perf_counter()
     pairs = sorted({(int(P), int(s)) for P, s in pairs})
     if not pairs:

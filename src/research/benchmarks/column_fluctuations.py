@@ -28,9 +28,9 @@ from copyhead.config import ActionParams
 from copyhead.studies.spec import action_params
 from copyhead.task import make_data
 from copyhead.theory.action import order_to_coeffs
-from copyhead.theory.one_loop.correction import gaussian_correction, plane_point
-from copyhead.theory.one_loop.dataset import DatasetMoments, dataset_means, transverse_system
-from copyhead.theory.one_loop.pooling import PoolingSector, column_basis
+from research.one_loop.correction import gaussian_correction, plane_point
+from research.one_loop.dataset import DatasetMoments, dataset_means, transverse_system
+from research.one_loop.pooling import PoolingSector, column_basis
 from copyhead.theory.same_dataset import run_training_tokens
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))   # benchmarks/common.py

@@ -31,11 +31,11 @@ from copyhead.config import ActionParams
 from copyhead.studies.spec import action_params
 from copyhead.task import make_data
 from copyhead.theory.action import order_to_coeffs
-from copyhead.theory.one_loop.blocks import transverse_basis
-from copyhead.theory.one_loop.correction import column_share, gaussian_correction, plane_point
-from copyhead.theory.one_loop.dataset import DatasetMoments, transverse_system
-from copyhead.theory.one_loop.evidence import DatasetEvidence
-from copyhead.theory.one_loop.pooling import column_basis
+from research.one_loop.blocks import transverse_basis
+from research.one_loop.correction import column_share, gaussian_correction, plane_point
+from research.one_loop.dataset import DatasetMoments, transverse_system
+from research.one_loop.evidence import DatasetEvidence
+from research.one_loop.pooling import column_basis
 from copyhead.theory.prior import neg_log_prior_matrix, neg_log_prior_matrix_grad
 from copyhead.theory.same_dataset import run_training_tokens
 

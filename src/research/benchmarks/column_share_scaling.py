@@ -34,9 +34,9 @@ from copyhead.analysis.fits import fit_inverse_dk
 from copyhead.studies.spec import action_params, load_spec, reference_transitions, study_config
 from copyhead.task import make_data
 from copyhead.theory.action import order_to_coeffs
-from copyhead.theory.one_loop.correction import column_share, plane_point
-from copyhead.theory.one_loop.dataset import DatasetMoments, transverse_moments, transverse_system
-from copyhead.theory.one_loop.pooling import PoolingSector
+from research.one_loop.correction import column_share, plane_point
+from research.one_loop.dataset import DatasetMoments, transverse_moments, transverse_system
+from research.one_loop.pooling import PoolingSector
 from copyhead.theory.same_dataset import run_training_tokens
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))   # benchmarks/common.py

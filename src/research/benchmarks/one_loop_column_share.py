@@ -3,7 +3,7 @@
 
 One training set breaks the permutation symmetry, so its posterior mean attention Ā has a part off the plane
 span{I, J} of the 2-D theory. At Gaussian order in the transverse directions that part is the mean of the
-transverse Gaussian of Eq. (31), x̄ = −(H⊥ + d_k H_I⊥)⁻¹ g⊥ (copyhead.theory.one_loop.dataset.transverse_mean,
+transverse Gaussian of Eq. (31), x̄ = −(H⊥ + d_k H_I⊥)⁻¹ g⊥ (research.one_loop.dataset.transverse_mean,
 taken at the run's per-dataset corrected mean (ĉ1, ĉG); A = M/L). This script compares, per (P, seed) of a
 pipeline run's linear HMC chains (the reference posterior: prior- and copy-started chains on the same
 training set), the measured off-plane part D = Ā − ΠĀ with x̄/L: the cosine between them, their norms, and the
@@ -28,9 +28,9 @@ from copyhead import order_params as op
 from copyhead.config import ActionParams, load_yaml
 from copyhead.provenance import read_dataset
 from copyhead.theory.action import order_to_coeffs
-from copyhead.theory.one_loop.correction import column_share, plane_point
-from copyhead.theory.one_loop.dataset import DatasetMoments, dataset_means, transverse_moments, transverse_system
-from copyhead.theory.one_loop.pooling import PoolingSector
+from research.one_loop.correction import column_share, plane_point
+from research.one_loop.dataset import DatasetMoments, dataset_means, transverse_moments, transverse_system
+from research.one_loop.pooling import PoolingSector
 from copyhead.theory.same_dataset import run_training_tokens
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))   # benchmarks/common.py

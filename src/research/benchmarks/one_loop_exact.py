@@ -5,7 +5,7 @@ At L = V = 4 (σ² = 0.1, large-deviation prior, g = 1) the full posterior over 
 project's reference sampler (copyhead.hmc.HMC on copyhead.collapsed.CollapsedPosterior, the readout integrated
 out exactly; 4 prior-started chains per training set) and its posterior means of ĉ1, ĉG (sign gauge c1 ≥ 0)
 are compared, per training set, with the same-dataset 2-D theory (uncorrected) and with the per-dataset one
-loop (copyhead.theory.one_loop.dataset.dataset_posterior_means). Errors: the Monte Carlo standard error of the
+loop (research.one_loop.dataset.dataset_posterior_means). Errors: the Monte Carlo standard error of the
 pooled chains (copyhead.analysis.convergence.mcse_mean). What it shows: whether the one-loop shift moves the
 2-D theory towards the exact posterior as d_k grows (the expansion parameter is L²/d_k-sized transverse
 fluctuations against the plane's O(d_k) curvature).
@@ -27,7 +27,7 @@ from copyhead import order_params as op
 from copyhead.analysis.convergence import ess_bulk, mcse_mean, split_rhat
 from copyhead.config import ActionParams
 from copyhead.task import make_data
-from copyhead.theory.one_loop.dataset import dataset_posterior_means
+from research.one_loop.dataset import dataset_posterior_means
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))   # benchmarks/common.py
 from common import collapsed_attention_samples, stamp, write_benchmark_page  # noqa: E402
@@ -94,8 +94,8 @@ def markdown(rows, seconds) -> str:
              f"{ITERS} iterations, {BURN} warm-up, {N_LEAPFROG} leapfrog steps), σ² = {SIGMA2}, large-deviation "
              "prior, g = 1; ± is the Monte Carlo standard error of the pooled chains. Theory, per training set: "
              "the same-dataset 2-D posterior mean (uncorrected) and the per-dataset one loop "
-             "(`copyhead.theory.one_loop.dataset`, 9² sub-grid), and the pooling sector (Eq. (37): the column modes "
-             "integrated beyond Gaussian order, the rest as in the one loop; `copyhead.theory.one_loop.pooling`). "
+             "(`research.one_loop.dataset`, 9² sub-grid), and the pooling sector (Eq. (37): the column modes "
+             "integrated beyond Gaussian order, the rest as in the one loop; `research.one_loop.pooling`). "
              "z = (exact − theory)/MCSE.", "",
              "## Answer", ""]
     lines += ["Per (d_k, P), over both order parameters and both training sets; soft: the largest share of the "

@@ -1,5 +1,5 @@
 """Timing of the one-loop posterior means at the finite-size study's points. The computation lives in
-copyhead.theory.one_loop (the points: copyhead.analysis.one_loop_points) and is rendered by workflow/one_loop.smk
+research.one_loop (the points: research.one_loop.points) and is rendered by workflow/one_loop.smk
 (docs/one_loop.md); this script only times posterior_means per point and prints the predicted shift next to
 the measured gap.
 
@@ -12,9 +12,9 @@ import json
 import pathlib
 import time
 
-from copyhead.analysis.one_loop_points import study_points
+from research.one_loop.points import study_points
 from copyhead.config import load_yaml
-from copyhead.theory.one_loop import posterior as lp
+from research.one_loop import posterior as lp
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]   # the checkout
 

@@ -16,9 +16,9 @@ import numpy as np
 
 from copyhead.config import ActionParams
 from copyhead.theory.action import order_to_coeffs
-from copyhead.theory.one_loop.correction import ek_blocks, grad_term_blocks, one_loop
-from copyhead.theory.one_loop.evidence import evidence_dataset, evidence_ek, grad_hessian
-from copyhead.theory.one_loop.prior import prior_rate_hessian
+from research.one_loop.correction import ek_blocks, grad_term_blocks, one_loop
+from research.one_loop.evidence import evidence_dataset, evidence_ek, grad_hessian
+from research.one_loop.prior import prior_rate_hessian
 from copyhead.theory.same_dataset import run_training_tokens
 
 POINTS = ((0.1, 0.3), (0.05, 0.3), (0.02, 0.3), (0.1, 0.5), (0.2, 0.5))

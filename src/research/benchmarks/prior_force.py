@@ -34,10 +34,10 @@ from copyhead import order_params as op
 from copyhead.studies.spec import action_params, reference_transitions
 from copyhead.task import make_data
 from copyhead.theory.action import order_to_coeffs
-from copyhead.theory.one_loop.correction import gaussian_correction, plane_point
-from copyhead.theory.one_loop.dataset import DatasetMoments, transverse_system
-from copyhead.theory.one_loop.evidence import DatasetEvidence
-from copyhead.theory.one_loop.pooling import column_basis
+from research.one_loop.correction import gaussian_correction, plane_point
+from research.one_loop.dataset import DatasetMoments, transverse_system
+from research.one_loop.evidence import DatasetEvidence
+from research.one_loop.pooling import column_basis
 from copyhead.theory.prior import neg_log_prior_matrix_grad, saddle_correction_grad
 from copyhead.theory.same_dataset import run_training_tokens
 
