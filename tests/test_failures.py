@@ -302,7 +302,8 @@ def test_every_path_in_every_rule_is_quoted():
     assert not bad, bad
 
 
-@pytest.mark.parametrize("smk", ["workflow/phase_map.smk", "workflow/one_loop.smk", "workflow/studies.smk"])
+@pytest.mark.parametrize("smk", ["workflow/phase_map.smk", "workflow/prior_check.smk", "workflow/one_loop.smk",
+                                 "workflow/studies.smk"])
 def test_every_side_workflow_parses(smk):
     r = subprocess.run([sys.executable, "-m", "snakemake", "-s", smk, "-n", "--cores", "1"], cwd=ROOT,
                        capture_output=True, text=True, timeout=300)

@@ -46,14 +46,15 @@ def test_no_workflow_file_calls_a_module_directly():
 
 def test_phase_map_figures_and_page_get_provenance_records(tmp_path, figure_sidecar):
     d = ROOT / "docs/phase_map"
-    m, e, p = (str(d / f) for f in ("map.nc", "exact.nc", "prior_check.nc"))
-    assert main(["phase-map", "figures", "--map", m, "--exact", e, "--prior", p, "--out-dir", str(tmp_path)]) == 0
+    m, e = (str(d / f) for f in ("map.nc", "exact.nc"))
+    assert main(["phase-map", "figures", "--map", m, "--exact", e, "--out-dir", str(tmp_path)]) == 0
     figure_sidecar(tmp_path / "fig_phase_map.png", {"map": m, "exact": e})
-    figure_sidecar(tmp_path / "fig_prior_check.png", {"prior": p})
+    assert not (tmp_path / "fig_prior_check.png").exists()        # the research package's (docs/prior_check.md)
     page = tmp_path / "phase_map.md"
-    assert main(["phase-map", "page", "--map", m, "--exact", e, "--prior", p, "--out", str(page)]) == 0
+    assert main(["phase-map", "page", "--map", m, "--exact", e, "--out", str(page)]) == 0
     rec = json.loads(sidecar_path(page).read_text())
-    assert rec["kind"] == "page" and rec["concern"] == "results" and set(rec["inputs"]) == {"map", "exact", "prior"}
+    assert rec["kind"] == "page" and rec["concern"] == "results" and set(rec["inputs"]) == {"map", "exact"}
+    assert "[prior_check.md](prior_check.md)" in page.read_text()
     assert rec["outputs"]["phase_map.md"]["sha256"] == sha256_file(page)
     assert rec["inputs"]["map"]["kind"] == "phase_map"
     assert page.read_text().startswith("# Phase map: where softmax attention copies first\n")

@@ -16,8 +16,9 @@
 #   docs/studies*/studies.json                         the studies' tables (workflow/studies.smk)
 #   docs/studies/studies.json (+ config/studies.yaml, the studies' base config) for the one-loop page
 # Everything else here is made by a rule below from those and the configs: the results page (rules
-# docs_*), the phase map (workflow/phase_map.smk), the one-loop comparison (workflow/one_loop.smk) and
-# the studies pages (workflow/studies.smk, docs_studies), the last three used as modules.
+# docs_*), the phase map (workflow/phase_map.smk), the research package's prior check (workflow/prior_check.smk)
+# and one-loop comparison (workflow/one_loop.smk), and the studies pages (workflow/studies.smk, docs_studies),
+# the last four used as modules.
 import json
 import shlex
 from pathlib import Path
@@ -58,6 +59,14 @@ module phase_map:
 use rule * from phase_map as phase_map_*
 
 
+module prior_check:
+    snakefile:
+        "prior_check.smk"
+
+
+use rule * from prior_check as prior_check_*
+
+
 module one_loop:
     snakefile:
         "one_loop.smk"
@@ -79,6 +88,7 @@ rule docs:
     input:
         RESULTS_TARGETS,
         rules.phase_map_all.input,
+        rules.prior_check_all.input,
         rules.one_loop_all.input,
         rules.studies_docs_studies.input,
 

@@ -1,20 +1,19 @@
-# The phase map and the prior check, from the repository root:
+# The phase map, from the repository root:
 #     snakemake -s workflow/phase_map.smk --cores 1
 # renders docs/phase_map.md and its figures from docs/phase_map/*.nc (docs/theory.md, Sec. 12).
 # Thin rules, each one command: `copyhead phase-map map|exact|figures|page` (the work is in
-# copyhead.theory.phase_map, copyhead.figures.phase_map and copyhead.results.phase_map_page) and the research
-# package's `python -m research prior-check` (research.prior_check: the prior checked by sampling, research
-# beside the paper's closed-form map). Every product records its provenance (the netCDF files in their
-# attributes, each figure and the page in a <name>.provenance.json beside it). Each rule's params carry the
-# code fingerprint of what makes its product (copyhead.provenance.code_fingerprint: phase_map for the map
-# and its exact slice, prior_check for the prior check, figures and results for the figures and the page),
-# so an edit of that code reruns exactly those rules. Logs and benchmark tables go to logs/phase_map/
-# (git-ignored).
+# copyhead.theory.phase_map, copyhead.figures.phase_map and copyhead.results.phase_map_page). The prior at
+# d_k < L checked by sampling is the research package's, with its own page: workflow/prior_check.smk. Every
+# product records its provenance (the netCDF files in their attributes, the figure and the page in a
+# <name>.provenance.json beside them). Each rule's params carry the code fingerprint of what makes its
+# product (copyhead.provenance.code_fingerprint: phase_map for the map and its exact slice, figures and
+# results for the figure and the page), so an edit of that code reruns exactly those rules. Logs and
+# benchmark tables go to logs/phase_map/ (git-ignored).
 from copyhead.provenance import code_fingerprint
 
 OUT = "docs/phase_map"
 LOGS = "logs/phase_map"
-CODE = {concern: code_fingerprint(concern) for concern in ("phase_map", "prior_check", "figures", "results")}
+CODE = {concern: code_fingerprint(concern) for concern in ("phase_map", "figures", "results")}
 
 
 rule all:
@@ -22,7 +21,6 @@ rule all:
     input:
         "docs/phase_map.md",
         f"{OUT}/fig_phase_map.png",
-        f"{OUT}/fig_prior_check.png",
 
 
 rule phase_map:
@@ -53,36 +51,20 @@ rule phase_map_exact:
         "OMP_NUM_THREADS=1 copyhead phase-map exact --map {input:q} --out {output:q} > {log:q} 2>&1"
 
 
-rule prior_check:
-    output:
-        f"{OUT}/prior_check.nc",
-    params:
-        code=CODE["prior_check"],
-    log:
-        f"{LOGS}/prior_check.log",
-    benchmark:
-        f"{LOGS}/prior_check.bench.tsv"
-    shell:
-        "OMP_NUM_THREADS=1 python -m research prior-check --out {output:q} > {log:q} 2>&1"
-
-
 rule phase_map_figures:
     input:
         map=f"{OUT}/map.nc",
         exact=f"{OUT}/exact.nc",
-        prior=f"{OUT}/prior_check.nc",
     output:
         f"{OUT}/fig_phase_map.png",
         f"{OUT}/fig_phase_map.provenance.json",
-        f"{OUT}/fig_prior_check.png",
-        f"{OUT}/fig_prior_check.provenance.json",
     params:
         code=CODE["figures"],
         out_dir=OUT,
     log:
         f"{LOGS}/figures.log",
     shell:
-        "copyhead phase-map figures --map {input.map:q} --exact {input.exact:q} --prior {input.prior:q}"
+        "copyhead phase-map figures --map {input.map:q} --exact {input.exact:q}"
         " --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
@@ -90,7 +72,6 @@ rule phase_map_page:
     input:
         map=f"{OUT}/map.nc",
         exact=f"{OUT}/exact.nc",
-        prior=f"{OUT}/prior_check.nc",
     output:
         "docs/phase_map.md",
         "docs/phase_map.md.provenance.json",
@@ -99,5 +80,5 @@ rule phase_map_page:
     log:
         f"{LOGS}/page.log",
     shell:
-        "copyhead phase-map page --map {input.map:q} --exact {input.exact:q} --prior {input.prior:q}"
+        "copyhead phase-map page --map {input.map:q} --exact {input.exact:q}"
         " --out {output[0]:q} > {log:q} 2>&1"

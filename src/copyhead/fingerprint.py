@@ -60,13 +60,14 @@ CODE_ROOTS: dict[str, tuple[str, ...]] = {
 }
 # the research package's products (src/research, read from its source, never imported): the one loop
 # (research.one_loop: its predictions, its figures, its page docs/one_loop.md) and the prior check
-# (research.prior_check: docs/phase_map/prior_check.nc)
+# (research.prior_check: docs/prior_check/prior_check.nc, its figure and its page docs/prior_check.md)
 CODE_ROOTS.update({
     "one_loop": ("research.one_loop.points:read_points", "research.one_loop.predict_output:write_predictions"),
     "one_loop_figures": ("research.one_loop.figures:write", "research.one_loop.figures:write_dataset",
                          "research.one_loop.figures:write_remainder"),
     "one_loop_page": ("research.one_loop.page:write_page",),
     "prior_check": ("research.prior_check.output:write_check",),
+    "prior_check_page": ("research.prior_check.figure:write", "research.prior_check.page:write_page"),
 })
 # research/benchmarks/metastability.py's page: reference chains, umbrella windows (research.umbrella, read
 # from its source, not imported) and the studies' statistics

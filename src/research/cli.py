@@ -4,8 +4,9 @@ status 2, outputs checked before any compute):
 
 - ``one-loop predict|figure|dataset-figure|remainder-figure|page``: the one-loop correction against the
   measured finite-size gaps (:mod:`research.one_loop`; workflow/one_loop.smk; docs/one_loop.md);
-- ``prior-check``: the prior of the order parameters checked by sampling Q, K and its effect on the
-  transitions (:mod:`research.prior_check`; workflow/phase_map.smk; docs/phase_map/prior_check.nc).
+- ``prior-check``, ``prior-check-figure``, ``prior-check-page``: the prior of the order parameters checked by
+  sampling Q, K and its effect on the transitions (:mod:`research.prior_check`; workflow/prior_check.smk;
+  docs/prior_check.md).
 
 Each command imports the package function it calls when it runs, as copyhead's commands do.
 """
@@ -22,6 +23,18 @@ ONE_LOOP_STUDIES = ("finite_size", "finite_L", "converged")
 def _cmd_prior_check(a) -> int:
     from .prior_check.output import write_check
     write_check(a.out)
+    return 0
+
+
+def _cmd_prior_check_figure(a) -> int:
+    from .prior_check.figure import write
+    write(a.prior, a.out)
+    return 0
+
+
+def _cmd_prior_check_page(a) -> int:
+    from .prior_check.page import write_page
+    write_page(a.prior, a.out)
     return 0
 
 
@@ -56,9 +69,17 @@ def _cmd_one_loop(a) -> int:
 
 def register(sub) -> None:
     pc = sub.add_parser("prior-check", help="the prior of the order parameters at d_k < L checked by sampling, and "
-                                            "its effect on the transitions -> netCDF (docs/phase_map/prior_check.nc)")
+                                            "its effect on the transitions -> netCDF (docs/prior_check/prior_check.nc)")
     pc.add_argument("--out", required=True, help="output .nc")
     pc.set_defaults(func=_cmd_prior_check)
+    for name, func, what in (("prior-check-figure", _cmd_prior_check_figure, "fig_prior_check.png with its provenance "
+                              "sidecar (docs/prior_check/)"),
+                             ("prior-check-page", _cmd_prior_check_page, "the Markdown page docs/prior_check.md with "
+                              "its provenance record")):
+        s = sub.add_parser(name, help=f"{what}, from the prior check (prior-check; workflow/prior_check.smk)")
+        s.add_argument("--prior", required=True, help="the prior check (docs/prior_check/prior_check.nc)")
+        s.add_argument("--out", required=True, help="output .png" if "figure" in name else "output .md")
+        s.set_defaults(func=func)
 
     ol = sub.add_parser("one-loop", help="the one-loop correction against the measured finite-size gaps: "
                                          "predictions, figure, page (workflow/one_loop.smk; docs/one_loop.md)")

@@ -1,16 +1,46 @@
-"""The prior check (research.prior_check; docs/theory.md Sec. 12.3): the sampled projection density of
-QᵀK/d_k against the exact variance-gamma density and the large-deviation rate, at d_k below and above L, and
-the rank bound on the copy fraction. (Moved out of tests/test_phase_map.py with the code, issue 50.)"""
+"""The prior check (research.prior_check; docs/theory.md Sec. 12.3; docs/prior_check.md): the sampled projection
+density of QᵀK/d_k against the exact variance-gamma density and the large-deviation rate, at d_k below and above
+L, and the rank bound on the copy fraction (moved out of tests/test_phase_map.py with the code, issue 50); its
+workflow (workflow/prior_check.smk) and its figure and page with their provenance records."""
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.special import kve
 
+from copyhead import provenance as prov
+from copyhead.provenance import sha256_file, sidecar_path
+from research.cli import main
 from research.prior_check.sampling import coverage, log_vg, project, projection_density, rank_samples, rates, tilt
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # tests of the research package (src/research/prior_check): -m research
 pytestmark = pytest.mark.research
+
+
+def test_every_prior_check_rule_runs_one_research_command_with_its_code_fingerprint(research_rules):
+    found = research_rules("workflow/prior_check.smk", "prior-check", ("prior_check", "prior_check_page"))
+    assert set(found) == {"all", "prior_check", "prior_check_figure", "prior_check_page"}
+    phase_map = (ROOT / "workflow/phase_map.smk").read_text()
+    assert "prior_check.nc" not in phase_map and "fig_prior_check" not in phase_map and "--prior" not in phase_map
+
+
+def test_the_prior_check_figure_and_page_record_their_research_concern(tmp_path, figure_sidecar):
+    prior = str(ROOT / "docs/prior_check/prior_check.nc")
+    png, page = tmp_path / "fig_prior_check.png", tmp_path / "prior_check.md"
+    assert main(["prior-check-figure", "--prior", prior, "--out", str(png)]) == 0
+    figure_sidecar(png, {"prior": prior}, concern="prior_check_page")
+    assert main(["prior-check-page", "--prior", prior, "--out", str(page)]) == 0
+    rec = json.loads(sidecar_path(page).read_text())
+    assert rec["concern"] == "prior_check_page" and rec["code_fingerprint"] == prov.code_fingerprint("prior_check_page")
+    assert {r: v["sha256"] for r, v in rec["inputs"].items()} == {"prior": sha256_file(prior)}
+    text = page.read_text()
+    assert text.startswith("# The prior when d_k < L, checked by sampling\n")
+    assert "(prior_check/fig_prior_check.png)" in text and "[phase_map.md](phase_map.md)" in text
 
 
 def test_log_vg_is_the_density_of_a_sum_of_products():

@@ -17,10 +17,10 @@ def _cmd_phase_map(a) -> int:
         write_exact(a.map, a.out)
     elif a.what == "figures":
         from ..figures.phase_map import write_figures
-        write_figures(a.map, a.exact, a.prior, a.out_dir)
+        write_figures(a.map, a.exact, a.out_dir)
     else:
         from ..results.phase_map_page import write_page
-        write_page(a.map, a.exact, a.prior, a.out)
+        write_page(a.map, a.exact, a.out)
     return 0
 
 
@@ -41,13 +41,12 @@ def register(sub) -> None:
     s = ps.add_parser("exact", help="the exact dataset average on the V = 16 slice of the map -> netCDF")
     s.add_argument("--map", required=True, help="the closed-form map (phase-map map)")
     s.add_argument("--out", required=True, help="output .nc (docs/phase_map/exact.nc)")
-    s = ps.add_parser("figures", help="fig_phase_map.png and fig_prior_check.png with provenance sidecars")
+    s = ps.add_parser("figures", help="fig_phase_map.png with its provenance sidecar")
     s.add_argument("--map", required=True, help="the closed-form map")
     s.add_argument("--exact", required=True, help="the exact slice")
-    s.add_argument("--prior", help="the prior check (prior-check); without it, no fig_prior_check.png")
     s.add_argument("--out-dir", required=True, help="output folder (docs/phase_map)")
     s = ps.add_parser("page", help="the Markdown page (docs/phase_map.md) with its provenance record")
-    for k, h in (("map", "the closed-form map"), ("exact", "the exact slice"), ("prior", "the prior check")):
+    for k, h in (("map", "the closed-form map"), ("exact", "the exact slice")):
         s.add_argument(f"--{k}", required=True, help=h)
     s.add_argument("--out", required=True, help="output .md (docs/phase_map.md)")
     pm.set_defaults(func=_cmd_phase_map)

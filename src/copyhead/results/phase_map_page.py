@@ -1,7 +1,7 @@
-"""docs/phase_map.md, generated from the phase-map and prior-check netCDF files (copyhead.theory.phase_map,
-copyhead.theory.prior_effect; docs/theory.md, Sec. 12).
+"""docs/phase_map.md, generated from the phase-map netCDF files (copyhead.theory.phase_map; docs/theory.md,
+Sec. 12). The prior check at d_k < L has its own page, docs/prior_check.md (research.prior_check.page).
 
-``copyhead phase-map page --map M.nc --exact E.nc --prior C.nc --out docs/phase_map.md`` (:func:`write_page`,
+``copyhead phase-map page --map M.nc --exact E.nc --out docs/phase_map.md`` (:func:`write_page`,
 with its provenance record docs/phase_map.md.provenance.json). Every number on the page is read from those
 files here; none is typed.
 """
@@ -134,47 +134,7 @@ def exact_slice(ex):
     return out
 
 
-def prior_section(pc):
-    L = int(pc.attrs["L"])
-    dks = [int(d) for d in pc["d_k"].values]
-    err = pc["rate_large_deviation"] - pc["rate_mc"]
-    rel = np.abs(err) / pc["rate_mc"].where(pc["rate_mc"] > 1)
-    out = [f"L = V = {L}, σ² = {g(float(pc.attrs['sigma2']))}, g_Q = g_K = 1; −ln p of the projection "
-           "(x, mP) relative to the origin, along the copy line m1 = 0 (x = mP = t) and the pooling line "
-           f"mP = 0 (x = t), t = {', '.join(g(x) for x in pc['t'].values)} (the region the transitions use: "
-           "softmax β ≲ 3, linear plateau x ≈ 2.6, mP ≈ 2.1).", "",
-           "| d_k | max \\|LD − sampled\\| copy line (nats) | relative | pooling line (nats) | relative | "
-           "max \\|exact − sampled\\| | max \\|Gaussian − sampled\\| copy line | KL(exact‖LD) | KL(exact‖Gauss.) |",
-           "|---|---|---|---|---|---|---|---|---|"]
-    for dk in dks:
-        e, rr = err.sel(d_k=dk), rel.sel(d_k=dk)
-        ee = np.abs(pc["rate_exact"] - pc["rate_mc"]).sel(d_k=dk).max()
-        eg = np.abs(pc["rate_gaussian"] - pc["rate_mc"]).sel(d_k=dk, line="copy").max()
-        out.append(f"| {dk}{' < L' if dk < L else ''} | {g(float(np.abs(e.sel(line='copy')).max()), 2)} | "
-                   f"{g(100 * float(rr.sel(line='copy').max()), 2)} % | {g(float(np.abs(e.sel(line='pool')).max()), 2)} | "
-                   f"{g(100 * float(rr.sel(line='pool').max()), 2)} % | {g(float(ee), 2)} | {g(float(eg), 3)} | "
-                   f"{g(float(pc['KL_large_deviation'].sel(d_k=dk)), 2)} | {g(float(pc['KL_gaussian'].sel(d_k=dk)), 2)} |")
-    se = float(pc["rate_mc_se"].max())
-    out += ["", f"(Sampling standard error ≤ {g(se, 2)} nats per point.)", "",
-            "Transitions at the same L, V with the large-deviation rate (LD) and with the exact projection "
-            "density as the prior, and the copy fraction cG²/(c1² + cG²) of the predicted linear copy state "
-            "(twice its crossover) against the largest one a rank-≤ d_k score matrix can have, d_k/(L−1):", "",
-            "| d_k | softmax copy point LD | exact prior | kind | linear crossover LD | exact prior | "
-            "predicted linear copy fraction | rank bound | in-plane fraction of draws at β = 2 |",
-            "|---|---|---|---|---|---|---|---|---|"]
-    for dk in dks:
-        s = pc.sel(d_k=dk)
-        kind = "first-order" if float(s["softmax_jump_ld"]) else "smooth"
-        out.append(f"| {dk} | {g(float(s['P_copy_ld']))} | {g(float(s['P_copy_exact_prior']))} | {kind} | "
-                   f"{g(float(s['P_crossover_ld']))} | {g(float(s['P_crossover_exact_prior']))} | "
-                   f"{g(float(s['copy_fraction_linear']), 2)} | {g(float(s['rank_bound']), 2)} | "
-                   f"{g(float(s['coverage_M'].sel(beta=2.0)), 2)} |")
-    dP = max(float(np.abs(pc[f"P_{k}_exact_prior"] / pc[f"P_{k}_ld"] - 1).max()) for k in ("copy", "crossover"))
-    out += ["", f"Replacing the rate by the exact density moves every transition by at most {g(100 * dP, 2)} %."]
-    return out
-
-
-def summary(ds, ex, pc):
+def summary(ds, ex):
     """The findings in a few generated lines (V = 16, large-deviation prior unless said)."""
     Ls = ds["L"].values
     out = []
@@ -192,26 +152,19 @@ def summary(ds, ex, pc):
             parts.append(f"{path}: {' → '.join(g(x) for x in r)}")
         out.append(f"- Exact average, {PL[prior]} prior, V = 16, L = {', '.join(map(str, ex['L'].values))}: "
                    + "; ".join(parts) + ".")
-    e = np.abs(pc["rate_large_deviation"] - pc["rate_mc"])
-    bad = [int(d) for d in pc["d_k"].values if float(pc["copy_fraction_linear"].sel(d_k=d)) > float(pc["rank_bound"].sel(d_k=d))]
-    dP = max(float(np.abs(pc[f"P_{k}_exact_prior"] / pc[f"P_{k}_ld"] - 1).max()) for k in ("copy", "crossover"))
-    out.append(f"- Prior (L = V = {pc.attrs['L']}): the large-deviation rate of the projection is within "
-               f"{g(float(e.max()), 2)} nats of sampling at every d_k = {', '.join(str(int(d)) for d in pc['d_k'].values)} "
-               f"(below, at and above L alike; exact density: transitions move ≤ {g(100 * dP, 2)} %). "
-               + (f"At d_k = {', '.join(map(str, bad))} the predicted linear copy state needs a copy fraction "
-                  f"{g(float(pc['copy_fraction_linear'].max()), 2)} above the rank bound d_k/(L−1): not representable."
-                  if bad else "The predicted linear copy state is within the rank bound at every d_k."))
+    out.append("- The prior at d_k < L, checked by sampling Q and K, and what it does to the transitions: "
+               "[prior_check.md](prior_check.md) (the research package's, research.prior_check).")
     return out
 
 
-def render(ds, ex, pc, command=COMMAND):
+def render(ds, ex, command=COMMAND):
     s = json.loads(ds.attrs["config_json"])["settings"]
     n_min = n_over_v2_min(ds)
     lines = ["# Phase map: where softmax attention copies first", "",
              f"Generated by `{command}` (workflow/phase_map.smk) from docs/phase_map/*.nc; every number below is "
              "computed from those files. Derivation: docs/theory.md, Sec. 12.", "",
              "![phase map](phase_map/fig_phase_map.png)", "",
-             "## Summary", "", *summary(ds, ex, pc), "",
+             "## Summary", "", *summary(ds, ex), "",
              "## Setting", "",
              f"- Closed form (Eq. 12) with both priors on L = {', '.join(map(str, s['L']))} × V = "
              f"{', '.join(map(str, s['V']))} along d_k = 16, 32, 64, d_k = L and d_k = 2L; σ² = {g(s['sigma2'])}, "
@@ -227,15 +180,13 @@ def render(ds, ex, pc, command=COMMAND):
              f"{g(n_min)} V² at the smaller transition (σ² = 0.1; at σ² = 1 every N is 10× larger).", "",
              "## Where softmax copies first (closed form)", "", *where_softmax_first(ds), "", *validity(ds), "",
              "## The exact average on the V = 16 slice", "", *exact_slice(ex), "",
-             "## The scaling forms along each path", "", *scaling_forms(ds), "",
-             "## The prior when d_k < L", "", "![prior check](phase_map/fig_prior_check.png)", "",
-             *prior_section(pc), ""]
+             "## The scaling forms along each path", "", *scaling_forms(ds), ""]
     return "\n".join(lines)
 
 
-def write_page(map_path, exact_path, prior_path, out) -> dict:
-    """Render docs/phase_map.md from the closed-form map, the exact slice and the prior check and write it
-    with its provenance record (``<out>.provenance.json``: the sha256 of each input and the code)."""
-    inputs = {"map": map_path, "exact": exact_path, "prior": prior_path}
-    text = render(read_dataset(map_path), read_dataset(exact_path), read_dataset(prior_path))
+def write_page(map_path, exact_path, out) -> dict:
+    """Render docs/phase_map.md from the closed-form map and the exact slice and write it with its provenance
+    record (``<out>.provenance.json``: the sha256 of each input and the code)."""
+    inputs = {"map": map_path, "exact": exact_path}
+    text = render(read_dataset(map_path), read_dataset(exact_path))
     return write_product({out: text}, product_record("phase_map_page", "results", inputs))

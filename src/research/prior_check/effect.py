@@ -1,11 +1,11 @@
-"""What the checked prior does to the transitions (docs/theory.md, Sec. 12.3; rendered on docs/phase_map.md).
+"""What the checked prior does to the transitions (docs/theory.md, Sec. 12.3; rendered on docs/prior_check.md).
 
 The closed-form action (Eq. (16)) with the large-deviation rate of Eq. (9) replaced by the exact −ln
 density of the projection (x, mP) of QᵀK/d_k (a product of two variance-gamma densities,
 ``sampling.log_vg``): the softmax P* and the linear crossover with either prior, and the copy fraction
 cG²/(c1² + cG²) of the predicted linear copy state, which a rank-≤ d_k score matrix can reach only if it
 is at most d_k/(L − 1) (``rank_bound``; Tr(Π⊥ M) ≤ √rank ‖M‖_F). :func:`compute_check` gathers the
-prior check of docs/phase_map.md; ``python -m research prior-check --out FILE`` writes it
+prior check of docs/prior_check.md; ``python -m research prior-check --out FILE`` writes it
 (:func:`research.prior_check.output.write_check`).
 """
 from __future__ import annotations

@@ -15,6 +15,6 @@ def write_check(out, settings=CHECK_SETTINGS, log=print) -> xr.Dataset:
     """The prior check (:func:`compute_check`) written to ``out`` with its provenance (kind prior_check)."""
     ds = compute_check(settings, log)
     ds.attrs.update(provenance_attrs("prior_check", {"settings": settings}, "copyhead prior check at d_k < L",
-                                     extra={"docs": "docs/theory.md Sec. 12; docs/phase_map.md"}))
+                                     extra={"docs": "docs/theory.md Sec. 12.3; docs/prior_check.md"}))
     write_dataset(ds, out)
     return ds

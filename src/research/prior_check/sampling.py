@@ -1,5 +1,5 @@
 """The prior of the order parameters at d_k < L, = L, > L checked by sampling Q and K (docs/theory.md,
-Sec. 12.3; rendered on docs/phase_map.md).
+Sec. 12.3; rendered on docs/prior_check.md).
 
 The projection of M = QᵀK/d_k on span{J, I} (least squares, M ≈ m1 J + mP I) is the pair
 x = L m1 + mP = 1ᵀM1/L (pooling eigenvalue) and mP = Tr(M(I − J/L))/(L − 1) (copy eigenvalue). With
