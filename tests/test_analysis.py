@@ -335,17 +335,25 @@ def test_twin_verdicts_give_the_effect_size_first_and_significance_beside_it():
     from copyhead.analysis.twins import twin_effect
     from copyhead.studies.conclude import collapse_verdict
 
+    from copyhead.analysis.results_model import Twin
+
     def row(att, name, v, vr):
-        return {"attention": att, "recipe": "hmc", "P_over_sigma2": 50.0, "name": name, "value": v, "value_ref": vr}
-    close = {"differs": "σ²", "rows": [row("linear", "ĉG", 0.30, 0.31), row("softmax", "âG", 0.20, 0.205)],
-             "n": 2, "n_within_2": 0, "rms_z": 40.0, "n_within_2_theory": 0, "rms_z_theory": 50.0, "transitions": {}}
+        return {"attention": att, "recipe": "hmc", "P": 50.0, "P_over_sigma2": 50.0, "param": name, "name": name,
+                "value": v, "value_ref": vr, "error": 1e-4, "error_ref": 1e-4, "theory": v, "theory_ref": vr,
+                "z": 40.0, "z_vs_theory": 50.0}
+
+    def twin(rows):
+        return Twin.from_dict({"study": "A", "ref": "B", "sigma2": 1.0, "sigma2_ref": 0.5, "differs": "σ²",
+                               "eta": 0.01, "eta_ref": 0.01, "rows": rows, "n": 2, "n_within_2": 0, "rms_z": 40.0,
+                               "n_within_2_theory": 0, "rms_z_theory": 50.0, "transitions": {}})
+    close = twin([row("linear", "ĉG", 0.30, 0.31), row("softmax", "âG", 0.20, 0.205)])
     e = twin_effect(close)
     assert e["n"] == 2 and e["n_within_tol"] == 2 and abs(e["max_abs_delta"] - 0.01) < 1e-12
     (head,) = collapse_verdict(close)
     assert head.startswith("- Verdict: the order parameters collapse at equal P/σ² (largest |Δ| = 0.01")
     assert "2 of 2 pairs within |Δ| ≤ 0.02" in head and "significance: 0 of 2 equal within 2σ (RMS z 40" in head
     # softmax â1 = 1 − âG: of two equal |Δ| the one larger relative to its value is named
-    far = dict(close, rows=[row("softmax", "â1", 0.976, 0.910), row("softmax", "âG", 0.024, 0.090)])
+    far = twin([row("softmax", "â1", 0.976, 0.910), row("softmax", "âG", 0.024, 0.090)])
     e = twin_effect(far)
     assert e["name"] == "âG" and e["n_within_tol"] == 0 and abs(e["rel"] - (0.024 - 0.090) / 0.090) < 1e-12
     assert collapse_verdict(far)[0].startswith("- Verdict: the order parameters do not collapse")

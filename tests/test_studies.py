@@ -16,6 +16,8 @@ import yaml
 
 from copyhead import config as cfgmod
 from copyhead.analysis.finite_size import finite_size
+from copyhead.analysis.results_model import ChainMixing, FiniteSize, ScalingRow, Twin, read_studies
+from copyhead.analysis.results_tables import jsonable
 from copyhead.analysis.scaling_claims import scaling_rows
 from copyhead.analysis.twins import compare_twins
 from copyhead.cli import main
@@ -181,7 +183,7 @@ def test_finite_size_fit_recovers_a_closing_and_a_persisting_gap(tmp_path):
     assert tr[("linear", "large_deviation")]["tends_to_theory"] is True
     assert tr[("softmax", "large_deviation")]["tends_to_theory"] is False
     assert tr[("softmax", "gaussian")]["points"][0]["ratio"] == pytest.approx(1.3 / 1.1)
-    text = "\n".join(conclude_finite_size(fs))
+    text = "\n".join(conclude_finite_size(FiniteSize.from_dict(jsonable(fs))))
     assert "within 2σ of 0 at 8 of 12" in text
 
 
@@ -199,12 +201,13 @@ def test_sigma2_collapse_pairs_equal_P_over_sigma2_and_scaling_rows(tmp_path):
     assert {r["P_over_sigma2"] for r in c["rows"]} == {50.0, 200.0, 90.0, 360.0}
     assert c["transitions"]["softmax"]["value"] == pytest.approx(190.0) == c["transitions"]["softmax"]["value_ref"]
     assert c["transitions"]["softmax"]["overlap"] is True and c["n_within_2_theory"] == 16
-    assert collapse_verdict(c)[0].startswith("- Verdict: the order parameters collapse at equal P/σ² (largest |Δ| = 0 ")
-    assert "16 of 16 pairs within |Δ| ≤ 0.02); significance: 16 of 16 equal within 2σ" in collapse_verdict(c)[0]
+    twin = Twin.from_dict(jsonable(c))     # as studies.json holds it
+    assert collapse_verdict(twin)[0].startswith("- Verdict: the order parameters collapse at equal P/σ² (largest |Δ| = 0 ")
+    assert "16 of 16 pairs within |Δ| ≤ 0.02); significance: 16 of 16 equal within 2σ" in collapse_verdict(twin)[0]
     # a twin whose values differ by what its own theory predicts: not collapsed, but explained
     shifted = dict(c, rows=[dict(r, value=r["value"] + 0.1, theory=r["theory"] + 0.1, z=10.0, z_vs_theory=0.0)
                             for r in c["rows"]], n_within_2=0, rms_z=10.0)
-    assert "The same-dataset theory predicts the differences" in collapse_verdict(shifted)[0]
+    assert "The same-dataset theory predicts the differences" in collapse_verdict(Twin.from_dict(jsonable(shifted)))[0]
     rows = scaling_rows([a])
     assert rows[0]["ratio"]["experiment"] == pytest.approx(11.0 / 19.0)
     assert rows[0]["sqrt_LV"] == pytest.approx(16.0)
@@ -384,7 +387,7 @@ def test_the_committed_pages_are_rendered_from_their_committed_inputs(folder):
     `snakemake -s workflow/studies.smk --cores 1 docs_studies`."""
     pub = ROOT / "docs" / folder
     rep = R.load_report(pub / "studies.json")
-    conv = ROOT / "docs/results.json" if rep.get("twins") else None
+    conv = ROOT / "docs/results.json" if rep.twins else None
     text = "\n".join(R.render(rep, "studies.json", T.load_transitions(conv) if conv else None,
                               "docs/results.json" if conv else "")) + "\n"
     assert (pub / "studies.md").read_text() == text
@@ -480,11 +483,11 @@ def test_a_fixed_head_dimension_group_gets_its_own_section_findings_and_ordering
     assert (out.parent / "fig8_fixed_dk16.png").stat().st_size > 10_000
     assert _records_match(out.parent, tables) == ["fig8_fixed_dk16.png", "studies.md"]
     assert "| L64_dk16 | 64 | 16 | 16 (< L) |" in text
-    found = headline(json.loads(tables.read_text()))
+    found = headline(read_studies(tables))
     assert any("along d_k = 16" in x and "softmax copies first at L = 64 on this path" in x for x in found)
     assert "L64_dk16 (L = 64, d_k = 16, rank-deficient: d_k < L)" in text and "softmax copies first." in text
     assert "- " + found[0] in text                         # the report's own Findings section
-    lines = _studies([("studies_fixed_dk16", json.loads(tables.read_text()))])
+    lines = _studies([("studies_fixed_dk16", read_studies(tables))])
     assert lines[0].startswith("From [docs/studies_fixed_dk16/studies.md](studies_fixed_dk16/studies.md) (L16_dk16")
     assert any("softmax copies first at L = 64" in x for x in lines)
     publish(out.parent, tmp_path / "docs", "studies_fixed_dk16")
@@ -538,12 +541,14 @@ def test_who_copies_first_says_not_mixed_before_reading_an_interval_from_unmixed
     not mixed on their training sets (a chain's halves R̂ > 1.01 or one chain's bulk ESS < 100)."""
     from copyhead.analysis.scaling_claims import mixing, who_copies_first
     from copyhead.studies.conclude import verdict
-    row = {"mixing": {"linear": {"rhat_within_max": 1.004, "ess_chain_min": 400.0},
-                      "softmax": {"rhat_within_max": 1.004, "ess_chain_min": 250.0}}}
-    assert mixing(row)[0] is True and verdict(row, 1.06, 1.31) == "softmax copies first"
+    def row(softmax_ess):
+        return ScalingRow(name="L16", L=16, V=16, d_k=32, sigma2=1.0, method="SGLD", sqrt_LV=16.0, ln2L=7.7,
+                          mixing={} if softmax_ess is None else
+                          {"linear": ChainMixing(rhat_within_max=1.004, ess_chain_min=400.0),
+                           "softmax": ChainMixing(rhat_within_max=1.004, ess_chain_min=softmax_ess)})
+    assert mixing(row(250.0))[0] is True and verdict(row(250.0), 1.06, 1.31) == "softmax copies first"
     assert who_copies_first(0.4, 1.07).startswith("neither") and who_copies_first(0.4, 0.9).startswith("linear")
-    row["mixing"]["softmax"]["ess_chain_min"] = 8.0
-    assert mixing(row)[0] is False
-    assert verdict(row, 1.06, 1.31).startswith("not mixed (") and verdict(row, 1.06, 1.31).endswith(
+    assert mixing(row(8.0))[0] is False
+    assert verdict(row(8.0), 1.06, 1.31).startswith("not mixed (") and verdict(row(8.0), 1.06, 1.31).endswith(
         "softmax copies first")
-    assert mixing({})[0] is None and verdict({}, 1.06, 1.31) == "softmax copies first"   # older tables: unknown
+    assert mixing(row(None))[0] is None and verdict(row(None), 1.06, 1.31) == "softmax copies first"   # unknown

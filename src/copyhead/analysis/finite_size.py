@@ -17,6 +17,7 @@ import numpy as np
 from ..attention import ATTENTIONS
 from .agreement import agreement_summary
 from .fits import fit_inverse_dk, row_error
+from .results_model import FiniteSize
 
 Z95 = 1.959963984540054            # a 95% interval is ±Z95 standard errors
 # the two priors of the closed form: suffix of their theory keys, and their name on pages and figures
@@ -58,11 +59,11 @@ def nominal_ratio(ratio: float, ratios) -> float:
     return float(min(ratios, key=lambda r: abs(math.log(ratio / r))))
 
 
-def compatible(fit: dict, value: float) -> bool | None:
-    """Is the fit's y_∞ within 2σ of ``value``? None when the fit has no finite y_∞ and error."""
-    if not (math.isfinite(fit["a"]) and math.isfinite(fit["a_err"])):
+def compatible(a: float, a_err: float, value: float) -> bool | None:
+    """Is a fit's y_∞ = ``a`` ± ``a_err`` within 2σ of ``value``? None without a finite y_∞ and error."""
+    if not (math.isfinite(a) and math.isfinite(a_err)):
         return None
-    return bool(abs(fit["a"] - value) <= 2 * fit["a_err"])
+    return bool(abs(a - value) <= 2 * a_err)
 
 
 def finite_size(studies: list[dict], ratios: dict, by: str = "d_k") -> dict:
@@ -88,7 +89,7 @@ def finite_size(studies: list[dict], ratios: dict, by: str = "d_k") -> dict:
         pts = gp["points"]
         fit = fit_inverse_dk([p["x"] for p in pts], [p["gap"] for p in pts], [p["error"] for p in pts])
         gap_rows.append({"attention": att, "recipe": recipe, "ratio": nominal, "param": param, "name": gp["name"],
-                         "points": pts, "fit": fit, "closes": compatible(fit, 0.0)})
+                         "points": pts, "fit": fit, "closes": compatible(fit["a"], fit["a_err"], 0.0)})
     trans = []
     for att in ATTENTIONS:
         name = next((s["attentions"][att]["transition"]["name"] for s in studies if att in s["attentions"]), None)
@@ -107,7 +108,7 @@ def finite_size(studies: list[dict], ratios: dict, by: str = "d_k") -> dict:
                             "ratio": q, "error": e})
             fit = fit_inverse_dk([p["x"] for p in pts], [p["ratio"] for p in pts], [p["error"] for p in pts])
             trans.append({"attention": att, "transition": name, "prior": prior, "points": pts,
-                          "fit": fit, "tends_to_theory": compatible(fit, 1.0)})
+                          "fit": fit, "tends_to_theory": compatible(fit["a"], fit["a_err"], 1.0)})
     agree = [{"name": s["name"], "x": s[by], "d_k": s["d_k"], "L": s["L"], "d_k_over_L": s["d_k"] / s["L"],
               "attention": att, **{c: curve_agreement(a, c) for c in CURVES}}
              for s in studies for att, a in s["attentions"].items()]
@@ -116,45 +117,45 @@ def finite_size(studies: list[dict], ratios: dict, by: str = "d_k") -> dict:
             "gaps": gap_rows, "transitions": trans, "agreement": agree}
 
 
-def decay(fs: dict, att: str) -> dict | None:
+def decay(fs: FiniteSize, att: str) -> dict | None:
     """How the gaps of one attention type shrink from the smallest to the largest size: over the rows that
     carry the information (a gap of more than 5σ at the smallest size), the medians of |gap| at both ends
     and the power ``rate`` in |gap| ∝ size^(−rate); the same for the largest quarter of those rows (they
     dominate the RMS z), whose (name, ratio) pairs are listed under ``top``. None when no row has such a gap."""
-    vals = fs["values"]
-    rows = [r for r in fs["gaps"] if r["attention"] == att and len(r["points"]) == len(vals)
-            and abs(r["points"][0]["gap"]) > 5 * r["points"][0]["error"]]
+    vals = fs.values
+    rows = [r for r in fs.gaps if r.attention == att and len(r.points) == len(vals)
+            and abs(r.points[0].gap) > 5 * r.points[0].error]
     if not rows:
         return None
 
     def ends(rs):
-        a = float(np.median([abs(r["points"][0]["gap"]) for r in rs]))
-        b = float(np.median([abs(r["points"][-1]["gap"]) for r in rs]))
+        a = float(np.median([abs(r.points[0].gap) for r in rs]))
+        b = float(np.median([abs(r.points[-1].gap) for r in rs]))
         return a, b, (math.log(a / b) / math.log(vals[-1] / vals[0]) if a > 0 and b > 0 else math.nan)
 
-    top = sorted(rows, key=lambda r: -abs(r["points"][0]["gap"]))[:max(1, len(rows) // 4)]
+    top = sorted(rows, key=lambda r: -abs(r.points[0].gap))[:max(1, len(rows) // 4)]
     first, last, rate = ends(rows)
     top_first, top_last, rate_top = ends(top)
     return {"n": len(rows), "n_top": len(top), "first": first, "last": last, "rate": rate, "top_first": top_first,
             "top_last": top_last, "rate_top": rate_top,
-            "top": sorted({(r["name"], r["ratio"]) for r in top})}
+            "top": sorted({(r.name, r.ratio) for r in top})}
 
 
-def correction_size(fs: dict, att: str) -> dict | None:
+def correction_size(fs: FiniteSize, att: str) -> dict | None:
     """The largest fitted correction b/size of one attention type's gaps (its row), the median error of
     those chains' points, and the size at which |b|/size falls to twice that error (``need``): where the
     theory would agree within these errors at every point, if the gap is b/size alone."""
-    rows = [r for r in fs["gaps"] if r["attention"] == att and math.isfinite(r["fit"]["b"])]
+    rows = [r for r in fs.gaps if r.attention == att and math.isfinite(r.fit.b)]
     if not rows:
         return None
-    worst = max(rows, key=lambda r: abs(r["fit"]["b"]))
-    err = float(np.nanmedian([p["error"] for r in rows for p in r["points"]]))
-    need = abs(worst["fit"]["b"]) / (2 * err) if err > 0 else math.nan
-    return {"row": worst, "b": worst["fit"]["b"], "median_error": err, "need": need}
+    worst = max(rows, key=lambda r: abs(r.fit.b))
+    err = float(np.nanmedian([p.error for r in rows for p in r.points]))
+    need = abs(worst.fit.b) / (2 * err) if err > 0 else math.nan
+    return {"row": worst, "b": worst.fit.b, "median_error": err, "need": need}
 
 
-def prior_distances(fs: dict, att: str) -> dict:
+def prior_distances(fs: FiniteSize, att: str) -> dict:
     """{prior: |r_∞ − 1| / its error} of the transition ratio's extrapolation under each prior that has a
     finite fit (inf where the error is 0)."""
-    cand = {t["prior"]: t["fit"] for t in fs["transitions"] if t["attention"] == att and math.isfinite(t["fit"]["a"])}
-    return {p: abs(f["a"] - 1) / f["a_err"] if f["a_err"] > 0 else math.inf for p, f in cand.items()}
+    cand = {t.prior: t.fit for t in fs.transitions if t.attention == att and math.isfinite(t.fit.a)}
+    return {p: abs(f.a - 1) / f.a_err if f.a_err > 0 else math.inf for p, f in cand.items()}

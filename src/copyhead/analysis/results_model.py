@@ -10,8 +10,10 @@ serialisation is that JSON again, key for key). Reading is strict, with the file
   transitions[0]: missing key 'label'``;
 - a field that older files or optional sections may lack is ``Optional`` with a default (:func:`absent`): it
   reads as None where the key is absent and is left out again on writing where it is None;
-- numbers stay as the JSON has them (None where the producer wrote NaN, :func:`~.results_tables.jsonable`);
-  lists become tuples (the records are frozen) and are written back as lists.
+- a number (:data:`Number`) reads as NaN where the JSON has null (the producers write NaN as null,
+  :func:`~.results_tables.jsonable`) and is written back as null; where null means "none" (a verdict that
+  cannot be made, a size that does not apply) the field is ``Optional`` and stays None; every other value
+  stays as the JSON has it; lists become tuples (the records are frozen) and are written back as lists.
 
 Standard library only: this module sits below the pages (copyhead.results, copyhead.studies) and the
 figures, beside the producers (:mod:`.summary`; copyhead.studies.tables writes studies.json).
@@ -19,11 +21,12 @@ figures, beside the producers (:mod:`.summary`; copyhead.studies.tables writes s
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Optional, TypeVar
+from typing import Annotated, Any, Optional, TypeVar
 
 __all__ = ["ResultsFormatError", "Record", "absent", "Summary", "StudiesReport", "read_studies"]
 
@@ -43,7 +46,7 @@ def absent(default=None):
 
 @lru_cache(maxsize=None)
 def _hints(cls) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    return typing.get_type_hints(cls, include_extras=True)
 
 
 def _key(where: str, key: str) -> str:
@@ -54,6 +57,8 @@ def _key(where: str, key: str) -> str:
 def _read(tp, value, where: str):
     """``value`` (JSON) as type ``tp``: records built, lists as tuples, dicts of records; scalars as they are."""
     origin = typing.get_origin(tp)
+    if origin is Annotated:     # a Number: null is NaN
+        return math.nan if value is None else value
     if origin in (typing.Union, types.UnionType):
         if value is None:
             return None
@@ -75,6 +80,8 @@ def _read(tp, value, where: str):
 
 
 def _write(value):
+    if isinstance(value, float) and math.isnan(value):
+        return None
     if isinstance(value, Record):
         return value.to_dict()
     if isinstance(value, (tuple, list)):
@@ -110,7 +117,7 @@ class Record:
                 if not (f.metadata.get(_ABSENT) and getattr(self, f.name) is None)}
 
 
-Number = Optional[float]    # a JSON number, None where the producer had NaN
+Number = Annotated[Optional[float], "null is NaN"]   # a JSON number: NaN where the JSON has null
 record = dataclass(frozen=True, kw_only=True)   # the records' fields are named on construction, so a
                                                 # required field may follow an optional one
 
@@ -382,36 +389,37 @@ class StudyTransition(Record):
 
 @record
 class StudyPoint(Record):
-    """One (recipe, P, parameter) of a study's sampler against one theory curve (a results.json agreement
-    row, with the Gaussian-prior closed form added)."""
+    """One (recipe, P, parameter) of a study's sampler against one theory curve: a results.json agreement row
+    (the keys after ``z`` are those of the current code; older results lack them), the Gaussian-prior closed
+    form added (studies.tables.load_study)."""
     attention: str
     recipe: str
     method: str
-    init: str
-    kind: str
     P: float
     param: str
     name: str
     curve: str
-    curve_label: str
-    source: str
-    natural: bool
     away: bool
     experiment: Number
     error: Number
-    error_basis: str
     theory: Number
     theory_error: Number
-    theory_grid_error: Number
     z: Number
-    z_offset: Number
-    z_chains_rms: Number
-    n: int
-    seeds: tuple[int, ...]
-    seed_values: tuple[Number, ...]
-    mixed: Optional[bool]
-    mix_rhat: Number
-    mix_ess: Number
+    curve_label: Optional[str] = absent()
+    init: Optional[str] = absent()
+    kind: Optional[str] = absent()
+    source: Optional[str] = absent()
+    natural: Optional[bool] = absent()
+    error_basis: Optional[str] = absent()
+    theory_grid_error: Number = absent()
+    z_offset: Number = absent()
+    z_chains_rms: Number = absent()
+    n: Optional[int] = absent()
+    seeds: Optional[tuple[int, ...]] = absent()
+    seed_values: Optional[tuple[Number, ...]] = absent()
+    mixed: Optional[bool] = absent()
+    mix_rhat: Number = absent()
+    mix_ess: Number = absent()
 
 
 @record
@@ -515,7 +523,7 @@ class TheoryLines(Record):
     d_k = dk_per_L·L, its label) and per "attention|prior" its line; all absent for a path without rows."""
     V: Optional[int] = absent()
     d_k: Optional[int] = None
-    dk_per_L: Number = None
+    dk_per_L: Optional[float] = None
     label: Optional[str] = absent()
     lines: dict[str, TheoryLine] = field(default_factory=dict)
 
@@ -634,7 +642,7 @@ class FiniteSize(Record):
     by: str
     values: tuple[int, ...]
     L: Optional[int]
-    d_k_over_L: Number
+    d_k_over_L: Optional[float]
     gaps: tuple[Gap, ...]
     transitions: tuple[FiniteSizeTransition, ...]
     agreement: tuple[FiniteSizeAgreement, ...]

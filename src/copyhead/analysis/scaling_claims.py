@@ -17,6 +17,7 @@ from ..attention import ATTENTIONS
 from .finite_size import PRIORS
 from .convergence import is_mixed
 from .fits import loglog_slope
+from .results_model import Ratio, ScalingRow, TheoryLines
 from .transition_estimators import bracket_ratio
 
 # the scaling forms of the softmax jump P* compared across L (P counts sequences; N = P·L tokens)
@@ -25,13 +26,13 @@ FORMS = {"P* ∝ ln²L (N* ∝ L ln²L in tokens)": lambda L: math.log(L) ** 2,
          "P* independent of L": lambda L: 1.0}
 
 
-def ratio_interval(ratio: dict) -> tuple[float, float, str]:
+def ratio_interval(ratio: Ratio) -> tuple[float, float, str]:
     """(lo, hi, basis) of a study's linear-crossover / softmax-jump ratio: the interval of the ratio of the
     two intervals (``basis`` "interval"); tables written before the intervals (a point ± a Gaussian error)
     give point ± 2 errors (``basis`` "±2σ, older tables")."""
-    if ratio.get("lo") is not None and ratio.get("hi") is not None:
-        return float(ratio["lo"]), float(ratio["hi"]), "interval"
-    q, e = float(ratio.get("experiment") or math.nan), float(ratio.get("error") or math.nan)
+    if ratio.lo is not None and ratio.hi is not None:
+        return float(ratio.lo), float(ratio.hi), "interval"
+    q, e = float(ratio.experiment or math.nan), float(ratio.error or math.nan)
     return q - 2 * e, q + 2 * e, "±2σ, older tables"
 
 
@@ -43,12 +44,12 @@ def who_copies_first(lo: float, hi: float) -> str:
         "neither shown to copy first (the interval contains 1)"
 
 
-def mixing(row: dict) -> tuple[bool | None, str]:
+def mixing(row: ScalingRow) -> tuple[bool | None, str]:
     """(mixed, words) of a scaling row's chains, per training set (a chain's halves, one chain's bulk ESS;
     :func:`copyhead.analysis.convergence.is_mixed` on the worst of them): None where the tables do not say."""
-    m = row.get("mixing") or {}
-    rh = [v["rhat_within_max"] for v in m.values() if v.get("rhat_within_max") is not None]
-    es = [v["ess_chain_min"] for v in m.values() if v.get("ess_chain_min") is not None]
+    m = row.mixing or {}
+    rh = [v.rhat_within_max for v in m.values() if v.rhat_within_max is not None]
+    es = [v.ess_chain_min for v in m.values() if v.ess_chain_min is not None]
     rh, es = [x for x in rh if math.isfinite(x)], [x for x in es if math.isfinite(x)]
     if not rh or not es:
         return None, ""
@@ -89,52 +90,52 @@ def scaling_rows(studies: list[dict]) -> list[dict]:
     return out
 
 
-def jump_forms(rows: list[dict]) -> list[dict]:
+def jump_forms(rows: list[ScalingRow]) -> list[dict]:
     """Per V with at least two finite softmax jumps: the L, d_k and jumps, the spread (max/min) of P* divided
     by each scaling form (:data:`FORMS`; flat = the form holds), the closest form and the log-log slope of
     P* in L."""
     byV = {}
     for r in rows:
-        byV.setdefault(r["V"], []).append(r)
+        byV.setdefault(r.V, []).append(r)
     out = []
     for V, rs in sorted(byV.items()):
-        rs = [r for r in rs if "softmax" in r and math.isfinite(r["softmax"]["estimate"])]
+        rs = [r for r in rs if r.softmax and math.isfinite(r.softmax.estimate)]
         if len(rs) < 2:
             continue
-        Ls = [r["L"] for r in rs]
-        P = np.array([r["softmax"]["estimate"] for r in rs])
+        Ls = [r.L for r in rs]
+        P = np.array([r.softmax.estimate for r in rs])
         spread = {}
         for name, form in FORMS.items():
             v = P / np.array([form(L) for L in Ls])
             spread[name] = float(v.max() / v.min())
-        out.append({"V": V, "L": Ls, "d_k": [r["d_k"] for r in rs], "P_star": [float(x) for x in P],
+        out.append({"V": V, "L": Ls, "d_k": [r.d_k for r in rs], "P_star": [float(x) for x in P],
                     "spread": spread, "closest": min(spread, key=spread.get), "slope": loglog_slope(Ls, P)})
     return out
 
 
-def advantage_trend(rows: list[dict]) -> dict | None:
+def advantage_trend(rows: list[ScalingRow]) -> dict | None:
     """The linear-crossover / softmax-P* ratio against √(LV) over the rows that have a finite measured ratio
     (at least two): x = √(LV), the measured and closed-form (large-deviation prior) ratios, and the
     log-log slope of each (the paper's O(√(LV)) advantage of softmax means slope 1 and a ratio > 1)."""
-    rat = [r for r in rows if "ratio" in r and math.isfinite(r["ratio"]["experiment"])]
+    rat = [r for r in rows if r.ratio and math.isfinite(r.ratio.experiment)]
     if len(rat) < 2:
         return None
-    x = [r["sqrt_LV"] for r in rat]
-    y = [r["ratio"]["experiment"] for r in rat]
-    yt = [r["ratio"]["large_deviation"] for r in rat]
+    x = [r.sqrt_LV for r in rat]
+    y = [r.ratio.experiment for r in rat]
+    yt = [r.ratio.large_deviation for r in rat]
     return {"x": x, "experiment": y, "theory": yt, "slope": loglog_slope(x, y), "slope_theory": loglog_slope(x, yt)}
 
 
-def closed_form_path(tl: dict, prior: str) -> dict | None:
+def closed_form_path(tl: TheoryLines, prior: str) -> dict | None:
     """The closed form along L under one prior (theory lines :func:`copyhead.studies.tables.theory_lines`),
     over the L where both transitions are finite: the factor by which P*/ln²L and P*/(L ln²L) change over
     the upper half of that range (flat = the form holds), the crossover/P* ratio at both ends, and the
     first L from which softmax copies first (ratio > 1; NaN if nowhere). None with fewer than two such L."""
-    lin, sm = tl.get(("linear", prior)), tl.get(("softmax", prior))
+    lin, sm = tl.line("linear", prior), tl.line("softmax", prior)
     if not lin or not sm:
         return None
-    L = np.asarray(sm["L"], float)
-    Ps, Pc = np.asarray(sm["P_star"], float), np.asarray(lin["P_crossover"], float)
+    L = np.asarray(sm.L, float)
+    Ps, Pc = np.asarray(sm.P_star, float), np.asarray(lin.P_crossover, float)
     ok = np.isfinite(Ps) & np.isfinite(Pc)
     if ok.sum() < 2:
         return None

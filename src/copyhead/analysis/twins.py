@@ -12,6 +12,7 @@ import math
 
 from .agreement import z_scores
 from .finite_size import REPEATS, z_summary
+from .results_model import Study, Twin, TwinPoint
 from .summary import AGREE_TOLERANCE
 
 
@@ -67,27 +68,27 @@ def compare_twins(study: dict, ref: dict) -> dict:
             "rms_z": diff["rms_z"], "n_within_2_theory": vs_theory["n_within_2"], "rms_z_theory": vs_theory["rms_z"]}
 
 
-def twin_effect(c: dict, tol: float = AGREE_TOLERANCE) -> dict:
+def twin_effect(c: Twin, tol: float = AGREE_TOLERANCE) -> dict:
     """The effect size of a twin comparison (:func:`compare_twins`), from its rows: per pair of order
     parameters |Δ| = |value − value_ref|; how many are within ``tol`` (the agreement tolerance of the results
     page, fixed before looking), the largest |Δ| with where it is and Δ relative to the larger of the two
     values there (signed: study minus twin). Significance (z) is :func:`compare_twins`'s."""
-    d = [r for r in c.get("rows", ()) if r["value"] is not None and r["value_ref"] is not None
-         and math.isfinite(r["value"]) and math.isfinite(r["value_ref"])]
+    d = [r for r in c.rows if r.value is not None and r.value_ref is not None
+         and math.isfinite(r.value) and math.isfinite(r.value_ref)]
     if not d:
         return {"n": 0, "tolerance": tol}
-    delta = [(abs(r["value"] - r["value_ref"]), _relative(r), r) for r in d]
+    delta = [(abs(r.value - r.value_ref), _relative(r), r) for r in d]
     # the largest |Δ|; of equal ones (softmax â1 = 1 − âG) the one that is larger relative to its value
     big, rel, r = max(delta, key=lambda x: (round(x[0], 12), abs(x[1]) if math.isfinite(x[1]) else 0.0))
     return {"n": len(d), "n_within_tol": sum(x <= tol for x, _, _ in delta), "tolerance": tol, "max_abs_delta": big,
-            "rel": rel, "attention": r["attention"], "recipe": r["recipe"],
-            "name": r["name"], "P_over_sigma2": r["P_over_sigma2"], "value": r["value"], "value_ref": r["value_ref"]}
+            "rel": rel, "attention": r.attention, "recipe": r.recipe,
+            "name": r.name, "P_over_sigma2": r.P_over_sigma2, "value": r.value, "value_ref": r.value_ref}
 
 
-def _relative(r: dict) -> float:
+def _relative(r: TwinPoint) -> float:
     """A twin pair's Δ relative to the larger of its two values (NaN where both are 0)."""
-    scale = max(abs(r["value"]), abs(r["value_ref"]))
-    return (r["value"] - r["value_ref"]) / scale if scale > 0 else math.nan
+    scale = max(abs(r.value), abs(r.value_ref))
+    return (r.value - r.value_ref) / scale if scale > 0 else math.nan
 
 
 def transitions_collapse(twins: list[dict]) -> bool:
@@ -97,17 +98,17 @@ def transitions_collapse(twins: list[dict]) -> bool:
     return bool(s2) and all(t.get("overlap") for c in s2 for t in c["transitions"].values())
 
 
-def start_agreement(studies: list[dict]) -> dict:
+def start_agreement(studies: list[Study]) -> dict:
     """Prior- against copy-started chains of the same (study, attention, P, parameter): they start on opposite
     sides of the transition, so a mean biased by slow mixing shows as a difference. Returns n, n_within_2
     and the RMS z of the differences."""
     z = []
     for s in studies:
-        for att, a in s["attentions"].items():
-            rows = {(r["recipe"], r["P"], r["param"]): r for r in a["rows"] if r["curve"] == "same_mean"}
+        for att, a in s.attentions.items():
+            rows = {(r.recipe, r.P, r.param): r for r in a.rows if r.curve == "same_mean"}
             for (recipe, P, param), r in rows.items():
                 c = rows.get(("sgld_copy", P, param))
                 if recipe != "sgld" or c is None or (att, param) in REPEATS:
                     continue
-                z.append(float(z_scores(r["experiment"], c["experiment"], _num(r["error"]), _num(c["error"]))))
+                z.append(float(z_scores(r.experiment, c.experiment, _num(r.error), _num(c.error))))
     return z_summary(z)

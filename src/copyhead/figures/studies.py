@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from copyhead.analysis.finite_size import PRIOR_LABEL, Z95
+from copyhead.analysis.results_model import FiniteSize, Fit, ScalingRow, TheoryLines, Twin
 from copyhead.analysis.scaling_claims import ratio_interval
 from copyhead.attention import ATTENTIONS, variant
 from copyhead.format import METHOD, g
@@ -26,10 +27,11 @@ def _pyplot():
     return plt
 
 
-def twin_label(c: dict, ref: bool = False) -> str:
+def twin_label(c: Twin, ref: bool = False) -> str:
     """The parameter a twin pair differs in, with the study's (or the reference's) value."""
-    sfx = "_ref" if ref else ""
-    return f"σ² = {g(c['sigma2' + sfx])}" if c["differs"] == "σ²" else f"η = {g(c['eta' + sfx])}"
+    if c.differs == "σ²":
+        return f"σ² = {g(c.sigma2_ref if ref else c.sigma2)}"
+    return f"η = {g(c.eta_ref if ref else c.eta)}"
 
 
 # the prior-started recipes a study's figures show, by the sampler's name, in order of preference: HMC's where
@@ -37,54 +39,54 @@ def twin_label(c: dict, ref: bool = False) -> str:
 STAGE_RECIPES = ("hmc", "sgld")
 
 
-def _stage(rows: list[dict]) -> tuple[str | None, str]:
+def _stage(rows) -> tuple[str | None, str]:
     """(recipe, sampler name) of the prior-started chains among ``rows`` (table rows with a ``recipe``)."""
-    present = {r["recipe"] for r in rows}
+    present = {r.recipe for r in rows}
     recipe = next((k for k in STAGE_RECIPES if k in present), None)
     return recipe, METHOD.get(recipe, "SGLD")
 
 
-def _fit_line(ax, fit: dict, x, color, ls: str):
+def _fit_line(ax, fit: Fit, x, color, ls: str):
     """The fitted a + b·x over the data's own range of x only: with three sizes, a line drawn on to x = 0
     would show an extrapolation the data do not support (its value there, r_∞ with its error, is in the
     tables)."""
     x = np.asarray(x, float)
     x = x[np.isfinite(x)]
-    if math.isfinite(fit["a"]) and len(x):
+    if math.isfinite(fit.a) and len(x):
         xs = np.linspace(x.min(), x.max(), 20)
-        ax.plot(xs, fit["a"] + fit["b"] * xs, ls, lw=0.8, color=color)
+        ax.plot(xs, fit.a + fit.b * xs, ls, lw=0.8, color=color)
 
 
-def draw_finite_size(fs: dict, title: str):
+def draw_finite_size(fs: FiniteSize, title: str):
     """Gaps (sampler − same-dataset theory, prior starts: HMC's or SGLD's, :func:`_stage`) of both attention types and the transition ratios
     experiment/theory against 1/size, with their weighted fits (a ``finite_size`` table of studies.json)."""
     plt = _pyplot()
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import ListedColormap, LogNorm
     from matplotlib.lines import Line2D
-    B = fs["by"]
+    B = fs.by
     fig, axes = plt.subplots(1, len(ATTENTIONS) + 1, figsize=(12.5, 4.6), dpi=150)
-    stage, method = _stage(fs["gaps"])
+    stage, method = _stage(fs.gaps)
     # colour: P/P_ref on one log scale for both attention types (one colour bar, not a legend entry per
     # curve); marker: the order parameter (open square: the pooling one, filled circle: the copy one)
-    ratios = sorted({r["ratio"] for r in fs["gaps"] if r["recipe"] == stage}) or [1.0]
+    ratios = sorted({r.ratio for r in fs.gaps if r.recipe == stage}) or [1.0]
     norm = LogNorm(min(ratios), max(ratios) if max(ratios) > min(ratios) else min(ratios) * 2)
     cmap = ListedColormap(plt.get_cmap("viridis")(np.linspace(0, 0.9, 256)))   # no pale yellow on white
     for i, (ax, att) in enumerate(zip(axes, ATTENTIONS)):
-        rows = [r for r in fs["gaps"] if r["attention"] == att and r["recipe"] == stage]
+        rows = [r for r in fs.gaps if r.attention == att and r.recipe == stage]
         keys = {}
         for r in rows:
-            color = cmap(norm(r["ratio"]))
-            copy = r["param"].endswith("G")
-            x = np.array([1.0 / p["x"] for p in r["points"]])
-            y = np.array([p["gap"] for p in r["points"]])
-            e = np.array([p["error"] for p in r["points"]])
+            color = cmap(norm(r.ratio))
+            copy = r.param.endswith("G")
+            x = np.array([1.0 / p.x for p in r.points])
+            y = np.array([p.gap for p in r.points])
+            e = np.array([p.error for p in r.points])
             line = ax.errorbar(x, y, yerr=Z(e), fmt="o" if copy else "s", ms=3.5, capsize=2,
                                color=color, mfc=color if copy else "none",
-                               label=f"_{r['name']}, P = {g(r['ratio'])}·P_ref")
-            _fit_line(ax, r["fit"], x, line[0].get_color(), "--")
-            keys[r["name"]] = Line2D([], [], marker="o" if copy else "s", color="0.35",
-                                     mfc="0.35" if copy else "none", ls="none", ms=4, label=r["name"])
+                               label=f"_{r.name}, P = {g(r.ratio)}·P_ref")
+            _fit_line(ax, r.fit, x, line[0].get_color(), "--")
+            keys[r.name] = Line2D([], [], marker="o" if copy else "s", color="0.35",
+                                  mfc="0.35" if copy else "none", ls="none", ms=4, label=r.name)
         ax.axhline(0, color="k", lw=0.6)
         ax.set_xlim(left=0)
         ax.set_xlabel(f"1/{B}")
@@ -106,19 +108,19 @@ def draw_finite_size(fs: dict, title: str):
     cb.ax.tick_params(labelsize=6.5)
     cb.set_label("P / P_ref (both panels)", fontsize=8)
     ax = axes[len(ATTENTIONS)]
-    for t in fs["transitions"]:
-        x = np.array([1.0 / p["x"] for p in t["points"]])
-        y = np.array([np.nan if p["ratio"] is None else p["ratio"] for p in t["points"]], float)
-        e = np.array([np.nan if p["error"] is None else p["error"] for p in t["points"]], float)
+    for t in fs.transitions:
+        x = np.array([1.0 / p.x for p in t.points])
+        y = np.array([p.ratio for p in t.points], float)
+        e = np.array([p.error for p in t.points], float)
         if not np.isfinite(y).any():
             continue
-        filled = t["prior"] == "large_deviation"
-        v = variant(t["attention"])
+        filled = t.prior == "large_deviation"
+        v = variant(t.attention)
         line = ax.errorbar(x * (1.0 if filled else 1.02), y, yerr=Z(e), fmt=v.marker,
                            ms=4, capsize=2, mfc=None if filled else "none", color=v.color,
-                           label=f"{t['attention']} {v.transition}, "
-                                 f"{PRIOR_LABEL[t['prior']]} prior")
-        _fit_line(ax, t["fit"], x, line[0].get_color(), "--" if filled else ":")
+                           label=f"{t.attention} {v.transition}, "
+                                 f"{PRIOR_LABEL[t.prior]} prior")
+        _fit_line(ax, t.fit, x, line[0].get_color(), "--" if filled else ":")
     ax.axhline(1, color="k", lw=0.6)
     ax.set_xlim(left=0)
     ax.set_xlabel(f"1/{B}")
@@ -136,9 +138,9 @@ def Z(e):
     return np.asarray(e, float) * Z95
 
 
-def _log_L_axis(ax, theory_lines: dict):
+def _log_L_axis(ax, theory_lines: TheoryLines):
     ax.set_xscale("log")
-    Ls = sorted({int(L) for k, v in theory_lines.items() if isinstance(k, tuple) for L in v["L"]})
+    Ls = sorted({int(L) for v in theory_lines.lines.values() for L in v.L})
     fixed_ticks(ax.xaxis, [L for L in (8, 12, 16, 24, 32, 48, 64, 96, 128) if Ls and Ls[0] <= L <= Ls[-1]])
     ax.set_xlabel("L")
 
@@ -155,50 +157,50 @@ def _plain_log_ticks(axis, lim):
         fixed_ticks(axis, ticks)
 
 
-def draw_scaling(rows: list[dict], theory_lines: dict):
+def draw_scaling(rows: list[ScalingRow], theory_lines: TheoryLines):
     """Transitions against L (experiment and closed form along the studies' path), P* over the paper's two
     scaling forms, and the linear-crossover / softmax-P* ratio against √(LV) (a scaling table of studies.json:
     its rows and theory lines, keyed by (attention, prior))."""
     plt = _pyplot()
-    method = "/".join(dict.fromkeys(r.get("method", "SGLD") for r in rows)) or "SGLD"
+    method = "/".join(dict.fromkeys(r.method for r in rows)) or "SGLD"
     fig, axes = plt.subplots(1, 3, figsize=(12.5, 4.8), dpi=150)
     ax = axes[0]
     own = {"P_crossover": "crossover", "P_star": "first-order P*"}
     for att, v in ATTENTIONS.items():
         for prior, ls in (("large_deviation", "-"), ("gaussian", ":")):
-            tl = theory_lines.get((att, prior))
+            tl = theory_lines.line(att, prior)
             if tl:
-                ax.plot(tl["L"], tl[v.theory_transition], ls, lw=1, color=v.color,
+                ax.plot(tl.L, getattr(tl, v.theory_transition), ls, lw=1, color=v.color,
                         label=f"closed form {att} {own.get(v.theory_transition, '')}, {PRIOR_LABEL[prior]}")
-        pts = [r for r in rows if att in r and r["V"] == theory_lines.get("V")]
+        pts = [r for r in rows if r.transition(att) and r.V == theory_lines.V]
         if pts:
-            L = np.array([r["L"] for r in pts])
-            y = np.array([r[att]["estimate"] for r in pts])
-            lo = np.array([r[att]["ci_lo"] for r in pts])
-            hi = np.array([r[att]["ci_hi"] for r in pts])
+            L = np.array([r.L for r in pts])
+            y = np.array([r.transition(att).estimate for r in pts])
+            lo = np.array([r.transition(att).ci_lo for r in pts])
+            hi = np.array([r.transition(att).ci_hi for r in pts])
             ax.errorbar(L, y, yerr=[y - lo, hi - y], fmt=v.marker, color=v.color, capsize=2,
                         label=f"{method} {att} {v.transition}")
     _log_L_axis(ax, theory_lines)
     ax.set_yscale("log")
     _plain_log_ticks(ax.yaxis, ax.get_ylim())
     ax.set_ylabel("transition P (sequences)")
-    ax.set_title(f"(a) V = {theory_lines.get('V')}, {theory_lines.get('label')}", fontsize=9)
+    ax.set_title(f"(a) V = {theory_lines.V}, {theory_lines.label}", fontsize=9)
     ax.legend(fontsize=6)
     ax = axes[1]
     for prior, ls in (("large_deviation", "-"), ("gaussian", ":")):
-        tl = theory_lines.get(("softmax", prior))
+        tl = theory_lines.line("softmax", prior)
         if tl:
-            L = np.asarray(tl["L"], float)
-            ax.plot(L, np.asarray(tl["P_star"]) / np.log(L) ** 2, ls, color="C3", lw=1,
+            L = np.asarray(tl.L, float)
+            ax.plot(L, np.asarray(tl.P_star) / np.log(L) ** 2, ls, color="C3", lw=1,
                     label=f"theory P*/ln²L, {PRIOR_LABEL[prior]}")
-            ax.plot(L, np.asarray(tl["P_star"]) / (L * np.log(L) ** 2) * 10, ls, color="C2", lw=1,
+            ax.plot(L, np.asarray(tl.P_star) / (L * np.log(L) ** 2) * 10, ls, color="C2", lw=1,
                     label=f"theory 10·P*/(L ln²L), {PRIOR_LABEL[prior]}")
-    pts = [r for r in rows if "softmax" in r and r["V"] == theory_lines.get("V")]
+    pts = [r for r in rows if r.softmax and r.V == theory_lines.V]
     if pts:
-        L = np.array([r["L"] for r in pts], float)
-        y = np.array([r["softmax"]["estimate"] for r in pts])
-        lo = np.array([r["softmax"]["ci_lo"] for r in pts])
-        hi = np.array([r["softmax"]["ci_hi"] for r in pts])
+        L = np.array([r.L for r in pts], float)
+        y = np.array([r.softmax.estimate for r in pts])
+        lo = np.array([r.softmax.ci_lo for r in pts])
+        hi = np.array([r.softmax.ci_hi for r in pts])
         for div, col, lab in ((np.log(L) ** 2, "C3", f"{method} jump/ln²L"),
                               (L * np.log(L) ** 2 / 10, "C2", f"{method} 10·jump/(L ln²L)")):
             ax.errorbar(L, y / div, yerr=[(y - lo) / div, (hi - y) / div], fmt="D", color=col, capsize=2, label=lab)
@@ -208,27 +210,28 @@ def draw_scaling(rows: list[dict], theory_lines: dict):
     ax.legend(fontsize=6)
     ax = axes[2]
     for prior, ls in (("large_deviation", "-"), ("gaussian", ":")):
-        lin, sm = theory_lines.get(("linear", prior)), theory_lines.get(("softmax", prior))
+        lin, sm = theory_lines.line("linear", prior), theory_lines.line("softmax", prior)
         if lin and sm:
-            L = np.asarray(lin["L"], float)
-            ax.plot(np.sqrt(L * theory_lines["V"]), np.asarray(lin["P_crossover"]) / np.asarray(sm["P_star"]), ls,
-                    color="C1", lw=1, label=f"closed form crossover / P* (V = {theory_lines['V']}), {PRIOR_LABEL[prior]}")
-    rat = [r for r in rows if "ratio" in r]
+            L = np.asarray(lin.L, float)
+            ax.plot(np.sqrt(L * theory_lines.V), np.asarray(lin.P_crossover) / np.asarray(sm.P_star), ls,
+                    color="C1", lw=1, label=f"closed form crossover / P* (V = {theory_lines.V}), {PRIOR_LABEL[prior]}")
+    rat = [r for r in rows if r.ratio]
     if rat:
-        x = np.array([r["sqrt_LV"] for r in rat])
-        y = np.array([r["ratio"]["experiment"] for r in rat])
-        lohi = np.array([ratio_interval(r["ratio"])[:2] for r in rat])
-        method = "/".join(dict.fromkeys(r.get("method", "SGLD") for r in rat))
+        x = np.array([r.sqrt_LV for r in rat])
+        y = np.array([r.ratio.experiment for r in rat])
+        lohi = np.array([ratio_interval(r.ratio)[:2] for r in rat])
+        method = "/".join(dict.fromkeys(r.method for r in rat))
         ax.errorbar(x, y, yerr=[y - lohi[:, 0], lohi[:, 1] - y], fmt="o", color="k", capsize=2,
                     label=f"{method} crossover / jump (95% interval)")
-        same = np.array([r["ratio"].get("same_dataset") or [np.nan, np.nan] for r in rat], float)
+        same = np.array([r.ratio.same_dataset or [np.nan, np.nan] for r in rat], float)
         if np.isfinite(same).any():
             ax.errorbar(x * 1.03, same.mean(axis=1), yerr=(same[:, 1] - same[:, 0]) / 2, fmt="none", ecolor="C0",
                         capsize=3, lw=1.5, label="same estimator, same-dataset theory (interval)")
         for prior, mk in (("large_deviation", "x"), ("gaussian", "+")):
-            ax.plot(x, [r["ratio"][prior] for r in rat], mk, color="C1", ms=7, label=f"closed form crossover / P*, {PRIOR_LABEL[prior]}")
+            ax.plot(x, [getattr(r.ratio, prior) for r in rat], mk, color="C1", ms=7,
+                    label=f"closed form crossover / P*, {PRIOR_LABEL[prior]}")
         for r in rat:
-            ax.annotate(f"L{r['L']} V{r['V']}", (r["sqrt_LV"], r["ratio"]["experiment"]), fontsize=6,
+            ax.annotate(f"L{r.L} V{r.V}", (r.sqrt_LV, r.ratio.experiment), fontsize=6,
                         xytext=(3, 3), textcoords="offset points")
     ax.axhline(1, color="k", lw=0.5)
     ax.set_xscale("log")
@@ -241,30 +244,30 @@ def draw_scaling(rows: list[dict], theory_lines: dict):
     return fig
 
 
-def draw_twins(twins: list[dict]):
+def draw_twins(twins: list[Twin]):
     """One row per twin pair, one column per attention type: both twins' order parameters at equal P/σ²."""
     plt = _pyplot()
     fig, axes = plt.subplots(len(twins), len(ATTENTIONS), figsize=(9.5, 3.3 * len(twins)), squeeze=False, dpi=150)
     for row, c in zip(axes, twins):
         for ax, att in zip(row, ATTENTIONS):
-            stage, method = _stage(c["rows"])
-            rows = [r for r in c["rows"] if r["attention"] == att and r["recipe"] == stage]
+            stage, method = _stage(c.rows)
+            rows = [r for r in c.rows if r.attention == att and r.recipe == stage]
             for param, col in (("1", "C0"), ("G", "C3")):
-                rs = sorted((r for r in rows if r["param"].endswith(param)), key=lambda r: r["P_over_sigma2"])
+                rs = sorted((r for r in rows if r.param.endswith(param)), key=lambda r: r.P_over_sigma2)
                 if not rs:
                     continue
-                x = np.array([r["P_over_sigma2"] for r in rs])
-                ax.errorbar(x, [r["value_ref"] for r in rs], yerr=Z([r["error_ref"] for r in rs]), fmt="o", mfc="none",
-                            color=col, capsize=2, label=f"{rs[0]['name']}, {twin_label(c, True)}")
-                ax.errorbar(x * 1.03, [r["value"] for r in rs], yerr=Z([r["error"] for r in rs]), fmt="x", color=col,
-                            capsize=2, label=f"{rs[0]['name']}, {twin_label(c)}")
-                ax.plot(x, [r["theory"] for r in rs], "-", lw=0.7, color=col, alpha=0.6)
-                ax.plot(x, [r["theory_ref"] for r in rs], "--", lw=0.7, color=col, alpha=0.6)
+                x = np.array([r.P_over_sigma2 for r in rs])
+                ax.errorbar(x, [r.value_ref for r in rs], yerr=Z([r.error_ref for r in rs]), fmt="o", mfc="none",
+                            color=col, capsize=2, label=f"{rs[0].name}, {twin_label(c, True)}")
+                ax.errorbar(x * 1.03, [r.value for r in rs], yerr=Z([r.error for r in rs]), fmt="x", color=col,
+                            capsize=2, label=f"{rs[0].name}, {twin_label(c)}")
+                ax.plot(x, [r.theory for r in rs], "-", lw=0.7, color=col, alpha=0.6)
+                ax.plot(x, [r.theory_ref for r in rs], "--", lw=0.7, color=col, alpha=0.6)
             if rows:   # the sampled P/σ² as plain numbers on a log axis
-                log_P_axis(ax, [r["P_over_sigma2"] for r in rows], "P / σ²")
+                log_P_axis(ax, [r.P_over_sigma2 for r in rows], "P / σ²")
             ax.set_ylabel(f"order parameter ({method}, prior starts)")
-            what = "σ² collapse" if c["differs"] == "σ²" else "step size"
-            ax.set_title(f"{what}, {att}: {c['study']} (×) vs {c['ref']} (○)\n95% bars; same-dataset theory: "
+            what = "σ² collapse" if c.differs == "σ²" else "step size"
+            ax.set_title(f"{what}, {att}: {c.study} (×) vs {c.ref} (○)\n95% bars; same-dataset theory: "
                          f"solid {twin_label(c)}, dashed {twin_label(c, True)}", fontsize=8)
             ax.legend(fontsize=6)
     fig.tight_layout()

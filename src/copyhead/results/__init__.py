@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 
 from ..analysis.convergence import RHAT_MAX
+from ..analysis.results_model import read_studies
 from ..analysis.summary import build_summary
 from ..analysis.results_tables import build_tables, jsonable
 from ..config import canonical_json, config_hash
@@ -79,7 +80,7 @@ def write_pages(tables_json: Path, out_md: Path, figure_dir: str = "../results/f
     tables["summary"] = jsonable(build_summary(tables))
     appendix = out_md.with_name(out_md.stem + "_appendix.md")
     roles = _study_roles(studies)
-    reps = [(p.parent.name, json.loads(p.read_text())) for p in roles.values()]
+    reps = [(p.parent.name, read_studies(p)) for p in roles.values()]
     page = render_page(tables, figure_dir=figure_dir, appendix_name=appendix.name, json_name=tables_json.name,
                        studies=reps)
     text = render_appendix(tables, json_name=tables_json.name, page_name=out_md.name)

@@ -8,7 +8,7 @@ the verdict rules are the named comparisons below, stated in the table's footnot
 from __future__ import annotations
 
 from ..analysis.scaling_claims import FORMS, jump_forms, mixing, ratio_interval, who_copies_first
-from ..analysis.results_model import AgreementVerdict, AttentionSummary, Cell, Summary
+from ..analysis.results_model import AgreementVerdict, AttentionSummary, Cell, ScalingRow, Summary
 from ..analysis.summary import PAPER
 from ..format import METHOD, P_, ci, g, ok, pct, table, verdict_text
 
@@ -127,19 +127,18 @@ def _agreement(summ: Summary) -> list | None:
 
 
 def _reports(studies) -> list:
+    """(folder, group name, path) of every path along L of the studies reports ((folder, StudiesReport) pairs)."""
     for folder, rep in studies:
-        parts = ([("scaling", rep["scaling"])] if rep.get("scaling") else []) + \
-            [(p.get("group", "fixed_dk"), p) for p in rep.get("fixed_dk", [])]
-        for name, part in parts:
-            yield folder, name, part
+        for part in rep.paths():
+            yield folder, part.group, part
 
 
-def _path(rows: list) -> str:
+def _path(rows: list[ScalingRow]) -> str:
     """A study path named by how d_k moves with L over its rows: 'd_k = 16' (fixed) or 'd_k = 2L'."""
-    dks = sorted({r["d_k"] for r in rows})
+    dks = sorted({r.d_k for r in rows})
     if len(dks) == 1:
         return f"fixed d_k = {dks[0]}"
-    ratios = sorted({r["d_k"] / r["L"] for r in rows})
+    ratios = sorted({r.d_k / r.L for r in rows})
     return f"d_k = {g(ratios[0])}L" if len(ratios) == 1 else "d_k = " + ", ".join(map(str, dks))
 
 
@@ -157,8 +156,8 @@ def _scaling(studies) -> list | None:
     names = list(FORMS)
     paths = []
     for folder, name, part in _reports(studies):
-        for f in jump_forms(part.get("rows", [])):
-            rows = [r for r in part.get("rows", []) if r["L"] in f["L"] and r.get("softmax")]
+        for f in jump_forms(part.rows):
+            rows = [r for r in part.rows if r.L in f["L"] and r.softmax]
             if rows:
                 paths.append((folder, name, f, rows))
     if not paths:
@@ -166,7 +165,7 @@ def _scaling(studies) -> list | None:
     ours, results, margins, where = [], [], [], []
     for folder, name, f, rows in paths:
         path = _path(rows)
-        reading = ("bracket midpoints" if all(r["softmax"].get("bracket") for r in rows)
+        reading = ("bracket midpoints" if all(r.softmax.bracket for r in rows)
                    else "logistic midpoints of older tables")
         ours.append(f"{path}: jumps {', '.join(g(x) for x in f['P_star'])} at L = {', '.join(map(str, f['L']))} "
                     f"({reading})")
@@ -186,7 +185,7 @@ def _advantage(studies) -> list | None:
     """linear crossover / softmax jump against L and V, answered on every path the studies ran."""
     paths = []
     for folder, name, part in _reports(studies):
-        rows = [r for r in part.get("rows", []) if r.get("ratio") and ok(r["ratio"].get("experiment"))]
+        rows = [r for r in part.rows if r.ratio and ok(r.ratio.experiment)]
         if rows:
             paths.append((folder, name, rows))
     if not paths:
@@ -195,20 +194,20 @@ def _advantage(studies) -> list | None:
     for folder, name, rows in paths:
         path = _path(rows)
         items, first, unmixed = [], [], []
-        for r in sorted(rows, key=lambda r: (r["V"], r["L"])):
-            lo, hi, basis = ratio_interval(r["ratio"])
+        for r in sorted(rows, key=lambda r: (r.V, r.L)):
+            lo, hi, basis = ratio_interval(r.ratio)
             mixed, _ = mixing(r)
-            items.append(f"L = {r['L']}, V = {r['V']}: [{g(lo)}, {g(hi)}]"
+            items.append(f"L = {r.L}, V = {r.V}: [{g(lo)}, {g(hi)}]"
                          + (f" ({basis})" if basis != "interval" else "") + (" (not mixed)" if mixed is False else ""))
             if who_copies_first(lo, hi) == "softmax copies first":
-                (unmixed if mixed is False else first).append(str(r["L"]))
+                (unmixed if mixed is False else first).append(str(r.L))
             edges.append(lo)
         ours.append(f"{path}: " + "; ".join(items))
         results.append((path, "supported at L = " + ", ".join(first) if first else
                         "above 1 at L = " + ", ".join(unmixed) + " but not mixed" if unmixed else
                         "not shown (ratio below 1)"))
         where.append(f"[{folder}/studies.md]({folder}/studies.md) ({name})")
-        methods += [r.get("method", "SGLD") for r in rows]
+        methods += [r.method for r in rows]
     method = "/".join(dict.fromkeys(methods))
     return ["softmax copies with O(√(LV)) fewer samples than linear attention (ratio linear crossover / softmax "
             "jump > 1, growing)", f"{method}: " + "; ".join(ours), _both_ways(results),

@@ -7,42 +7,43 @@ import math
 
 from ..analysis.agreement import counted
 from ..analysis.finite_size import compatible
+from ..analysis.results_model import FiniteSize, FiniteSizeAgreement, StudiesReport, StudyPath
 from ..analysis.summary import AGREE_TOLERANCE
 from ..analysis.scaling_claims import mixing, ratio_interval
 from ..attention import ATTENTIONS
 from ..analysis.twins import twin_effect
-from ..format import g, twin_effect_text
+from ..format import g, ok, twin_effect_text
 
 LD = "large_deviation"
 
 
-def _rms(rows: list[dict], att: str, by: str) -> tuple[list, list]:
-    rs = sorted((r for r in rows if r["attention"] == att and r.get("same_mean")), key=lambda r: r[by])
-    return [r[by] for r in rs], [r["same_mean"]["rms_z"] for r in rs]
+def _rms(rows: tuple[FiniteSizeAgreement, ...], att: str, by: str) -> tuple[list, list]:
+    rs = sorted((r for r in rows if r.attention == att), key=lambda r: getattr(r, by))
+    return [getattr(r, by) for r in rs], [r.same_mean.rms_z for r in rs]
 
 
-def samplers(rep: dict) -> str:
+def samplers(rep: StudiesReport) -> str:
     """The samplers of a report's studies, e.g. 'HMC' or 'SGLD' (each study's ``method``)."""
-    return " and ".join(dict.fromkeys(s.get("method", "SGLD") for s in rep.get("studies", []))) or "SGLD"
+    return " and ".join(dict.fromkeys(s.method or "SGLD" for s in rep.studies)) or "SGLD"
 
 
-def _largest_gaps(fs: dict, att: str, by: str) -> tuple[list, list]:
+def _largest_gaps(fs: FiniteSize, att: str, by: str) -> tuple[list, list]:
     """Per value of ``by`` (d_k or L), the largest |experiment − theory| of one attention type over its points
     and order parameters (softmax: âG only), from the report's finite-size gaps."""
     per: dict = {}
-    for gp in fs.get("gaps", []):
-        if gp.get("attention") != att or not counted(att, gp.get("param", "")):
+    for gp in fs.gaps:
+        if gp.attention != att or not counted(att, gp.param):
             continue
-        for pt in gp.get("points", []):
-            if isinstance(pt.get("gap"), (int, float)) and math.isfinite(pt["gap"]):
-                key = pt.get(by, pt.get("x"))
-                per[key] = max(per.get(key, 0.0), abs(pt["gap"]))
+        for pt in gp.points:
+            if ok(pt.gap):
+                key = getattr(pt, by)
+                per[key] = max(per.get(key, 0.0), abs(pt.gap))
     xs = sorted(per)
     return xs, [per[x] for x in xs]
 
 
-def _finite(fs: dict, sampler: str, tol: float = AGREE_TOLERANCE) -> list[str]:
-    by = fs.get("by", "d_k")
+def _finite(fs: FiniteSize, sampler: str, tol: float = AGREE_TOLERANCE) -> list[str]:
+    by = fs.by
     out = []
     effects = []
     for att in ATTENTIONS:
@@ -53,85 +54,84 @@ def _finite(fs: dict, sampler: str, tol: float = AGREE_TOLERANCE) -> list[str]:
                            + (f"within |Δ| ≤ {g(tol)} from {by} = {inside[0]} on" if inside else
                               f"above |Δ| ≤ {g(tol)} at every {by}") + ")")
     if effects:
-        where = (f"at L = {fs['L']}, d_k = {fs['values'][0]} → {fs['values'][-1]}" if by == "d_k" else
-                 f"at d_k/L = {g(fs['d_k_over_L'])}, L = {fs['values'][0]} → {fs['values'][-1]}")
+        where = (f"at L = {fs.L}, d_k = {fs.values[0]} → {fs.values[-1]}" if by == "d_k" else
+                 f"at d_k/L = {g(fs.d_k_over_L)}, L = {fs.values[0]} → {fs.values[-1]}")
         out.append(f"Largest |Δ| = |experiment − theory| of {sampler} against the same-dataset theory {where}: "
                    f"{', '.join(effects)}.")
     parts, falls, above = [], [], []
     for att in ATTENTIONS:
-        xs, zs = _rms(fs.get("agreement", []), att, by)
+        xs, zs = _rms(fs.agreement, att, by)
         if len(xs) >= 2:
             parts.append(f"{att} {g(zs[0])} → {g(zs[-1])}")
             falls.append(zs[-1] < zs[0])
             above.append(zs[-1] > 2)
     if parts:
-        where = (f"at L = {fs['L']}, d_k = {fs['values'][0]} → {fs['values'][-1]}" if by == "d_k" else
-                 f"at d_k/L = {g(fs['d_k_over_L'])}, L = {fs['values'][0]} → {fs['values'][-1]}")
+        where = (f"at L = {fs.L}, d_k = {fs.values[0]} → {fs.values[-1]}" if by == "d_k" else
+                 f"at d_k/L = {g(fs.d_k_over_L)}, L = {fs.values[0]} → {fs.values[-1]}")
         trend = ("falls" if all(falls) else "does not fall for every attention type") + f" as {by} grows"
         level = "still above 2 at the largest" if all(above) else "at or below 2 for some attention type at the largest"
         out.append(f"Significance beside it: RMS z of {sampler} against the same-dataset theory {where}: "
                    f"{', '.join(parts)} — it {trend}, {level} {by} (z grows with the chains' precision, so it "
                    "tests an approximate theory ever more strictly; the effect size above is the verdict).")
     trs = []
-    for t in fs.get("transitions", []):
-        f = t.get("fit") or {}
-        if t.get("prior", LD) != LD or not f or not math.isfinite(f.get("a", math.nan)):
+    for t in fs.transitions:
+        f = t.fit
+        if t.prior != LD or not math.isfinite(f.a):
             continue
-        margin = abs(f["a"] - 1.0) / f["a_err"] if f["a_err"] > 0 else math.inf
-        trs.append(f"{t['attention']} {t.get('transition', 'transition')} → {f['a']:.3f} ± {f['a_err']:.3f} "
-                   f"({'tends to' if compatible(f, 1.0) else 'does not tend to'} the theory: |y_∞ − 1| = "
-                   f"{abs(f['a'] - 1.0):.3f} ({100 * abs(f['a'] - 1.0):.1f} %), {margin:.2f}σ, rule ≤ 2σ)")
+        margin = abs(f.a - 1.0) / f.a_err if f.a_err > 0 else math.inf
+        trs.append(f"{t.attention} {t.transition} → {f.a:.3f} ± {f.a_err:.3f} "
+                   f"({'tends to' if compatible(f.a, f.a_err, 1.0) else 'does not tend to'} the theory: |y_∞ − 1| = "
+                   f"{abs(f.a - 1.0):.3f} ({100 * abs(f.a - 1.0):.1f} %), {margin:.2f}σ, rule ≤ 2σ)")
     if trs:
         out.append(f"Experiment/theory of the transition points extrapolated to {by} → ∞ (large-deviation prior): "
                    + "; ".join(trs) + ".")
     return out
 
 
-def _ordering(part: dict) -> str | None:
-    rows = [r for r in part.get("rows", []) if r.get("ratio") and r["ratio"].get("experiment") is not None
-            and math.isfinite(r["ratio"]["experiment"])]
+def _ordering(part: StudyPath) -> str | None:
+    rows = [r for r in part.rows if r.ratio and ok(r.ratio.experiment)]
     if not rows:
         return None
-    tl = part.get("theory_lines", {})
-    label = tl.get("label") or (f"d_k = {g(tl['dk_per_L'])}·L" if tl.get("dk_per_L") else "the studied path")
-    rows = [r for r in rows if r["V"] == tl.get("V", r["V"])]
+    tl = part.theory_lines
+    label = tl.label or (f"d_k = {g(tl.dk_per_L)}·L" if tl.dk_per_L else "the studied path")
+    rows = [r for r in rows if tl.V is None or r.V == tl.V]
     items, first = [], []
-    for r in sorted(rows, key=lambda r: r["L"]):
-        lo, hi, basis = ratio_interval(r["ratio"])
-        items.append(f"L = {r['L']}{' (d_k < L)' if r['d_k'] < r['L'] else ''}: [{g(lo)}, {g(hi)}]"
-                     f"{' (' + basis + ')' if basis != 'interval' else ''} (closed-form crossover / P* {g(r['ratio'][LD])})")
-        ok, words = mixing(r)
-        if ok is False:
+    for r in sorted(rows, key=lambda r: r.L):
+        lo, hi, basis = ratio_interval(r.ratio)
+        items.append(f"L = {r.L}{' (d_k < L)' if r.d_k < r.L else ''}: [{g(lo)}, {g(hi)}]"
+                     f"{' (' + basis + ')' if basis != 'interval' else ''} (closed-form crossover / P* {g(r.ratio.large_deviation)})")
+        mixed, words = mixing(r)
+        if mixed is False:
             items[-1] += f" — not mixed: {words}"
         elif lo > 1:
             first.append(r)
-    method = "/".join(dict.fromkeys(r.get("method", "SGLD") for r in rows))
-    verdict = (f"softmax copies first at L = {', '.join(str(r['L']) for r in first)}" if first else
+    method = "/".join(dict.fromkeys(r.method for r in rows))
+    verdict = (f"softmax copies first at L = {', '.join(str(r.L) for r in first)}" if first else
                "no size where softmax is shown to copy first (no interval above 1 from mixed chains)")
-    return (f"Linear crossover / softmax jump along {label} (V = {tl.get('V', '–')}), "
+    return (f"Linear crossover / softmax jump along {label} (V = {'–' if tl.V is None else tl.V}), "
             f"{method}: {'; '.join(items)} — {verdict} on this path (ratio > 1: softmax copies first).")
 
 
-def headline(rep: dict) -> list[str]:
-    """The findings of one studies report (its JSON as a dict), each one sentence with its numbers."""
+def headline(rep: StudiesReport) -> list[str]:
+    """The findings of one studies report, each one sentence with its numbers."""
     out = []
-    for key in ("finite_size", "finite_L"):   # along d_k and along L: both halves, whatever they say
-        if rep.get(key):
-            out += _finite(rep[key], samplers(rep))
-    for part in ([rep["scaling"]] if rep.get("scaling") else []) + list(rep.get("fixed_dk", [])):
+    for fs in (rep.finite_size, rep.finite_L):   # along d_k and along L: both halves, whatever they say
+        if fs:
+            out += _finite(fs, samplers(rep))
+    for part in rep.paths():
         s = _ordering(part)
         if s:
             out.append(s)
-    ps = [line for line in rep.get("paper_scale", []) if line.startswith("The transition points collapse")]
+    ps = [line for line in rep.paper_scale or () if line.startswith("The transition points collapse")]
     if ps:
         out.append("The transition points collapse at equal P/σ² (the σ² twin), so the converged study's points "
                    "can be put on the paper's σ² = 1 scale (the studies report's paper-scale table).")
-    for t in rep.get("twins", []):   # the order parameters of the same twins, next to their transitions
-        if t.get("differs") == "σ²" and t.get("n"):
+    for t in rep.twins or ():   # the order parameters of the same twins, next to their transitions
+        if t.differs == "σ²" and t.n:
             e = twin_effect(t)
             same = e.get("n") and e["n_within_tol"] == e["n"]
-            out.append(f"The order parameters of the σ² twins {t['study']} / {t['ref']} "
+            out.append(f"The order parameters of the σ² twins {t.study} / {t.ref} "
                        f"{'collapse within tolerance' if same else 'do not collapse'} at equal P/σ²: "
-                       f"{twin_effect_text(e)} (significance: {t['n_within_2']} of {t['n']} within 2σ, "
-                       f"RMS z {g(t['rms_z'])}).")
+                       f"{twin_effect_text(e)} (significance: {t.n_within_2} of {t.n} within 2σ, "
+                       f"RMS z {g(t.rms_z)}).")
     return out

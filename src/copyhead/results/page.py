@@ -317,8 +317,8 @@ def _studies(studies) -> list[str]:
         lines = headline(rep)
         if not lines:
             continue
-        names = ", ".join(s["name"] for s in rep.get("studies", []))
-        codes = sorted({s.get("code_version", "") for s in rep.get("studies", [])} - {""})
+        names = ", ".join(s.name for s in rep.studies)
+        codes = sorted({s.code_version or "" for s in rep.studies} - {""})
         out += [f"From [docs/{folder}/studies.md]({folder}/studies.md) ({names}; made by copyhead "
                 f"{', '.join(codes) or 'unknown'}):", ""] + [f"- {x}" for x in lines] + [""]
     if not out:
@@ -344,7 +344,7 @@ def _scaling_elsewhere(studies) -> list[str]:
 def render_page(tables: dict, figure_dir: str = "results_figures", appendix_name: str = "results_appendix.md",
                 json_name: str = "results.json", studies=()) -> str:
     """The Markdown of the results page from the results JSON (read only) and, for its Studies section,
-    ``studies``: (docs folder name, studies report JSON as a dict) pairs. The summary is read as
+    ``studies``: (docs folder name, :class:`~copyhead.analysis.results_model.StudiesReport`) pairs. The summary is read as
     :class:`~copyhead.analysis.results_model.Summary` (a missing key is named with the file)."""
     summ = Summary.from_dict(tables["summary"], f"{json_name}: summary")
     name = tables.get("config_name") or "the config recorded in the inputs"

@@ -8,6 +8,7 @@ import math
 from copyhead.analysis.finite_size import PRIOR_LABEL, correction_size, decay, prior_distances
 from copyhead.analysis.scaling_claims import (FORMS, advantage_trend, closed_form_path, jump_forms, per_sigma2,
                                       mixing, ratio_interval, who_copies_first)
+from copyhead.analysis.results_model import FiniteSize, ScalingRow, Study, TheoryLines, Twin
 from copyhead.analysis.summary import PAPER
 from copyhead.analysis.twins import start_agreement, twin_effect
 from copyhead.attention import ATTENTIONS
@@ -18,16 +19,16 @@ def _top(d: dict) -> str:
     return ", ".join(sorted({f"{name} at {g(ratio)}·P_ref" for name, ratio in d["top"]}))
 
 
-def conclude_finite_size(fs: dict) -> list[str]:
+def conclude_finite_size(fs: FiniteSize) -> list[str]:
     out = []
-    B, vals = fs["by"], fs["values"]
+    B, vals = fs.by, fs.values
     for att in ATTENTIONS:
-        rms = {a["x"]: a["same_mean"]["rms_z"] for a in fs["agreement"] if a["attention"] == att}
+        rms = {a.x: a.same_mean.rms_z for a in fs.agreement if a.attention == att}
         if rms:
             out.append(f"- {att}: RMS z against the same-dataset posterior mean at {B} = "
                        f"{', '.join(str(d) for d in vals)}: {', '.join(g(rms.get(d, math.nan)) for d in vals)}.")
-    n_close = sum(1 for r in fs["gaps"] if r["closes"])
-    n_fit = sum(1 for r in fs["gaps"] if r["closes"] is not None)
+    n_close = sum(1 for r in fs.gaps if r.closes)
+    n_fit = sum(1 for r in fs.gaps if r.closes is not None)
     out.append(f"- Order parameters: the extrapolated gap gap_∞ ({B} → ∞) is within 2σ of 0 at {n_close} of {n_fit} "
                "(attention, recipe, P/P_ref, parameter) rows.")
     for att in ATTENTIONS:
@@ -40,27 +41,27 @@ def conclude_finite_size(fs: dict) -> list[str]:
     for att in ATTENTIONS:
         c = correction_size(fs, att) if B == "d_k" else None
         if c:
-            out.append(f"- {att}: the largest fitted correction is b/d_k with b = {g(c['b'])} ({c['row']['name']} "
-                       f"at {g(c['row']['ratio'])}·P_ref); it falls below twice these chains' median error "
-                       f"({g(c['median_error'], 2)}) only at d_k ≈ {g(c['need'], 2)} (d_k/L ≈ {g(c['need'] / fs['L'], 2)}), "
+            out.append(f"- {att}: the largest fitted correction is b/d_k with b = {g(c['b'])} ({c['row'].name} "
+                       f"at {g(c['row'].ratio)}·P_ref); it falls below twice these chains' median error "
+                       f"({g(c['median_error'], 2)}) only at d_k ≈ {g(c['need'], 2)} (d_k/L ≈ {g(c['need'] / fs.L, 2)}), "
                        "the size where the theory would agree within these errors at every point, if the gap is b/d_k alone.")
     for att in ATTENTIONS:
-        last = [a for a in fs["agreement"] if a["attention"] == att and a["x"] == vals[-1]]
+        last = [a for a in fs.agreement if a.attention == att and a.x == vals[-1]]
         if last:
             a = last[0]
-            ld, ga = a["closed_mean"]["rms_z"], a["closed_mean_gaussian"]["rms_z"]
+            ld, ga = a.closed_mean.rms_z, a.closed_mean_gaussian.rms_z
             if math.isfinite(ld) and math.isfinite(ga):
                 out.append(f"- {att}, order parameters at the largest {B} = {vals[-1]}: RMS z against the closed-form "
                            f"posterior mean {g(ld)} with the large-deviation prior, {g(ga)} with the Gaussian prior: "
                            f"the {'large-deviation' if ld < ga else 'Gaussian'} prior describes the sampled posterior "
                            "better there.")
-    for t in fs["transitions"]:
-        f = t["fit"]
-        if math.isfinite(f["a"]):
-            verdict = ("tends to the theory (r_∞ within 2σ of 1)" if t["tends_to_theory"] else
+    for t in fs.transitions:
+        f = t.fit
+        if math.isfinite(f.a):
+            verdict = ("tends to the theory (r_∞ within 2σ of 1)" if t.tends_to_theory else
                        "does not tend to the theory (r_∞ more than 2σ from 1)")
-            out.append(f"- {t['attention']} {t['transition']}, {PRIOR_LABEL[t['prior']]} prior: "
-                       f"experiment/theory → {pm(f['a'], f['a_err'])} at {B} → ∞: {verdict}.")
+            out.append(f"- {t.attention} {t.transition}, {PRIOR_LABEL[t.prior]} prior: "
+                       f"experiment/theory → {pm(f.a, f.a_err)} at {B} → ∞: {verdict}.")
     for att in ATTENTIONS:
         dist = prior_distances(fs, att)
         if len(dist) == 2:
@@ -75,7 +76,7 @@ def conclude_finite_size(fs: dict) -> list[str]:
     return out
 
 
-def conclude_dk_over_L(fs: dict, fl: dict) -> list[str]:
+def conclude_dk_over_L(fs: FiniteSize, fl: FiniteSize) -> list[str]:
     """Is the gap a function of d_k alone, or of d_k/L? At fixed L it falls as d_k^(−a); at fixed d_k/L a
     gap in 1/d_k alone would fall as L^(−a) too, a gap in L/d_k not at all."""
     out = []
@@ -93,7 +94,7 @@ def conclude_dk_over_L(fs: dict, fl: dict) -> list[str]:
     return out
 
 
-def conclude_scaling_theory(tl: dict) -> list[str]:
+def conclude_scaling_theory(tl: TheoryLines) -> list[str]:
     """The closed form along L on the studies' path (fixed d_k or d_k = q·L): does P*/ln²L or P*/(L ln²L)
     flatten, and from which L on does softmax copy before linear attention (crossover/P* > 1)?"""
     out = []
@@ -101,28 +102,28 @@ def conclude_scaling_theory(tl: dict) -> list[str]:
         c = closed_form_path(tl, prior)
         if c is None:
             continue
-        out.append(f"- Closed form, {PRIOR_LABEL[prior]} prior, V = {tl['V']}, {tl['label']}, L = "
+        out.append(f"- Closed form, {PRIOR_LABEL[prior]} prior, V = {tl.V}, {tl.label}, L = "
                    f"{g(c['L_first'])}–{g(c['L_last'])}: over L ≥ {g(c['L_half'])} P*/ln²L changes by a factor "
                    f"{g(c['change_ln2L'])} and P*/(L ln²L) by {g(c['change_L_ln2L'])}; linear crossover / softmax P* = "
                    f"{g(c['ratio_first'])} at L = {g(c['L_first'])} and {g(c['ratio_last'])} at L = {g(c['L_last'])}: "
                    + (f"softmax copies first from L ≈ {g(c['softmax_first_from'])} on."
                       if math.isfinite(c["softmax_first_from"]) else
-                      f"softmax never copies before linear attention in this range (along {tl['label']})."))
+                      f"softmax never copies before linear attention in this range (along {tl.label})."))
     return out
 
 
-def _method(rows: list[dict]) -> str:
-    return "/".join(dict.fromkeys(r.get("method", "SGLD") for r in rows)) or "SGLD"
+def _method(rows: list[ScalingRow]) -> str:
+    return "/".join(dict.fromkeys(r.method for r in rows)) or "SGLD"
 
 
-def verdict(r: dict, lo: float, hi: float) -> str:
+def verdict(r: ScalingRow, lo: float, hi: float) -> str:
     """Who copies first from the ratio interval — 'not mixed' first where the study's chains have not."""
     ok, words = mixing(r)
     return who_copies_first(lo, hi) if ok is not False else \
         f"not mixed ({words}); the interval alone would say: {who_copies_first(lo, hi)}"
 
 
-def conclude_scaling(rows: list[dict]) -> list[str]:
+def conclude_scaling(rows: list[ScalingRow]) -> list[str]:
     out = []
     names = list(FORMS)
     for f in jump_forms(rows):
@@ -131,17 +132,17 @@ def conclude_scaling(rows: list[dict]) -> list[str]:
                    f"{g(f['slope'])}; spread "
                    f"(max/min) of P*/ln²L {g(f['spread'][names[0]])}, of P*/(L ln²L) {g(f['spread'][names[1]])}, "
                    f"of P* {g(f['spread'][names[2]])}: closest form '{f['closest']}'.")
-    for r in [r for r in rows if "ratio" in r and math.isfinite(r["ratio"]["experiment"])]:
-        lo, hi, basis = ratio_interval(r["ratio"])
-        same = r["ratio"].get("same_dataset") or [math.nan, math.nan]
-        closed = r["ratio"].get("closed_mean") or [math.nan, math.nan]
+    for r in [r for r in rows if r.ratio and math.isfinite(r.ratio.experiment)]:
+        lo, hi, basis = ratio_interval(r.ratio)
+        same = r.ratio.same_dataset or [math.nan, math.nan]
+        closed = r.ratio.closed_mean or [math.nan, math.nan]
         theory = "; ".join(f"{what} [{g(a)}, {g(b)}]" for what, (a, b) in
                            (("same-dataset posterior mean, same estimator", same),
                             ("closed-form posterior mean, same estimator", closed)) if math.isfinite(a))
-        out.append(f"- {r['name']} (L = {r['L']}, d_k = {r['d_k']}{', rank-deficient: d_k < L' if r['d_k'] < r['L'] else ''}): "
-                   f"{r.get('method', 'SGLD')} linear crossover / softmax jump in [{g(lo)}, {g(hi)}] ({basis}; "
+        out.append(f"- {r.name} (L = {r.L}, d_k = {r.d_k}{', rank-deficient: d_k < L' if r.d_k < r.L else ''}): "
+                   f"{r.method} linear crossover / softmax jump in [{g(lo)}, {g(hi)}] ({basis}; "
                    + (f"{theory}; " if theory else "")
-                   + f"closed-form crossover / P*, a different quantity: {g(r['ratio']['large_deviation'])}): "
+                   + f"closed-form crossover / P*, a different quantity: {g(r.ratio.large_deviation)}): "
                    f"{verdict(r, lo, hi)}.")
     t = advantage_trend(rows)
     if t:
@@ -159,22 +160,22 @@ def conclude_scaling(rows: list[dict]) -> list[str]:
     return out
 
 
-def collapse_verdict(c: dict) -> list[str]:
+def collapse_verdict(c: Twin) -> list[str]:
     """Effect size first: the twins agree when every pair of order parameters is within the agreement
     tolerance (|Δ| ≤ 0.02, fixed before looking; copyhead.analysis.twins.twin_effect), else they differ by
     the largest |Δ| (relative to the value there). Significance beside it: equal within 2σ at ≥ 90 % of the
     points, and whether the same-dataset theory predicts the differences (≥ 90 %) or part of them."""
     e = twin_effect(c)
     within = e.get("n") and e["n_within_tol"] == e["n"]
-    sig = c["n"] and c["n_within_2"] >= 0.9 * c["n"]
-    explained = c["n"] and c["n_within_2_theory"] >= 0.9 * c["n"]
-    better = c["rms_z_theory"] < c["rms_z"]
-    tr = [f"{att} {t['name']} ÷ σ²: CIs {'overlap' if t['overlap'] else 'do not overlap'}"
-          for att, t in c["transitions"].items() if t.get("overlap") is not None]
+    sig = c.n and c.n_within_2 >= 0.9 * c.n
+    explained = c.n and c.n_within_2_theory >= 0.9 * c.n
+    better = c.rms_z_theory < c.rms_z
+    tr = [f"{att} {t.name} ÷ σ²: CIs {'overlap' if t.overlap else 'do not overlap'}"
+          for att, t in c.transitions.items() if t.overlap is not None]
     size = twin_effect_text(e)
-    stat = (f"significance: {c['n_within_2']} of {c['n']} equal within 2σ (RMS z {g(c['rms_z'])}; "
+    stat = (f"significance: {c.n_within_2} of {c.n} equal within 2σ (RMS z {g(c.rms_z)}; "
             f"{'≥' if sig else '<'} 90 %)")
-    if c["differs"] == "σ²":
+    if c.differs == "σ²":
         head = (f"- Verdict: the order parameters {'collapse' if within else 'do not collapse'} at equal P/σ² "
                 f"({size}); {stat}.")
         if not sig:
@@ -222,16 +223,16 @@ RANK_NOTE = ("What the rank bound proves at d_k < L (Eq. (26), docs/theory.md Se
              "nor forbids softmax copying first along a fixed d_k.")
 
 
-def convergence_summary(studies: list[dict]) -> list[str]:
-    n = sum(a["n_conv"] for s in studies for a in s["attentions"].values())
-    flag = sum(a["n_within_flag"] for s in studies for a in s["attentions"].values())
+def convergence_summary(studies: list[Study]) -> list[str]:
+    n = sum(a.n_conv for s in studies for a in s.attentions.values())
+    flag = sum(a.n_within_flag for s in studies for a in s.attentions.values())
     return [f"Convergence over all studies: {flag} of {n} (recipe, P, parameter) rows have a chain whose two halves "
             f"disagree (within-chain R̂ > 1.05): slowly mixing chains (the largest values and the smallest ESS per "
             "study: studies report, section 4). Their errors come from few effective samples and may be underestimated, which inflates "
             "|z| at those points."] + _start_line(studies)
 
 
-def _start_line(studies: list[dict]) -> list[str]:
+def _start_line(studies: list[Study]) -> list[str]:
     sa = start_agreement(studies)
     if not sa["n"]:
         return []

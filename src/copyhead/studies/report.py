@@ -12,11 +12,13 @@ publish manifest, :mod:`copyhead.publish`), the manifest is kept up to date.
 """
 from __future__ import annotations
 
-import json
+import dataclasses
 import math
 from pathlib import Path
 
 from copyhead.analysis.finite_size import CURVES, PRIOR_LABEL
+from copyhead.analysis.results_model import (FiniteSize, Fit, Ratio, ResultsFormatError, StudiesReport, Study,
+                                             StudyPath, StudyTransition, Twin, read_studies)
 from copyhead.analysis.scaling_claims import ratio_interval
 from copyhead.analysis.summary import PAPER
 from copyhead.analysis.twins import transitions_collapse
@@ -32,77 +34,68 @@ from copyhead.studies.tables import COLLAPSE_LINE, COLLAPSE_RULE, CURVE_LABEL, l
 
 FIGURES = {"finite_size": "fig9_finite_size.png", "finite_L": "fig9b_gap_vs_L.png", "scaling": "fig8_scaling_experiment.png",
            "twins": "fig10_twins.png"}
-# keys whose null in studies.json means "none" (not a number that is missing): every other null is NaN
-_NONE_KEYS = {"closes", "tends_to_theory", "overlap", "dk_per_L", "d_k", "L", "d_k_over_L", "resolved"}
-
-
-def _nan(obj, key=None):
-    if isinstance(obj, dict):
-        return {k: _nan(v, k) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_nan(v, key) for v in obj]
-    return math.nan if obj is None and key not in _NONE_KEYS else obj
-
-
-def load_report(path: str | Path) -> dict:
-    """studies.json as the renderer reads it: null numbers as NaN, the theory lines keyed by (attention,
-    prior) with their path's label (a studies.json of older code lacks it: made from its d_k or d_k/L)."""
+def load_report(path: str | Path) -> StudiesReport:
+    """studies.json as the renderer reads it (:class:`~copyhead.analysis.results_model.StudiesReport`: null
+    numbers as NaN), each path's theory lines with their label (a studies.json of older code lacks it: made
+    from its d_k or d_k/L)."""
     path = Path(path)
     try:
-        rep = _nan(json.loads(path.read_text()))
-        rep["studies"]
+        rep = read_studies(path)
     except FileNotFoundError:
         raise DataFileError(f"{path}: no such studies tables file (make it with `copyhead studies-report`)") from None
-    except (ValueError, KeyError, TypeError) as e:
+    except (ValueError, ResultsFormatError) as e:
         raise DataFileError(f"{path}: not a studies.json of `copyhead studies-report` ({type(e).__name__}: {e})") from None
-    for part in ([rep["scaling"]] if "scaling" in rep else []) + rep.get("fixed_dk", []):
-        tl = {tuple(k.split("|")) if "|" in k else k: v for k, v in part["theory_lines"].items()}
-        tl.setdefault("label", path_label(tl.get("d_k"), tl.get("dk_per_L")))
-        part["theory_lines"] = tl
-    return rep
+
+    def labelled(part: StudyPath | None) -> StudyPath | None:
+        tl = part.theory_lines if part else None
+        if tl is None or tl.label is not None:
+            return part
+        return dataclasses.replace(part, theory_lines=dataclasses.replace(tl, label=path_label(tl.d_k, tl.dk_per_L)))
+    return dataclasses.replace(rep, scaling=labelled(rep.scaling),
+                               fixed_dk=None if rep.fixed_dk is None else tuple(map(labelled, rep.fixed_dk)))
 
 
-def _tr(t: dict) -> str:
+def _tr(t: StudyTransition) -> str:
     """A transition: its grid bracket (the softmax jump) or point value, with its 95% interval."""
-    if not math.isfinite(t["estimate"]):
+    if not math.isfinite(t.estimate):
         return "–"
-    br = t.get("bracket")
-    return f"{g(br[0])}–{g(br[1])} {ci(t['ci_lo'], t['ci_hi'])}" if br else f"{g(t['estimate'])} {ci(t['ci_lo'], t['ci_hi'])}"
+    br = t.bracket
+    return f"{g(br[0])}–{g(br[1])} {ci(t.ci_lo, t.ci_hi)}" if br else f"{g(t.estimate)} {ci(t.ci_lo, t.ci_hi)}"
 
 
-def _fit(fit: dict) -> str:
-    return f"{pm(fit['a'], fit['a_err'])} (b = {g(fit['b'])}, χ²/dof = {g(fit['chi2_dof'])})"
+def _fit(fit: Fit) -> str:
+    return f"{pm(fit.a, fit.a_err)} (b = {g(fit.b)}, χ²/dof = {g(fit.chi2_dof)})"
 
 
-def _train_jobs(s: dict) -> int:
+def _train_jobs(s: Study) -> int:
     """Training jobs of a study: one per (attention, recipe, P) (from its rows where studies.json has no cost)."""
-    if "cost" in s:
-        return s["cost"]["train_jobs"]
-    return len({(att, r["recipe"], r["P"]) for att, a in s["attentions"].items() for r in a["rows"]})
+    if s.cost:
+        return s.cost.train_jobs
+    return len({(att, r.recipe, r.P) for att, a in s.attentions.items() for r in a.rows})
 
 
-def _cost_rows(studies: list[dict]) -> list[list]:
+def _cost_rows(studies: tuple[Study, ...]) -> list[list]:
     rows = []
     for s in studies:
-        sec, cost = s["seconds"], s.get("cost", {})
-        rows.append([s["name"], s["L"], s["V"], s["d_k"], g(s["sigma2"]), _train_jobs(s), g(sec["train"], 3),
-                     g(cost.get("train_model_s"), 3), g(sec["other"], 3),
-                     g((sec["train"] + sec["other"]) / 2 / 60, 2), g(cost.get("gpu_model_s", math.nan) / 60, 2)])
+        sec, cost = s.seconds, s.cost
+        rows.append([s.name, s.L, s.V, s.d_k, g(s.sigma2), _train_jobs(s), g(sec.train, 3),
+                     g(cost.train_model_s if cost else None, 3), g(sec.other, 3),
+                     g((sec.train + sec.other) / 2 / 60, 2), g((cost.gpu_model_s if cost else math.nan) / 60, 2)])
     return rows
 
 
-def _title(rep: dict) -> str:
+def _title(rep: StudiesReport) -> str:
     """What the page holds, from its sections."""
-    parts = [what for key, what in (("finite_size", "finite d_k"), ("scaling", "scaling in L and V"),
-                                    ("fixed_dk", "scaling in L at a fixed head dimension"),
-                                    ("twins", "σ² and step-size twins")) if rep.get(key)]
+    parts = [what for part, what in ((rep.finite_size, "finite d_k"), (rep.scaling, "scaling in L and V"),
+                                     (rep.fixed_dk, "scaling in L at a fixed head dimension"),
+                                     (rep.twins, "σ² and step-size twins")) if part]
     return "# Studies: " + (", ".join(parts) if parts else "the studies' sizes and convergence")
 
 
-def paper_scale_lines(rep: dict, converged: dict | None) -> list[str]:
+def paper_scale_lines(rep: StudiesReport, converged: dict | None) -> list[str]:
     """The paper-scale part of the twins section: the σ² collapse of the transitions and, with the converged
     study, its transitions divided by σ² next to the paper's numbers."""
-    ok = transitions_collapse(rep["twins"])
+    ok = transitions_collapse([t.to_dict() for t in rep.twins])
     if converged is not None:
         return paper_scale(converged, ok) + ["", COLLAPSE_RULE]
     return [COLLAPSE_LINE if ok else "The transition points do NOT collapse at equal P/σ² within their 95% CIs "
@@ -111,13 +104,13 @@ def paper_scale_lines(rep: dict, converged: dict | None) -> list[str]:
             "on the paper's σ² = 1 scale.)", "", COLLAPSE_RULE]
 
 
-def render(rep: dict, json_name: str = "studies.json", converged: dict | None = None,
+def render(rep: StudiesReport, json_name: str = "studies.json", converged: dict | None = None,
            converged_name: str = "") -> list[str]:
     """The page's lines from studies.json (:func:`load_report`) and the converged study
     (:func:`copyhead.studies.tables.load_transitions`; used only where the page has σ² twins)."""
-    if rep.get("twins"):
-        rep = dict(rep, paper_scale=paper_scale_lines(rep, converged))
-    conv = f"; the converged study's transitions from `{converged_name}`" if converged is not None and rep.get("twins") else ""
+    if rep.twins:
+        rep = dataclasses.replace(rep, paper_scale=tuple(paper_scale_lines(rep, converged)))
+    conv = f"; the converged study's transitions from `{converged_name}`" if converged is not None and rep.twins else ""
     out = [_title(rep), "",
            f"*Generated by `copyhead studies-page` from [{json_name}]({json_name}) (the studies' tables, made by "
            f"`copyhead studies-report` from each study's results; each study is the main workflow in `studies/<name>/`, "
@@ -130,78 +123,77 @@ def render(rep: dict, json_name: str = "studies.json", converged: dict | None = 
            "grids move with d_k, L, V and σ² as the transitions do — or on a dense grid listed in the spec. Errors: MCSE of the chain means (or the "
            "spread across chains when larger) combined with the theory's own error; transition CIs: 95% "
            "bootstrap over chains (docs/results.md, Definitions).", "",
-           f"Studies in this report: {', '.join(s['name'] for s in rep['studies'])}.", "",
+           f"Studies in this report: {', '.join(s.name for s in rep.studies)}.", "",
            "## Findings", ""] + [f"- {x}" for x in headline(rep)] + [""]
-    fs = rep.get("finite_size")
+    fs = rep.finite_size
     if fs:
-        out += _finite_size_section(fs, "1", f"Finite d_k at L = {fs['L']}: does the gap to the theory close?",
+        out += _finite_size_section(fs, "1", f"Finite d_k at L = {fs.L}: does the gap to the theory close?",
                                     FIGURES["finite_size"], conclude_finite_size(fs), samplers(rep))
-    sc = rep.get("scaling")
+    sc = rep.scaling
     if sc:
-        out += _scaling_section(sc, "2", f"Scaling in L and V along {sc['theory_lines']['label']}: the paper's two "
+        out += _scaling_section(sc, "2", f"Scaling in L and V along {sc.theory_lines.label}: the paper's two "
                                 "claims", FIGURES["scaling"])
-    for i, fx in enumerate(rep.get("fixed_dk", [])):
+    for i, fx in enumerate(rep.fixed_dk or ()):
         out += _scaling_section(fx, f"2{'cdefg'[i]}", f"Scaling in L at a fixed head dimension, "
-                                f"{fx['theory_lines']['label']} (group `{fx['group']}`): the regime L > d_k",
-                                fx["figure"])
-    fl = rep.get("finite_L")
+                                f"{fx.theory_lines.label} (group `{fx.group}`): the regime L > d_k",
+                                fx.figure)
+    fl = rep.finite_L
     if fl:
         conclusion = conclude_finite_size(fl) + (conclude_dk_over_L(fs, fl) if fs else [])
-        out += _finite_size_section(fl, "2b", f"The gap against L at fixed d_k/L = {g(fl['d_k_over_L'])} (the "
+        out += _finite_size_section(fl, "2b", f"The gap against L at fixed d_k/L = {g(fl.d_k_over_L)} (the "
                                     "transverse directions of the attention matrix grow as L²)", FIGURES["finite_L"],
                                     conclusion, samplers(rep))
-    tw = rep.get("twins")
-    if tw:
-        out += _twins_section(tw, rep.get("paper_scale"), {x["name"]: x.get("method", "SGLD") for x in rep["studies"]})
-    out += _per_study_section(rep["studies"])
+    if rep.twins:
+        out += _twins_section(rep.twins, rep.paper_scale, {x.name: x.method or "SGLD" for x in rep.studies})
+    out += _per_study_section(rep.studies)
     return out
 
 
-def _finite_size_section(fs: dict, number: str, title: str, figure: str, conclusion: list[str],
+def _finite_size_section(fs: FiniteSize, number: str, title: str, figure: str, conclusion: list[str],
                          sampler: str) -> list[str]:
-    B, vals = fs["by"], fs["values"]
+    B, vals = fs.by, fs.values
     out = [f"## {number}. {title}", "", f"![{figure}]({figure})", "",
            f"### Agreement per {B} ({sampler}, both starts, points away from the transitions)", ""]
     rows = []
-    for a in fs["agreement"]:
-        rows.append([a["attention"], a["L"], a["d_k"], g(a["d_k_over_L"])] +
-                    [f"{a[c]['n_within_2']}/{a[c]['n']}, {g(a[c]['rms_z'])}" for c in CURVES])
+    for a in fs.agreement:
+        rows.append([a.attention, a.L, a.d_k, g(a.d_k_over_L)] +
+                    [f"{z.n_within_2}/{z.n}, {g(z.rms_z)}" for z in (getattr(a, c) for c in CURVES)])
     out.append(table(["attention", "L", "d_k", "d_k/L"] + [f"{CURVE_LABEL[c]}: within 2σ, RMS z" for c in CURVES],
                      rows))
     out += ["", f"### Transition points: experiment / theory against 1/{B}", "",
             f"Fit ratio = r_∞ + b/{B} (weighted by the bootstrap CIs; errors scaled by √(χ²/dof) when > 1). "
             "'→ theory' = r_∞ within 2σ of 1.", ""]
     rows = []
-    for t in fs["transitions"]:
-        pts = {p["x"]: p for p in t["points"]}
-        rows.append([t["attention"], t["transition"], PRIOR_LABEL[t["prior"]]] +
-                    [f"{g(pts[d]['experiment'])} / {g(pts[d]['theory'])} = {g(pts[d]['ratio'])}" if d in pts else "–"
-                     for d in vals] + [_fit(t["fit"]), yn(t["tends_to_theory"])])
+    for t in fs.transitions:
+        pts = {p.x: p for p in t.points}
+        rows.append([t.attention, t.transition, PRIOR_LABEL[t.prior]] +
+                    [f"{g(pts[d].experiment)} / {g(pts[d].theory)} = {g(pts[d].ratio)}" if d in pts else "–"
+                     for d in vals] + [_fit(t.fit), yn(t.tends_to_theory)])
     out.append(table(["attention", "transition", "prior"] + [f"{B} = {d}" for d in vals] +
                      ["r_∞ (fit)", "→ theory?"], rows))
     out += ["", f"### Order parameters at fixed P/P_ref: experiment − same-dataset theory against 1/{B}", "",
             f"Fit gap = gap_∞ + b/{B}; 'closes' = gap_∞ within 2σ of 0. Softmax: âG only (â1 = 1 − âG).", ""]
     rows = []
-    for r in fs["gaps"]:
-        pts = {p["x"]: p for p in r["points"]}
-        rows.append([r["attention"], r["recipe"], g(r["ratio"]), r["name"]] +
-                    [f"{pm(pts[d]['gap'], pts[d]['error'])}" if d in pts else "–" for d in vals] +
-                    [_fit(r["fit"]), yn(r["closes"])])
+    for r in fs.gaps:
+        pts = {p.x: p for p in r.points}
+        rows.append([r.attention, r.recipe, g(r.ratio), r.name] +
+                    [f"{pm(pts[d].gap, pts[d].error)}" if d in pts else "–" for d in vals] +
+                    [_fit(r.fit), yn(r.closes)])
     out.append(table(["attention", "recipe", "P/P_ref", "param"] + [f"{B} = {d}" for d in vals] +
                      ["gap_∞ (fit)", "closes?"], rows))
     out += ["", "### Conclusion (rules applied to the tables above)", ""] + conclusion + [""]
     return out
 
 
-def _ratio_cell(rat: dict) -> str:
+def _ratio_cell(rat: Ratio | None) -> str:
     if not rat:
         return "–"
     lo, hi, basis = ratio_interval(rat)
     return f"[{g(lo)}, {g(hi)}]" + (f" ({basis})" if basis != "interval" else "")
 
 
-def _scaling_section(sc: dict, number: str, title: str, figure: str) -> list[str]:
-    method = "/".join(dict.fromkeys(r.get("method", "SGLD") for r in sc["rows"])) or "SGLD"
+def _scaling_section(sc: StudyPath, number: str, title: str, figure: str) -> list[str]:
+    method = "/".join(dict.fromkeys(r.method for r in sc.rows)) or "SGLD"
     out = [f"## {number}. {title}", "", f"![{figure}]({figure})", "",
            f"Paper: {PAPER['scaling'][1]}. P counts sequences; in tokens N = P·L, so 'N* ∝ L ln²L' is "
            f"P* ∝ ln²L and 'P* ∝ L ln²L' counts sequences. Both are shown. Experiment: {method} transitions with 95% "
@@ -211,31 +203,32 @@ def _scaling_section(sc: dict, number: str, title: str, figure: str) -> list[str
            "interval); beside it the same estimator on the same-dataset posterior mean on the same P, and the "
            "closed form's crossover / P*.", ""]
     rows = []
-    for r in sc["rows"]:
-        lin, sm = r.get("linear"), r.get("softmax")
-        rat = r.get("ratio", {})
-        rows.append([r["name"], r["L"], r["V"], r["d_k"] if r["d_k"] >= r["L"] else f"{r['d_k']} (< L)",
-                     _tr(lin) if lin else "–", g(lin["theory"]["large_deviation"]) if lin else "–",
-                     g(lin["theory"]["gaussian"]) if lin else "–",
-                     _tr(sm) if sm else "–", g(sm["theory"]["large_deviation"]) if sm else "–",
-                     g(sm["theory"]["gaussian"]) if sm else "–",
-                     g(sm["estimate"] / r["ln2L"]) if sm else "–", g(sm["estimate"] / (r["L"] * r["ln2L"])) if sm else "–",
-                     g(r["sqrt_LV"]), _ratio_cell(rat),
-                     (lambda v: f"[{g(v[0])}, {g(v[1])}]" if v and math.isfinite(v[0]) else "–")(rat.get("same_dataset")),
-                     g(rat.get("large_deviation", math.nan))])
+    for r in sc.rows:
+        lin, sm, rat = r.linear, r.softmax, r.ratio
+        rows.append([r.name, r.L, r.V, r.d_k if r.d_k >= r.L else f"{r.d_k} (< L)",
+                     _tr(lin) if lin else "–", g(lin.theory["large_deviation"]) if lin else "–",
+                     g(lin.theory["gaussian"]) if lin else "–",
+                     _tr(sm) if sm else "–", g(sm.theory["large_deviation"]) if sm else "–",
+                     g(sm.theory["gaussian"]) if sm else "–",
+                     g(sm.estimate / r.ln2L) if sm else "–", g(sm.estimate / (r.L * r.ln2L)) if sm else "–",
+                     g(r.sqrt_LV), _ratio_cell(rat),
+                     (lambda v: f"[{g(v[0])}, {g(v[1])}]" if v and math.isfinite(v[0]) else "–")(
+                         rat.same_dataset if rat else None),
+                     g(rat.large_deviation if rat else math.nan)])
     out.append(table(["study", "L", "V", "d_k", f"linear crossover ({method})", "theory LD", "theory Gauss.",
                       f"softmax jump ({method})", "theory LD P*", "theory Gauss. P*", "jump/ln²L", "jump/(L ln²L)",
                       "√(LV)", f"crossover/jump ({method})", "same estimator, same-dataset theory",
                       "crossover/P* (theory LD)"], rows))
-    if any(r["d_k"] < r["L"] for r in sc["rows"]):
+    if any(r.d_k < r.L for r in sc.rows):
         out += ["", RANK_NOTE]
-    out += ["", "### Conclusion (rules applied to the table above)", ""] + (conclude_scaling(sc["rows"])
-                                                                          + conclude_scaling_theory(sc["theory_lines"])) + [""]
+    out += ["", "### Conclusion (rules applied to the table above)", ""] + (conclude_scaling(sc.rows)
+                                                                          + conclude_scaling_theory(sc.theory_lines)) + [""]
     return out
 
 
 
-def _twins_section(twins: list[dict], paper_scale: list[str] | None, methods: dict[str, str]) -> list[str]:
+def _twins_section(twins: tuple[Twin, ...], paper_scale: tuple[str, ...] | None,
+                   methods: dict[str, str]) -> list[str]:
     """Section 3; ``methods`` names each study's sampler (its transitions are read from that sampler's chains)."""
     out = ["## 3. Twin studies: the σ² collapse (every transition P ∝ σ²) and the SGLD step size", "",
            f"![fig10]({FIGURES['twins']})", "",
@@ -243,31 +236,31 @@ def _twins_section(twins: list[dict], paper_scale: list[str] | None, methods: di
            "pair differing in σ² tests the collapse, one differing only in the SGLD step size η tests the "
            "sampler's step-size bias).", ""]
     for c in twins:
-        what = "σ² collapse" if c["differs"] == "σ²" else "step size"
-        out += [f"**{what}**: `{c['study']}` ({twin_label(c)}) against `{c['ref']}` ({twin_label(c, True)}) at equal "
-                f"P/σ²: {c['n_within_2']} of {c['n']} order parameters equal within 2σ (RMS z of the difference "
-                f"{g(c['rms_z'])}); {c['n_within_2_theory']} of {c['n']} differences equal, within 2σ, to the "
-                f"difference the same-dataset theory predicts for the two (RMS z {g(c['rms_z_theory'])}).", ""]
+        what = "σ² collapse" if c.differs == "σ²" else "step size"
+        out += [f"**{what}**: `{c.study}` ({twin_label(c)}) against `{c.ref}` ({twin_label(c, True)}) at equal "
+                f"P/σ²: {c.n_within_2} of {c.n} order parameters equal within 2σ (RMS z of the difference "
+                f"{g(c.rms_z)}); {c.n_within_2_theory} of {c.n} differences equal, within 2σ, to the "
+                f"difference the same-dataset theory predicts for the two (RMS z {g(c.rms_z_theory)}).", ""]
         out += collapse_verdict(c) + [""]
-        rows = [[r["attention"], r["recipe"], g(r["P_over_sigma2"]), r["name"], pm(r["value"], r["error"]),
-                 pm(r["value_ref"], r["error_ref"]), g(r["z"]), g(r["theory"]), g(r["theory_ref"]),
-                 g(r["z_vs_theory"])] for r in c["rows"]]
+        rows = [[r.attention, r.recipe, g(r.P_over_sigma2), r.name, pm(r.value, r.error),
+                 pm(r.value_ref, r.error_ref), g(r.z), g(r.theory), g(r.theory_ref),
+                 g(r.z_vs_theory)] for r in c.rows]
         out.append(table(["attention", "recipe", "P/σ²", "param", twin_label(c), twin_label(c, True),
                           "z (difference)", f"theory, {twin_label(c)}", f"theory, {twin_label(c, True)}",
                           "z (difference − theory's difference)"], rows))
         out.append("")
-        rows = [[att, t["name"], f"{g(t['value'])} {ci(*t['ci'])}", f"{g(t['value_ref'])} {ci(*t['ci_ref'])}",
-                 g(t["theory"]), g(t["theory_ref"])] for att, t in c["transitions"].items()]
-        method = methods.get(c["study"], "SGLD")
+        rows = [[att, t.name, f"{g(t.value)} {ci(*t.ci)}", f"{g(t.value_ref)} {ci(*t.ci_ref)}",
+                 g(t.theory), g(t.theory_ref)] for att, t in c.transitions.items()]
+        method = methods.get(c.study, "SGLD")
         out.append(table(["attention", "transition ÷ σ²", f"{method}, {twin_label(c)}", f"{method}, {twin_label(c, True)}",
                           f"theory, {twin_label(c)}", f"theory, {twin_label(c, True)}"], rows))
         out.append("")
     if paper_scale:
-        out += ["### On the paper's scale", ""] + paper_scale + [""]
+        out += ["### On the paper's scale", ""] + list(paper_scale) + [""]
     return out
 
 
-def _per_study_section(studies: list[dict]) -> list[str]:
+def _per_study_section(studies: tuple[Study, ...]) -> list[str]:
     out = ["## 4. The studies: sizes, convergence, cost", "",
            "Convergence: R̂ across the 4 chains of each (recipe, P, parameter) includes the variation between "
            "the chains' training sets, so it bounds the sampler's own R̂ from above; 'within-chain R̂' is the "
@@ -275,10 +268,10 @@ def _per_study_section(studies: list[dict]) -> list[str]:
            "bulk effective sample size of a (recipe, P, parameter), summed over its chains.", ""]
     rows = []
     for s in studies:
-        for att, a in s["attentions"].items():
-            rows.append([s["name"], att, ", ".join(g(P) for P in a["grid"]), g(a["P_ref"]),
-                         f"{a['n_rhat_flag']}/{a['n_conv']}", g(a["rhat_max"]),
-                         f"{a['n_within_flag']}/{a['n_conv']}", g(a["rhat_within_max"]), g(a["ess_min"])])
+        for att, a in s.attentions.items():
+            rows.append([s.name, att, ", ".join(g(P) for P in a.grid), g(a.P_ref),
+                         f"{a.n_rhat_flag}/{a.n_conv}", g(a.rhat_max),
+                         f"{a.n_within_flag}/{a.n_conv}", g(a.rhat_within_max), g(a.ess_min)])
     out.append(table(["study", "attention", "P grid", "P_ref (closed form)", "R̂ > 1.05", "max R̂",
                       "within-chain R̂ > 1.05", "max within-chain R̂", "min ESS"], rows))
     out += ["", *convergence_summary(studies)]
@@ -290,35 +283,34 @@ def _per_study_section(studies: list[dict]) -> list[str]:
     out.append(table(["study", "L", "V", "d_k", "σ²", "train jobs", "train, measured [s]", "train, model [s]",
                       "theory+rest [s]", "wall on 2 cores [min]", "GPU estimate, summed [GPU-min]"],
                      _cost_rows(studies)))
-    if any("cost" not in s for s in studies):
+    if any(s.cost is None for s in studies):
         out += ["", "'–' in the model columns: the resource model's prediction needs each study's config, which this "
                     "studies.json does not hold (its tables were computed before they stored the prediction); "
                     "`copyhead studies-report` on the studies' results stores it."]
     out += ["", "Inputs (code version of each):", ""]
-    out += [f"- `{s['path']}` ({s['code_version']})" for s in studies]
+    out += [f"- `{s.path}` ({s.code_version})" for s in studies]
     return out
 
 
 # ---------------------------------------------------------------- the page and its figures
 
-def _figures(rep: dict) -> dict:
+def _figures(rep: StudiesReport) -> dict:
     """{file name: (draw function, its arguments, options)} of every figure the page shows."""
     out = {}
-    if rep.get("finite_size"):
-        fs = rep["finite_size"]
-        out[FIGURES["finite_size"]] = (draw_finite_size, (fs, f"Finite d_k at L = {fs['L']}: d_k = "
-                                                               f"{', '.join(map(str, fs['values']))}"), {"table": "finite_size"})
-    if rep.get("finite_L"):
-        fl = rep["finite_L"]
-        out[FIGURES["finite_L"]] = (draw_finite_size, (fl, f"L = {', '.join(map(str, fl['values']))} at d_k/L = "
-                                                           f"{g(fl['d_k_over_L'])}"), {"table": "finite_L"})
-    if rep.get("scaling"):
-        out[FIGURES["scaling"]] = (draw_scaling, (rep["scaling"]["rows"], rep["scaling"]["theory_lines"]),
-                                   {"table": "scaling"})
-    for fx in rep.get("fixed_dk", []):
-        out[fx["figure"]] = (draw_scaling, (fx["rows"], fx["theory_lines"]), {"table": f"fixed_dk:{fx['group']}"})
-    if rep.get("twins"):
-        out[FIGURES["twins"]] = (draw_twins, (rep["twins"],), {"table": "twins"})
+    if rep.finite_size:
+        fs = rep.finite_size
+        out[FIGURES["finite_size"]] = (draw_finite_size, (fs, f"Finite d_k at L = {fs.L}: d_k = "
+                                                               f"{', '.join(map(str, fs.values))}"), {"table": "finite_size"})
+    if rep.finite_L:
+        fl = rep.finite_L
+        out[FIGURES["finite_L"]] = (draw_finite_size, (fl, f"L = {', '.join(map(str, fl.values))} at d_k/L = "
+                                                           f"{g(fl.d_k_over_L)}"), {"table": "finite_L"})
+    if rep.scaling:
+        out[FIGURES["scaling"]] = (draw_scaling, (rep.scaling.rows, rep.scaling.theory_lines), {"table": "scaling"})
+    for fx in rep.fixed_dk or ():
+        out[fx.figure] = (draw_scaling, (fx.rows, fx.theory_lines), {"table": f"fixed_dk:{fx.group}"})
+    if rep.twins:
+        out[FIGURES["twins"]] = (draw_twins, (rep.twins,), {"table": "twins"})
     return out
 
 
@@ -332,7 +324,7 @@ def write_page(studies_json: str | Path, out_md: str | Path, converged: str | Pa
     folder = out_md.parent
     folder.mkdir(parents=True, exist_ok=True)
     check_published(folder)
-    use_conv = converged is not None and bool(rep.get("twins"))
+    use_conv = converged is not None and bool(rep.twins)
     conv = load_transitions(converged) if use_conv else None
     for name, (draw, args, options) in _figures(rep).items():
         out = folder / name
