@@ -238,3 +238,18 @@ def test_a_default_size_benchmark_measures_with_one_blas_thread(tmp_path):
                    capture_output=True, cwd=tmp_path)
     rows = json.loads(out.read_text())["rows"]
     assert rows == [{"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}]
+
+
+def test_a_command_that_moved_to_the_research_package_is_made_again_there():
+    """A product recorded as made by ``copyhead one-loop ...`` or ``copyhead prior-check ...`` (the commands issue 50
+    moved out of copyhead) is made again by ``python -m research`` with the same arguments; copyhead's own
+    commands, ``python -m <package>`` records and the research console script run where they say."""
+    from copyhead.audit.numbers import MOVED_COMMANDS, command_package
+    assert set(MOVED_COMMANDS) == {"one-loop", "prior-check"}
+    assert command_package(["/venv/bin/copyhead", "one-loop", "page", "--out", "x.md"]) == "research"
+    assert command_package(["/venv/bin/copyhead", "prior-check", "--out", "x.nc"]) == "research"
+    assert command_package(["/venv/bin/copyhead", "phase-map", "page"]) == "copyhead"
+    assert command_package(["/src/copyhead/__main__.py", "theory"]) == "copyhead"
+    assert command_package(["/src/research/__main__.py", "one-loop", "figure"]) == "research"
+    assert command_package(["/venv/bin/copyhead-research", "prior-check-page"]) == "research"
+    assert command_package(["/usr/bin/python3", "benchmarks/x.py"]) is None

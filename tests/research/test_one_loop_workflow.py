@@ -99,3 +99,20 @@ def test_one_loop_remainder_figure_gets_a_sidecar(tmp_path, figure_sidecar):
     assert main(["one-loop", "remainder-figure", "--finite-size", ins["finite_size"], "--finite-L", ins["finite_L"],
                  "--converged", ins["converged"], "--out", str(out)]) == 0
     figure_sidecar(out, ins, concern=CONCERN)
+
+
+def test_the_audit_makes_a_page_recorded_as_a_copyhead_command_again_with_the_research_package(tmp_path):
+    """The one-loop figure's record from before the move says `copyhead one-loop figure ...`: the audit's
+    Regenerator runs it as `python -m research one-loop figure ...` in its scratch copy, and its numbers are the
+    committed figure's."""
+    from copyhead.audit.numbers import Regenerator
+    png = ROOT / "docs/one_loop/fig_one_loop_gaps.png"
+    rec = json.loads(sidecar_path(png).read_text())
+    old = dict(rec, argv=["/venv/bin/copyhead", *rec["argv"][1:]])
+    assert old["argv"][1:3] == ["one-loop", "figure"]
+    regen = Regenerator(ROOT)
+    try:
+        diffs, new = regen.check(png, old)
+    finally:
+        regen.close()
+    assert diffs == [] and new["concern"] == CONCERN
