@@ -217,15 +217,22 @@ def test_fig8_draws_the_results_models_transitions_with_their_cis(tmp_path):
 def test_studies_finite_size_figure_colours_by_P_instead_of_a_legend_entry_per_curve():
     """fig9/fig9b of the studies: one colour bar for P/P_ref and a marker key, not 12 legend entries."""
     import matplotlib.pyplot as plt
+    from copyhead.analysis.results_model import FiniteSize
     from copyhead.figures.studies import draw_finite_size
-    pts = [{"x": x, "gap": -1.0 / x, "error": 0.01} for x in (16, 32, 64)]
+    at = {"d_k": 16, "L": 16, "experiment": 0.0, "theory": 0.0}
+    fit = {"a_err": 0.1, "b_err": 0.1, "chi2_dof": 1.0, "n": 3}
+    pts = [dict(at, x=x, P=10.0, gap=-1.0 / x, error=0.01, z=0.0) for x in (16, 32, 64)]
     params = {"linear": (("c1", "ĉ1"), ("cG", "ĉG")), "softmax": (("aG", "âG"),)}
     gaps = [{"attention": att, "recipe": "hmc", "ratio": r, "param": p, "name": n, "points": pts,
-             "fit": {"a": 0.0, "b": -1.0}}
+             "fit": dict(fit, a=0.0, b=-1.0), "closes": True}
             for att, ps in params.items() for r in (0.5, 0.7, 0.75, 1.0, 1.35, 1.4, 2.0) for p, n in ps]
-    transitions = [{"attention": "linear", "prior": "large_deviation", "fit": {"a": 1.0, "b": 0.5},
-                    "points": [{"x": x, "ratio": 1.0 + 0.5 / x, "error": 0.05} for x in (16, 32, 64)]}]
-    fig = draw_finite_size({"by": "d_k", "gaps": gaps, "transitions": transitions}, "synthetic")
+    transitions = [{"attention": "linear", "transition": "crossover", "prior": "large_deviation",
+                    "fit": dict(fit, a=1.0, b=0.5), "tends_to_theory": True,
+                    "points": [dict(at, x=x, ci_lo=0.0, ci_hi=0.0, ratio=1.0 + 0.5 / x, error=0.05)
+                               for x in (16, 32, 64)]}]
+    fs = FiniteSize.from_dict({"by": "d_k", "values": [16, 32, 64], "L": 16, "d_k_over_L": None, "gaps": gaps,
+                               "transitions": transitions, "agreement": []})
+    fig = draw_finite_size(fs, "synthetic")
     sizes = [len(ax.get_legend().get_texts()) for ax in fig.axes if ax.get_legend()]
     assert sizes and max(sizes) <= 4          # (a): ĉ1, ĉG; (b): âG; (c): one per transition series
     (cbar,) = [a for ax in fig.axes for a in ax.child_axes if "P / P_ref" in a.get_ylabel()]
