@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from copyhead.analysis.results_model import ResultsFormatError, StudiesReport, Summary, read_studies
+from copyhead.analysis.results_model import ResultsFormatError, ResultsTables, StudiesReport, Summary, read_studies
 from copyhead.analysis.results_tables import jsonable
 from copyhead.analysis.summary import build_summary
 from copyhead.datafiles import json_text
@@ -25,6 +25,16 @@ def test_the_summary_round_trips_key_for_key():
         s = Summary.from_dict(summ, "results.json: summary")
         assert s.to_dict() == summ and json_text(s.to_dict()) == json_text(summ)
         assert Summary.from_dict(s.to_dict()) == s
+
+
+def test_the_whole_results_json_round_trips_byte_for_byte():
+    raw = (ROOT / "docs/results.json").read_text()
+    t = ResultsTables.from_dict(json.loads(raw), "docs/results.json")
+    assert json_text(t.to_dict()) == raw                     # as copyhead.results.write_results writes it
+    assert ResultsTables.from_dict(t.to_dict()) == t
+    att = t.attentions["softmax"]
+    assert att.theory.points["P_star"] == json.loads(raw)["attentions"]["softmax"]["theory"]["P_star"]
+    assert all(r.transition for r in att.transitions) and att.agreement and t.summary.attentions["softmax"]
 
 
 def test_fields_read_as_typed_records():

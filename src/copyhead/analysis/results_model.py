@@ -93,28 +93,34 @@ def _write(value):
 
 @dataclass(frozen=True)
 class Record:
-    """A JSON object with a fixed set of keys (the dataclass fields; module docstring)."""
+    """A JSON object with a fixed set of keys (the dataclass fields; module docstring). A record whose object
+    also holds keys that vary (a theory file's transition points) names the dict field that gathers them
+    in ``_rest``."""
+    _rest: typing.ClassVar[Optional[str]] = None
 
     @classmethod
     def from_dict(cls: type[R], d: dict, where: str = "") -> R:
         if not isinstance(d, dict):
             raise ResultsFormatError(f"{where or cls.__name__}: expected an object, got {type(d).__name__}")
         fields = dataclasses.fields(cls)
-        names = {f.name for f in fields}
+        names = {f.name for f in fields} - {cls._rest}
         unknown = [k for k in d if k not in names]
-        if unknown:
+        if unknown and not cls._rest:
             raise ResultsFormatError(f"{where or cls.__name__}: unknown key(s) {unknown} for {cls.__name__}")
         hints, kwargs = _hints(cls), {}
         for f in fields:
-            if f.name in d:
+            if f.name == cls._rest:
+                kwargs[f.name] = _read(hints[f.name], {k: d[k] for k in unknown}, where)
+            elif f.name in d:
                 kwargs[f.name] = _read(hints[f.name], d[f.name], _key(where, f.name))
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise ResultsFormatError(f"{where or cls.__name__}: missing key '{f.name}' ({cls.__name__})")
         return cls(**kwargs)
 
     def to_dict(self) -> dict:
-        return {f.name: _write(getattr(self, f.name)) for f in dataclasses.fields(self)
-                if not (f.metadata.get(_ABSENT) and getattr(self, f.name) is None)}
+        out = {f.name: _write(getattr(self, f.name)) for f in dataclasses.fields(self)
+               if f.name != self._rest and not (f.metadata.get(_ABSENT) and getattr(self, f.name) is None)}
+        return {**out, **_write(getattr(self, self._rest))} if self._rest else out
 
 
 Number = Annotated[Optional[float], "null is NaN"]   # a JSON number: NaN where the JSON has null
@@ -313,7 +319,7 @@ class SamplerSummary(Record):
     worst_z: Number
     ess_sgld: Number
     ess_hmc: Number
-    effect: Effect
+    effect: Optional[Effect] = absent()     # the summary's (analysis.summary.reference_posterior), not the tables'
 
 
 @record
@@ -366,6 +372,311 @@ class Summary(Record):
     tolerance: float
     attentions: dict[str, AttentionSummary]
     scaling: Optional[Scaling] = absent()
+
+
+
+# ------------------------------------------------- results.json: the tables (analysis.results_tables)
+
+@record
+class Recipe(Record):
+    """A recipe of the sweep: its method, start and copy-started twin (analysis.experiments.recipes)."""
+    method: str
+    init: str
+    twin: Optional[str]
+
+
+@record
+class SweepEntry(Record):
+    """What an aggregate holds of one recipe (analysis.experiments.sweep_table)."""
+    P: tuple[float, ...]
+    seeds: tuple[int, ...]
+    n_ok: int
+    n_diverged: int
+    n_nonfinite: Optional[int] = absent()
+
+
+@record
+class ConvergenceRow(Record):
+    """R̂ and ESS of one (recipe, P, parameter) (analysis.convergence.convergence_table); rows "a+b": the
+    prior- and copy-started chains of one training set, with their paired R̂ and ESS."""
+    attention: str
+    recipe: str
+    starts: str
+    P: float
+    param: str
+    name: str
+    n_chains: int
+    n_draws: int
+    mean: Number
+    rhat: Number
+    rhat_flag: bool
+    rhat_within_max: Number
+    ess_bulk: Number
+    ess_sum: Number
+    ess_chain_min: Number
+    err_mcse: Number
+    err_spread: Number
+    error: Number
+    error_basis: str
+    rhat_basis: Optional[str] = absent()
+    rhat_plot: Number = absent()
+    n_pairs: Optional[int] = absent()
+    rhat_paired_max: Number = absent()
+    ess_paired_min: Number = absent()
+
+
+@record
+class AgreementSummaryRow(Record):
+    """One recipe against one theory curve over the points away from the transitions
+    (analysis.agreement.agreement_summaries)."""
+    attention: str
+    recipe: str
+    method: str
+    kind: str
+    level: str
+    curve: str
+    curve_label: str
+    source: str
+    natural: bool
+    n_all: int
+    n_away: int
+    n_within_2: int
+    n_no_error: int
+    n_grid_limited: int
+    rms_z: Number
+    rms_z_all: Number
+    rms_z_block_lo: Number
+    rms_z_block_hi: Number
+    block_n_distinct: int
+    chi2: Number
+    chi2_per_dof: Number
+    dof: int
+    p_value: Number
+    worst_recipe: str
+    worst_P: Number
+    worst_param: str
+    worst_z: Number
+    n_mixed: Optional[int] = absent()
+    n_not_mixed: Optional[int] = absent()
+    n_within_2_mixed: Optional[int] = absent()
+    rms_z_mixed: Number = absent()
+
+
+@record
+class TransitionTheoryValue(Record):
+    """A theory value beside a measured transition and whether the data's interval contains it."""
+    curve: str
+    value: Number
+    contains: Optional[bool]
+    lo: Number = absent()
+    hi: Number = absent()
+    rise_share: Number = absent()
+    compared: Optional[bool] = absent()
+
+
+@record
+class SpinodalWindow(Record):
+    curve: str
+    lo: Number
+    hi: Number
+    overlaps: Optional[bool]
+
+
+@record
+class TransitionRow(Record):
+    """One recipe's transition with its bootstrap CI (analysis.transition_table.transition_table)."""
+    attention: str
+    transition: str
+    recipe: str
+    method: str
+    estimate: Number
+    ci_lo: Number
+    ci_hi: Number
+    level: float
+    n_boot: int
+    n_valid: int
+    resolved: bool
+    note: str
+    theory: tuple[TransitionTheoryValue, ...]
+    bracket: Optional[tuple[Number, ...]] = absent()
+    rise_share: Number = absent()
+    interpolation_error: Number = absent()
+    disagree_P: Optional[tuple[Number, ...]] = absent()
+    windows: Optional[tuple[SpinodalWindow, ...]] = absent()
+
+
+@record
+class SamplerRow(Record):
+    """SGLD against HMC at one (P, parameter) on the same training sets (analysis.samplers.sampler_table)."""
+    attention: str
+    recipe: str
+    reference: str
+    init: str
+    P: float
+    param: str
+    name: str
+    n_seeds: int
+    sgld: Number
+    hmc: Number
+    diff: Number
+    error: Number
+    z: Number
+    z_seed_max: Number
+    ess_sgld: Number
+    ess_hmc: Number
+    draws_sgld: int
+    draws_hmc: int
+
+
+@record
+class Mark(Record):
+    name: str
+    P: Number
+
+
+@record
+class AdamPosition(Record):
+    """Where an Adam transition lies among the theory's marks (analysis.adam)."""
+    recipe: str
+    transition: str
+    source: str
+    estimate: Number
+    ci_lo: Number
+    ci_hi: Number
+    estimate_is: Optional[str]
+    ci_lo_is: Optional[str]
+    ci_hi_is: Optional[str]
+    marks: tuple[Mark, ...]
+
+
+@record
+class AdamVsMinimiser(Record):
+    recipe: str
+    param: str
+    name: str
+    curve: str
+    n: int
+    n_below: int
+    median_difference: Number
+    median_relative_difference: Number
+
+
+@record
+class LandscapeMinima(Record):
+    """The minima of one action landscape S(β) at one P."""
+    source: str
+    P: float
+    n_minima: int
+    beta_uniform: Number
+    beta_copy: Number
+    dS_copy_minus_uniform: Number
+
+
+@record
+class RecipePair(Record):
+    """Two Adam recipes at one (P, parameter): their seed means and the z of the difference."""
+    recipes: tuple[str, ...]
+    P: float
+    param: str
+    name: str
+    mean_a: Number
+    sem_a: Number
+    n_a: int
+    mean_b: Number
+    sem_b: Number
+    n_b: int
+    difference: Number
+    z: Number
+
+
+@record
+class AdamTables(Record):
+    """Adam, a MAP estimate, against the theory (analysis.adam.adam_table)."""
+    position: tuple[AdamPosition, ...]
+    landscape: tuple[LandscapeMinima, ...]
+    map_vs_prior_warmup: tuple[RecipePair, ...]
+    vs_minimiser: Optional[tuple[AdamVsMinimiser, ...]] = absent()
+
+
+@record
+class AggregateInfo(Record):
+    """The aggregate's provenance (its attributes)."""
+    n_runs: Optional[int]
+    n_diverged: Optional[int]
+    n_absent: Optional[int]
+    code_version: Optional[str]
+    config_hash: Optional[str]
+    run_code_fingerprints: Optional[str]
+    mixed_code: Optional[int]
+    run_config_hashes: tuple[str, ...]
+
+
+@record
+class TheoryInfo(Record):
+    """The theory file: its transition points (``points``: P_star, P_crossover_exact_gaussian, ... as the file
+    has them) and its config, prior and provenance."""
+    _rest = "points"
+    config: dict[str, Any]
+    prior: str
+    exact_n_datasets: int
+    config_hash: str
+    code_version: str
+    points: dict[str, Number] = field(default_factory=dict)
+
+
+@record
+class AttentionTables(Record):
+    """Every table of one attention type (analysis.results_tables.build_tables)."""
+    recipes: dict[str, Recipe]
+    sweep: dict[str, SweepEntry]
+    convergence: tuple[ConvergenceRow, ...]
+    agreement: tuple[StudyPoint, ...]
+    agreement_summary: tuple[AgreementSummaryRow, ...]
+    transitions: tuple[TransitionRow, ...]
+    adam: AdamTables
+    theory: TheoryInfo
+    scaling: dict[str, tuple[Number, ...]]
+    samplers: tuple[SamplerRow, ...]
+    sampler_summary: tuple[SamplerSummary, ...]
+    aggregate: AggregateInfo
+    same_dataset: bool
+    nonfinite: tuple[Nonfinite, ...]
+    same_dataset_config_hash: Optional[str] = absent()
+
+
+@record
+class Settings(Record):
+    n_boot: int
+    away_factor: float
+    rhat_max: float
+    bootstrap_seed: int
+    level: Optional[float] = absent()
+
+
+@record
+class InputFile(Record):
+    path: str
+    sha256: str
+    config_hash: str
+    kind: str
+
+
+@record
+class ConfigRecord(Record):
+    """The validated config the sweep ran with: its hash and canonical JSON."""
+    hash: str
+    json: str
+
+
+@record
+class ResultsTables(Record):
+    """results.json (copyhead.results.write_results): the tables, the summary, the inputs and the config."""
+    settings: Settings
+    attentions: dict[str, AttentionTables]
+    summary: Optional[Summary] = absent()
+    inputs: Optional[dict[str, InputFile]] = absent()
+    config_name: Optional[str] = absent()
+    config: Optional[ConfigRecord] = absent()
 
 
 # ------------------------------------------------------------ studies.json (copyhead.studies.tables.build)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from ..analysis.curves import CURVES
-from ..analysis.results_model import AttentionSummary, Summary
+from ..analysis.results_model import AttentionSummary, ResultsTables, Summary
 from ..analysis.summary import PAPER, PAPER_SIGMA2
 from ..format import P_ as _P, ci, g, ok as _ok, pm, table, verdict_text, yn
 
@@ -19,15 +19,15 @@ def _label(curve: str | None) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- sections
-def _config_section(t: dict) -> list[str]:
+def _config_section(t: ResultsTables) -> list[str]:
     out = ["## Configuration", ""]
-    name = t.get("config_name")
-    cfg_hash = (t.get("config") or {}).get("hash", "")
+    name = t.config_name
+    cfg_hash = t.config.hash if t.config else ""
     out.append((f"Produced from `{name}`" if name else "Produced from the config recorded in the inputs")
                + (f" (config hash `{cfg_hash}`)" if cfg_hash else "") + "; the code that made it: the provenance "
                "records beside this page and results.json.")
-    cfg = json.loads((t.get("config") or {}).get("json") or "{}")
-    used = sorted({n for att in t["attentions"].values() for n in att["recipes"]})
+    cfg = json.loads(t.config.json if t.config and t.config.json else "{}")   # the config itself: its own schema
+    used = sorted({n for att in t.attentions.values() for n in att.recipes})
     rec_rows = []
     for n in used:
         r = cfg.get("optimizers", {}).get(n)
@@ -44,10 +44,10 @@ def _config_section(t: dict) -> list[str]:
                  if n in used and e.get("recipe")]
     if overrides:
         out += ["Per-attention overrides of the table (`sweep.<attention>.<recipe>.recipe`):", "", *overrides, ""]
-    for a, att in t["attentions"].items():
+    for a, att in t.attentions.items():
         want = cfg.get("sweep", {}).get(a) if cfg else None
         if want is not None:
-            have = {n: (sorted(float(p) for p in v["P"]), sorted(v["seeds"])) for n, v in att["sweep"].items()}
+            have = {n: (sorted(float(p) for p in v.P), sorted(v.seeds)) for n, v in att.sweep.items()}
             cfg_sweep = {n: (sorted(float(p) for p in v["P"]), sorted(int(x) for x in v["seeds"]))
                          for n, v in want.items()}
             if have != cfg_sweep:
@@ -55,49 +55,49 @@ def _config_section(t: dict) -> list[str]:
                 out.append(f"- **warning**: the {a} runs in the aggregate are not the sweep of this config "
                            f"(recipes {', '.join(diff)} differ in P or seeds): the recipe table above may not "
                            "describe them.")
-        th = att["theory"]["config"]
+        th = att.theory.config   # the theory's config (its own schema)
         task, model = th.get("task", {}), th.get("model", {})
         out.append(f"- **{a}**: V = {task.get('V', '–')}, L = {task.get('L', '–')}, d_k = {model.get('d_k', '–')}, "
-                   f"σ² = {model.get('sigma2', '–')}, prior {att['theory']['prior']}; exact average over "
-                   f"{att['theory']['exact_n_datasets']} datasets; same-dataset theory: "
-                   f"{'yes' if att['same_dataset'] else 'not given'}. Sweep: " + "; ".join(
-                       f"{n} ({r['method']}, {r['init']} start): P = {', '.join(_P(p) for p in att['sweep'][n]['P'])}, "
-                       f"{len(att['sweep'][n]['seeds'])} seed(s), {att['sweep'][n]['n_ok']} ok, "
-                       f"{att['sweep'][n]['n_diverged']} diverged" for n, r in att["recipes"].items()) + ".")
+                   f"σ² = {model.get('sigma2', '–')}, prior {att.theory.prior}; exact average over "
+                   f"{att.theory.exact_n_datasets} datasets; same-dataset theory: "
+                   f"{'yes' if att.same_dataset else 'not given'}. Sweep: " + "; ".join(
+                       f"{n} ({r.method}, {r.init} start): P = {', '.join(_P(p) for p in att.sweep[n].P)}, "
+                       f"{len(att.sweep[n].seeds)} seed(s), {att.sweep[n].n_ok} ok, "
+                       f"{att.sweep[n].n_diverged} diverged" for n, r in att.recipes.items()) + ".")
     return out + [""]
 
 
-def _agreement(t: dict) -> list[str]:
+def _agreement(t: ResultsTables) -> list[str]:
     out = ["## Agreement: z = (experiment − theory)/error", "",
            "Per attention type, recipe and theory curve, over the points away from the theory's transitions "
-           f"(outside [T/{g(t['settings']['away_factor'])}, T·{g(t['settings']['away_factor'])}] of each "
+           f"(outside [T/{g(t.settings.away_factor)}, T·{g(t.settings.away_factor)}] of each "
            "transition point and of the spinodal window). *natural*: the curve that estimates what the method "
            "measures (SGLD: posterior mean; Adam: minimiser). Errors: see Definitions.", ""]
     rows = []
-    for a, att in t["attentions"].items():
-        for s in att["agreement_summary"]:
-            rows.append([a, s["recipe"], s["curve_label"], "yes" if s["natural"] else "", s["n_away"],
-                         s["n_within_2"], g(s["rms_z"]), g(s["chi2_per_dof"]), g(s["p_value"], 2),
-                         f"{s['worst_recipe']} P={_P(s['worst_P'])} {s['worst_param']} z={g(s['worst_z'])}"
-                         if _ok(s["worst_z"]) else "–", f"{g(s['rms_z_all'])} ({s['n_all']})", s["n_no_error"]])
+    for a, att in t.attentions.items():
+        for s in att.agreement_summary:
+            rows.append([a, s.recipe, s.curve_label, "yes" if s.natural else "", s.n_away,
+                         s.n_within_2, g(s.rms_z), g(s.chi2_per_dof), g(s.p_value, 2),
+                         f"{s.worst_recipe} P={_P(s.worst_P)} {s.worst_param} z={g(s.worst_z)}"
+                         if _ok(s.worst_z) else "–", f"{g(s.rms_z_all)} ({s.n_all})", s.n_no_error])
     out.append(table(["attention", "recipe", "theory curve", "natural", "n away", "|z| ≤ 2", "RMS z", "χ²/dof", "p",
                       "worst point", "RMS z all (n)", "no error"], rows))
     out += ["", "### Per point (natural curves)", "",
             "Experiment ± error (basis: spread = sd over chains/√n, mcse = from ESS), theory value and z per "
             "source; † marks points near a transition (not in the summaries).", ""]
-    for a, att in t["attentions"].items():
+    for a, att in t.attentions.items():
         pts: dict[tuple, dict] = {}
-        for r in att["agreement"]:
-            if not r["natural"]:
+        for r in att.agreement:
+            if not r.natural:
                 continue
-            key = (r["recipe"], r["P"], r["name"])
-            d = pts.setdefault(key, {"exp": r["experiment"] if r["source"] != "same_dataset" else None,
-                                     "err": r["error"] if r["source"] != "same_dataset" else None,
-                                     "basis": r["error_basis"], "n": r["n"], "near": False})
-            if r["source"] != "same_dataset":
-                d["exp"], d["err"], d["basis"] = r["experiment"], r["error"], r["error_basis"]
-            d[r["source"]] = f"{g(r['theory'])} ({g(r['z'], 2)})"
-            d["near"] = d["near"] or not r["away"]
+            key = (r.recipe, r.P, r.name)
+            d = pts.setdefault(key, {"exp": r.experiment if r.source != "same_dataset" else None,
+                                     "err": r.error if r.source != "same_dataset" else None,
+                                     "basis": r.error_basis, "n": r.n, "near": False})
+            if r.source != "same_dataset":
+                d["exp"], d["err"], d["basis"] = r.experiment, r.error, r.error_basis
+            d[r.source] = f"{g(r.theory)} ({g(r.z, 2)})"
+            d["near"] = d["near"] or not r.away
         srcs = [s for s in ("closed_form", "exact_avg", "same_dataset") if any(s in d for d in pts.values())]
         rows = [[rec, _P(P) + (" †" if d["near"] else ""), name, d["n"],
                  pm(d["exp"], d["err"]) + (f" ({d['basis']})" if d["basis"] else "") if d["exp"] is not None else "–"]
@@ -107,28 +107,28 @@ def _agreement(t: dict) -> list[str]:
     return out
 
 
-def _transitions(t: dict) -> list[str]:
-    lvl = t["settings"].get("level", 0.95)
+def _transitions(t: ResultsTables) -> list[str]:
+    lvl = 0.95 if t.settings.level is None else t.settings.level
     out = ["## Transition points from data", "",
-           f"Percentile bootstrap over chains/seeds ({t['settings']['n_boot']} replicates, {g(100 * lvl)}% "
+           f"Percentile bootstrap over chains/seeds ({t.settings.n_boot} replicates, {g(100 * lvl)}% "
            "intervals; `valid`: replicates that found the transition on the grid). Theory values each with "
            "'in CI'.", ""]
     rows = []
-    for a, att in t["attentions"].items():
-        for tr in att["transitions"]:
-            th = "<br>".join(f"{x['curve']}: {g(x['value'])} ({yn(x['contains'])})" for x in tr["theory"])
-            for w in tr.get("windows", []):
-                th += f"<br>{w['curve']} spinodal window [{g(w['lo'])}, {g(w['hi'])}] overlaps CI: {yn(w['overlaps'])}"
-            rows.append([a, tr["transition"], tr["recipe"], g(tr["estimate"]), ci(tr["ci_lo"], tr["ci_hi"]),
-                         f"{tr['n_valid']}/{tr['n_boot']}", th or "–",
-                         "; ".join(x for x in (tr.get("note", ""), f"disagree at P = {', '.join(_P(p) for p in tr['disagree_P'])}"
-                                               if tr.get("disagree_P") else "") if x)])
+    for a, att in t.attentions.items():
+        for tr in att.transitions:
+            th = "<br>".join(f"{x.curve}: {g(x.value)} ({yn(x.contains)})" for x in tr.theory)
+            for w in tr.windows or ():
+                th += f"<br>{w.curve} spinodal window [{g(w.lo)}, {g(w.hi)}] overlaps CI: {yn(w.overlaps)}"
+            rows.append([a, tr.transition, tr.recipe, g(tr.estimate), ci(tr.ci_lo, tr.ci_hi),
+                         f"{tr.n_valid}/{tr.n_boot}", th or "–",
+                         "; ".join(x for x in (tr.note, f"disagree at P = {', '.join(_P(p) for p in tr.disagree_P)}"
+                                               if tr.disagree_P else "") if x)])
     out.append(table(["attention", "transition", "recipe", "estimate", "CI", "valid", "theory (in CI)", "note"], rows))
     return out + [""]
 
 
-def _convergence(t: dict) -> list[str]:
-    rmax = t["settings"]["rhat_max"]
+def _convergence(t: ResultsTables) -> list[str]:
+    rmax = t.settings.rhat_max
     out = ["## Convergence of the sampling chains (SGLD, HMC)", "",
            f"Rank-normalised split-R̂ across chains (flag: R̂ > {g(rmax)}; chains of different seeds have "
            "different training sets, so this R̂ also grows with the dataset-to-dataset variation of the posterior), "
@@ -137,20 +137,20 @@ def _convergence(t: dict) -> list[str]:
            "prior- and copy-started chains pooled; *paired R̂*: per seed, its two chains (same training set), "
            "the largest over seeds; *paired ESS*: the bulk ESS of those two chains, the smallest over seeds.", ""]
     rows = []
-    for a, att in t["attentions"].items():
-        for r in att["convergence"]:
-            if r["n_chains"] == 0:
+    for a, att in t.attentions.items():
+        for r in att.convergence:
+            if r.n_chains == 0:
                 continue
-            rows.append([a, r["recipe"], _P(r["P"]), r["name"], r["n_chains"], r["n_draws"], g(r["mean"]),
-                         g(r["rhat"]), g(r.get("rhat_within_max")), g(r.get("rhat_paired_max")),
-                         g(r.get("ess_paired_min")), g(r["ess_bulk"]),
-                         g(r["ess_sum"]),
-                         g(r["err_mcse"], 2), g(r["err_spread"], 2), "**R̂**" if r["rhat_flag"] else ""])
+            rows.append([a, r.recipe, _P(r.P), r.name, r.n_chains, r.n_draws, g(r.mean),
+                         g(r.rhat), g(r.rhat_within_max), g(r.rhat_paired_max),
+                         g(r.ess_paired_min), g(r.ess_bulk),
+                         g(r.ess_sum),
+                         g(r.err_mcse, 2), g(r.err_spread, 2), "**R̂**" if r.rhat_flag else ""])
     out.append(table(["attention", "recipe", "P", "param", "chains", "draws", "mean", "R̂", "within-chain R̂",
                       "paired R̂", "paired ESS", "bulk ESS", "Σ ESS", "MCSE", "sd/√n", "flag"], rows))
-    for a, att in t["attentions"].items():
-        flagged = [r for r in att["convergence"] if r["n_chains"] and r["rhat_flag"] and "+" not in r["recipe"]]
-        also = [r for r in flagged if _ok(r.get("rhat_within_max")) and r["rhat_within_max"] > rmax]
+    for a, att in t.attentions.items():
+        flagged = [r for r in att.convergence if r.n_chains and r.rhat_flag and "+" not in r.recipe]
+        also = [r for r in flagged if _ok(r.rhat_within_max) and r.rhat_within_max > rmax]
         if flagged:
             out += ["", f"{a}: {len(also)} of the {len(flagged)} flagged single-recipe rows also have a single "
                         f"chain with split-R̂ > {g(rmax)} (its two halves differ), so their flag is not only the "
@@ -158,10 +158,10 @@ def _convergence(t: dict) -> list[str]:
     return out + [""]
 
 
-def _samplers(t: dict) -> list[str]:
-    rows = [[a, r["recipe"], r["reference"], _P(r["P"]), r["name"], r["n_seeds"], g(r["sgld"]), g(r["hmc"]),
-             g(r["diff"], 2), g(r["error"], 2), g(r["z"]), g(r["z_seed_max"]), g(r["ess_sgld"]), g(r["ess_hmc"])]
-            for a, att in t["attentions"].items() for r in att.get("samplers", [])]
+def _samplers(t: ResultsTables) -> list[str]:
+    rows = [[a, r.recipe, r.reference, _P(r.P), r.name, r.n_seeds, g(r.sgld), g(r.hmc),
+             g(r.diff, 2), g(r.error, 2), g(r.z), g(r.z_seed_max), g(r.ess_sgld), g(r.ess_hmc)]
+            for a, att in t.attentions.items() for r in att.samplers]
     if not rows:
         return []
     return ["## SGLD against the HMC reference, every point", "",
@@ -173,52 +173,52 @@ def _samplers(t: dict) -> list[str]:
                    "z", "max seed |z|", "ESS SGLD", "ESS HMC"], rows), ""]
 
 
-def _adam(t: dict) -> list[str]:
+def _adam(t: ResultsTables) -> list[str]:
     out = ["## Adam: a MAP estimate, not a posterior mean", "",
            "Adam minimises the posterior energy U of the weights (with the `adam` recipe's prior warm-up, "
            "docs/adam.md): it estimates a mode, which is compared with the action's minimiser, not its "
            "posterior mean; which minimum it reaches depends on where it starts and on the warm-up.", ""]
-    for a, att in t["attentions"].items():
-        ad = att["adam"]
-        if ad["position"]:
-            rows = [[p["recipe"], p["transition"], p["source"], g(p["estimate"]), ci(p["ci_lo"], p["ci_hi"]),
-                     p["estimate_is"] or "–", ", ".join(f"{m['name']} = {g(m['P'])}" for m in p["marks"])]
-                    for p in ad["position"]]
+    for a, att in t.attentions.items():
+        ad = att.adam
+        if ad.position:
+            rows = [[p.recipe, p.transition, p.source, g(p.estimate), ci(p.ci_lo, p.ci_hi),
+                     p.estimate_is or "–", ", ".join(f"{m.name} = {g(m.P)}" for m in p.marks)]
+                    for p in ad.position]
             out += [f"**{a}: where the Adam transition lies among the theory's marks**", "",
                     table(["recipe", "transition", "theory", "estimate", "CI", "estimate lies", "marks"], rows), ""]
-        if ad.get("vs_minimiser"):
-            rows = [[v["recipe"], v["name"], _label(v["curve"]), v["n"], v["n_below"], g(v["median_difference"]),
-                     g(v["median_relative_difference"])] for v in ad["vs_minimiser"]]
+        if ad.vs_minimiser:
+            rows = [[v.recipe, v.name, _label(v.curve), v.n, v.n_below, g(v.median_difference),
+                     g(v.median_relative_difference)] for v in ad.vs_minimiser]
             out += [f"**{a}: Adam against the minimiser** (points away from the transitions)", "",
                     table(["recipe", "param", "minimiser of", "n", "Adam below", "median Adam − minimiser",
                            "median relative"], rows), ""]
-            for v in ad["vs_minimiser"]:
-                side = ("below" if v["n_below"] > v["n"] / 2 else "above") if v["n_below"] != v["n"] / 2 else "on both sides of"
-                out.append(f"- {a} {v['recipe']} {v['name']}: {v['n_below']} of {v['n']} points below the "
-                           f"{_label(v['curve'])}; Adam lies mostly {side} it (median relative difference "
-                           f"{g(100 * v['median_relative_difference'] if _ok(v['median_relative_difference']) else None)} %). "
+            for v in ad.vs_minimiser:
+                side = ("below" if v.n_below > v.n / 2 else "above") if v.n_below != v.n / 2 else "on both sides of"
+                out.append(f"- {a} {v.recipe} {v.name}: {v.n_below} of {v.n} points below the "
+                           f"{_label(v.curve)}; Adam lies mostly {side} it (median relative difference "
+                           f"{g(100 * v.median_relative_difference if _ok(v.median_relative_difference) else None)} %). "
                            "A mode of the weight posterior is not the minimiser of the order-parameter action, "
                            "which integrates the readout and the scores out.")
             out.append("")
-        if ad["landscape"]:
-            rows = [[l["source"], _P(l["P"]), l["n_minima"], g(l["beta_uniform"]), g(l["beta_copy"]),
-                     g(l["dS_copy_minus_uniform"])] for l in ad["landscape"]]
+        if ad.landscape:
+            rows = [[l.source, _P(l.P), l.n_minima, g(l.beta_uniform), g(l.beta_copy),
+                     g(l.dS_copy_minus_uniform)] for l in ad.landscape]
             out += [f"**{a}: minima of the theory's action landscapes S(β)** (ΔS < 0: the copy minimum is global)", "",
                     table(["source", "P", "minima", "β uniform side", "β copy side", "ΔS"], rows), ""]
-            two = [l for l in ad["landscape"] if l["n_minima"] > 1]
+            two = [l for l in ad.landscape if l.n_minima > 1]
             if two:
                 out.append(f"Two minima (a metastable branch Adam can stop on) at P = "
-                           f"{', '.join(_P(l['P']) + ' (' + l['source'] + ')' for l in two)}.")
+                           f"{', '.join(_P(l.P) + ' (' + l.source + ')' for l in two)}.")
                 out.append("")
-        if ad["map_vs_prior_warmup"]:
-            rows = [[" vs ".join(p["recipes"]), _P(p["P"]), p["name"], f"{pm(p['mean_a'], p['sem_a'])} (n={p['n_a']})",
-                     f"{pm(p['mean_b'], p['sem_b'])} (n={p['n_b']})", g(p["difference"]), g(p["z"], 2)]
-                    for p in ad["map_vs_prior_warmup"]]
+        if ad.map_vs_prior_warmup:
+            rows = [[" vs ".join(p.recipes), _P(p.P), p.name, f"{pm(p.mean_a, p.sem_a)} (n={p.n_a})",
+                     f"{pm(p.mean_b, p.sem_b)} (n={p.n_b})", g(p.difference), g(p.z, 2)]
+                    for p in ad.map_vs_prior_warmup]
             out += [f"**{a}: Adam recipes against each other**", "",
                     table(["recipes", "P", "param", "first", "second", "difference", "z"], rows), ""]
-            big = [p for p in ad["map_vs_prior_warmup"] if _ok(p["z"]) and abs(p["z"]) > 2]
-            out += [f"They differ by more than 2σ at {len(big)} of {len(ad['map_vs_prior_warmup'])} common P"
-                    + (f" (P = {', '.join(_P(p['P']) for p in big)})" if big else "") + ".", ""]
+            big = [p for p in ad.map_vs_prior_warmup if _ok(p.z) and abs(p.z) > 2]
+            out += [f"They differ by more than 2σ at {len(big)} of {len(ad.map_vs_prior_warmup)} common P"
+                    + (f" (P = {', '.join(_P(p.P) for p in big)})" if big else "") + ".", ""]
     return out
 
 
@@ -280,8 +280,8 @@ def _paper(summ: Summary) -> list[str]:
     return out
 
 
-def _definitions(t: dict) -> list[str]:
-    st = t["settings"]
+def _definitions(t: ResultsTables) -> list[str]:
+    st = t.settings
     return ["## Definitions", "",
             "- Plotted order parameters: linear ĉ1 = c1, ĉG = cG; softmax â1 = m1, âG = mP/L "
             "(copyhead.order_params.paper_order_parameters).",
@@ -293,39 +293,39 @@ def _definitions(t: dict) -> list[str]:
             "with the same error rule (the dataset variation cancels).",
             "- Exact dataset average: only at its own P grid; theory error sd/√n of the per-dataset minimiser "
             "over its n datasets. Closed form: no error.",
-            f"- Away from transitions: factor {g(st['away_factor'])}; closed-form curves against the closed "
+            f"- Away from transitions: factor {g(st.away_factor)}; closed-form curves against the closed "
             "form's transitions, exact-average and same-dataset curves against the exact average's.",
-            f"- R̂ flag: rank-normalised split-R̂ > {g(st['rhat_max'])} (Vehtari et al. 2021); chains of "
+            f"- R̂ flag: rank-normalised split-R̂ > {g(st.rhat_max)} (Vehtari et al. 2021); chains of "
             "different seeds sample different posteriors, so a large R̂ across seeds can also be dataset "
             "variation; the paired R̂ (prior vs copy start, same seed) is free of it.",
             "- Transition estimators and their limits: docs/figures.md (copyhead.analysis.transition_estimators).", ""]
 
 
-def _inputs(t: dict, json_name: str) -> list[str]:
-    rows = [[role, f"`{v['path']}`", f"`{v['sha256'][:12]}`", f"`{v['config_hash']}`", v["kind"]]
-            for role, v in (t.get("inputs") or {}).items()]
+def _inputs(t: ResultsTables, json_name: str) -> list[str]:
+    rows = [[role, f"`{v.path}`", f"`{v.sha256[:12]}`", f"`{v.config_hash}`", v.kind]
+            for role, v in (t.inputs or {}).items()]
     out = ["## Inputs", "", f"The same numbers, machine-readable: `{json_name}`.", ""]
     if rows:
         out.append(table(["role", "path", "sha256", "config hash", "kind"], rows))
-    for a, att in t["attentions"].items():
-        ag = att["aggregate"]
+    for a, att in t.attentions.items():
+        ag = att.aggregate
         out.append("")
-        out.append(f"{a} aggregate: {ag.get('n_runs')} runs ({ag.get('n_diverged')} diverged), "
-                   f"{len(ag.get('run_config_hashes', []))} distinct run config hashes (a run's config includes "
-                   f"its P and seed; listed in the JSON), run code fingerprints `{ag.get('run_code_fingerprints')}`"
-                   f"{' (mixed code!)' if ag.get('mixed_code') else ''}; theory config hash "
-                   f"`{att['theory']['config_hash']}`.")
+        out.append(f"{a} aggregate: {ag.n_runs} runs ({ag.n_diverged} diverged), "
+                   f"{len(ag.run_config_hashes)} distinct run config hashes (a run's config includes "
+                   f"its P and seed; listed in the JSON), run code fingerprints `{ag.run_code_fingerprints}`"
+                   f"{' (mixed code!)' if ag.mixed_code else ''}; theory config hash "
+                   f"`{att.theory.config_hash}`.")
     return out + [""]
 
 
 def render_appendix(tables: dict, json_name: str = "results.json", page_name: str = "results.md") -> str:
-    """The Markdown of the appendix from the results JSON (read only)."""
+    """The Markdown of the appendix from the results JSON (read only, as
+    :class:`~copyhead.analysis.results_model.ResultsTables`: a missing key is named with the file)."""
+    t = ResultsTables.from_dict(tables, json_name)
     parts = ["# Results appendix: every table", "",
              f"*Generated by `copyhead results` from `{json_name}`; do not edit by hand. The short page is "
              f"[{page_name}]({page_name}). Every number is read from the inputs listed at the end, except the "
              "paper's own numbers, which are quoted and labelled as the paper's.*", ""]
-    parts += _config_section(tables) + _agreement(tables) + _transitions(tables) + _convergence(tables)
-    parts += _samplers(tables)
-    summ = Summary.from_dict(tables["summary"], f"{json_name}: summary")
-    parts += _adam(tables) + _paper(summ) + _definitions(tables) + _inputs(tables, json_name)
+    parts += _config_section(t) + _agreement(t) + _transitions(t) + _convergence(t) + _samplers(t)
+    parts += _adam(t) + _paper(t.summary) + _definitions(t) + _inputs(t, json_name)
     return "\n".join(parts).rstrip() + "\n"
