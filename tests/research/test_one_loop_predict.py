@@ -128,7 +128,7 @@ def synthetic(gap_b=-2.0, pred_b=-2.0, soft_ratio=1.0):
     soft = np.zeros((3, 4))
     soft[ratios.index(soft_ratio)] = 0.9
     v3 = {"gap": gap, "error": err, "mean_none": none, "mean_one_loop": one, "mean_naive": none - gap,
-          "mean_one_loop_pref": one, "closed": none}
+          "mean_one_loop_pref": one, "closed": none, "experiment": none + gap}
     ds = xr.Dataset({k: (("ratio", "x", "param"), v) for k, v in v3.items()}
                     | {"soft_weight": (("ratio", "x"), soft), "near_unstable_weight": (("ratio", "x"), 0 * soft)},
                     coords={"ratio": ratios, "x": d_k, "param": ["c1", "cG"], "d_k": ("x", d_k)})
