@@ -426,6 +426,42 @@ class ConvergenceRow(Record):
 
 
 @record
+class AgreementPoint(Record):
+    """One (recipe, P, parameter) of a sampler against one theory curve: a row of results.json's agreement
+    table (analysis.agreement.agreement_table; the keys after ``z`` are those of the current code, older
+    results lack them), also a study's points in studies.json (with the Gaussian-prior closed form added,
+    studies.tables.load_study)."""
+    attention: str
+    recipe: str
+    method: str
+    P: float
+    param: str
+    name: str
+    curve: str
+    away: bool
+    experiment: Number
+    error: Number
+    theory: Number
+    theory_error: Number
+    z: Number
+    curve_label: Optional[str] = absent()
+    init: Optional[str] = absent()
+    kind: Optional[str] = absent()
+    source: Optional[str] = absent()
+    natural: Optional[bool] = absent()
+    error_basis: Optional[str] = absent()
+    theory_grid_error: Number = absent()
+    z_offset: Number = absent()
+    z_chains_rms: Number = absent()
+    n: Optional[int] = absent()
+    seeds: Optional[tuple[int, ...]] = absent()
+    seed_values: Optional[tuple[Number, ...]] = absent()
+    mixed: Optional[bool] = absent()
+    mix_rhat: Number = absent()
+    mix_ess: Number = absent()
+
+
+@record
 class AgreementSummaryRow(Record):
     """One recipe against one theory curve over the points away from the transitions
     (analysis.agreement.agreement_summaries)."""
@@ -630,7 +666,7 @@ class AttentionTables(Record):
     recipes: dict[str, Recipe]
     sweep: dict[str, SweepEntry]
     convergence: tuple[ConvergenceRow, ...]
-    agreement: tuple[StudyPoint, ...]
+    agreement: tuple[AgreementPoint, ...]
     agreement_summary: tuple[AgreementSummaryRow, ...]
     transitions: tuple[TransitionRow, ...]
     adam: AdamTables
@@ -699,45 +735,10 @@ class StudyTransition(Record):
 
 
 @record
-class StudyPoint(Record):
-    """One (recipe, P, parameter) of a study's sampler against one theory curve: a results.json agreement row
-    (the keys after ``z`` are those of the current code; older results lack them), the Gaussian-prior closed
-    form added (studies.tables.load_study)."""
-    attention: str
-    recipe: str
-    method: str
-    P: float
-    param: str
-    name: str
-    curve: str
-    away: bool
-    experiment: Number
-    error: Number
-    theory: Number
-    theory_error: Number
-    z: Number
-    curve_label: Optional[str] = absent()
-    init: Optional[str] = absent()
-    kind: Optional[str] = absent()
-    source: Optional[str] = absent()
-    natural: Optional[bool] = absent()
-    error_basis: Optional[str] = absent()
-    theory_grid_error: Number = absent()
-    z_offset: Number = absent()
-    z_chains_rms: Number = absent()
-    n: Optional[int] = absent()
-    seeds: Optional[tuple[int, ...]] = absent()
-    seed_values: Optional[tuple[Number, ...]] = absent()
-    mixed: Optional[bool] = absent()
-    mix_rhat: Number = absent()
-    mix_ess: Number = absent()
-
-
-@record
 class StudyAttention(Record):
     """One attention type of a study (studies.tables.load_study)."""
     grid: tuple[float, ...]
-    rows: tuple[StudyPoint, ...]
+    rows: tuple[AgreementPoint, ...]
     transition: StudyTransition
     P_ref: Number
     rhat_max: Number
