@@ -186,11 +186,11 @@ def _scaling_theory(attention):
 def test_fig8_draws_the_results_models_transitions_with_their_cis(tmp_path):
     """fig8's experimental marks are the summary's numbers (the estimator of the results page), with bars."""
     import matplotlib.pyplot as plt
-    cell = lambda e, lo, hi: {"recipe": "sgld", "estimate": e, "ci_lo": lo, "ci_hi": hi}   # noqa: E731
-    summary = {"attentions": {"linear": {"transitions": [{"kind": "crossover", "sgld": cell(15.4, 14.6, 16.2)}]},
-                              "softmax": {"transitions": [{"kind": "jump", "sgld": cell(24.3, 20.2, 26.0)}]}}}
+    from summaries import cell, summary
     res = tmp_path / "results.json"
-    res.write_text(json.dumps({"summary": summary}))
+    res.write_text(json.dumps({"summary": summary({
+        "linear": [{"kind": "crossover", "sgld": cell("sgld", 15.4, 14.6, 16.2)}],
+        "softmax": [{"kind": "jump", "sgld": cell("sgld", 24.3, 20.2, 26.0)}]})}))
     inputs = {f"theory_{a}": str(write_dataset(_scaling_theory(a), tmp_path / f"th_{a}.nc"))
               for a in ("linear", "softmax")}
     fig = FIGURES["fig8_scaling"].draw(dict(inputs, results=str(res)), {})

@@ -139,14 +139,13 @@ def test_order_parameter_figure_legend_names_every_line_and_marks_stay_off_the_d
     th = fake_theory("softmax", np.geomspace(4, 100, 60), {"saddle": (lambda P: 1 - P / 300, lambda P: P / 300),
                                                           "mean": (lambda P: 1 - P / 300, lambda P: P / 300)},
                      scalars={"P_star": 18.0, "P_spinodal_low": 11.0, "P_spinodal_high": 22.0})
-    cell = lambda m, e, lo, hi: {"recipe": m, "estimate": e, "ci_lo": lo, "ci_hi": hi}   # noqa: E731
-    summary = {"attentions": {"softmax": {"transitions": [
+    from summaries import cell, summary
+    res = tmp_path / "results.json"
+    res.write_text(json.dumps({"summary": summary({"softmax": [
         {"kind": "jump", "label": "jump of âG", "hmc": cell("hmc", 22.0, 20.0, 24.0),
          "sgld": cell("sgld", 22.0, 20.0, 24.0), "adam": cell("adam", 21.0, 16.0, 24.0)},
         {"kind": "hysteresis_lower", "hmc": cell("hmc+hmc_copy", 10.5, None, None)},
-        {"kind": "hysteresis_upper", "hmc": cell("hmc+hmc_copy", 22.5, None, None)}]}}}
-    res = tmp_path / "results.json"
-    res.write_text(json.dumps({"summary": summary}))
+        {"kind": "hysteresis_upper", "hmc": cell("hmc+hmc_copy", 22.5, None, None)}]})}))
     files = {"aggregate_softmax": str(write_dataset(ag, tmp_path / "ag.nc")),
              "theory_softmax": str(write_dataset(th, tmp_path / "th.nc"))}
     fig = FIGURES["fig4_softmax_order_params"].draw(dict(files, results=str(res)), {})

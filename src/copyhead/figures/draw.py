@@ -12,7 +12,7 @@ import numpy as np
 from ..analysis import ok_runs, seed_mean_sem, sequence_length, theory_pattern_cosine
 from ..analysis.adam import local_minima_1d
 from ..attention import ATTENTIONS, variant
-from ..format import P_short
+from ..format import P_short, ok
 from ..provenance import read_dataset
 from .orders import _recipes, experiment_transition, results_summary
 from .style import (COL, OPT_COLORS, WIDE, annotate_status, errorbar_points, fixed_ticks,
@@ -250,8 +250,8 @@ def _zoom_at_L(ax, lin, sm, L0, marks):
         i = int(np.argmin(np.abs(ds["scaling_L"].values - L0)))
         ys.append(float(ds[f"{key}_vs_L"][i]))
     for c, kw in marks:
-        ins.errorbar([L0], [c["estimate"]], **dict(kw, ms=5, capsize=2))
-        ys += [v for v in (c["estimate"], c["ci_lo"], c["ci_hi"]) if v is not None]
+        ins.errorbar([L0], [c.estimate], **dict(kw, ms=5, capsize=2))
+        ys += [v for v in (c.estimate, c.ci_lo, c.ci_hi) if ok(v)]
     lo, hi = min(ys), max(ys)
     ins.set_xscale("log", base=2)
     ins.set_xlim(L0 / 1.18, L0 * 1.18)
@@ -321,11 +321,11 @@ def fig_scaling(inputs, options):
         c = experiment_transition(summary, att, kind, method)
         if c is None:
             continue
-        lo, hi = c["ci_lo"], c["ci_hi"]
-        yerr = ([[c["estimate"] - lo], [hi - c["estimate"]]] if lo is not None and hi is not None else None)
+        lo, hi = c.ci_lo, c.ci_hi
+        yerr = [[c.estimate - lo], [hi - c.estimate]] if ok(lo) and ok(hi) else None
         kw = dict(yerr=yerr, fmt=fmt[0], color=color, ms=6, mfc="none", mec=color, mew=1.1, capsize=3,
                   elinewidth=1.0, ecolor=color, zorder=5)
-        ax.errorbar([L0], [c["estimate"]], label=f"{method.upper()} {name} at $L={L0}$, 95% CI", **kw)
+        ax.errorbar([L0], [c.estimate], label=f"{method.upper()} {name} at $L={L0}$, 95% CI", **kw)
         marks.append((c, kw))
     if marks and "L" in names:
         _zoom_at_L(ax, lin, sm, L0, marks)

@@ -12,29 +12,36 @@ from ..analysis import sequence_length
 from ..analysis.convergence import RHAT_MAX
 from ..analysis.curves import CURVES
 from ..analysis.experiments import KEYS, recipes
+from ..analysis.results_model import Cell, Summary
 from ..analysis.results_tables import figure_statistics
 from ..attention import ATTENTIONS, variant
-from ..format import sampler_name
+from ..format import ok, sampler_name
 from ..order_params import paper_order_parameters
 from ..provenance import read_dataset
 from .style import (C1_COLOR, CG_COLOR, OPT_COLORS, WIDE, annotate_status, errorbar_points, hollow_points,
                     log_P_axis, mark_nonfinite, mark_transitions, op_names, opt_label, opt_marker, pyplot)
 
 
-def results_summary(inputs) -> dict | None:
+def results_summary(inputs) -> Summary | None:
     """The ``summary`` of the results JSON given as the ``results`` input (copyhead.analysis.summary), or None."""
     path = inputs.get("results")
-    return json.loads(Path(path).read_text()).get("summary") if path else None
-
-
-def experiment_transition(summary, attention: str, kind: str, method: str = "sgld") -> dict | None:
-    """The summary's (estimate, ci_lo, ci_hi, recipe, theory) of one transition kind and method, or None."""
-    if not summary:
+    if not path:
         return None
-    rows = summary["attentions"].get(attention, {}).get("transitions", [])
-    cell = next((r.get(method) for r in rows if r["kind"] == kind), None)
-    est = cell and cell.get("estimate")
-    return cell if est is not None and np.isfinite(est) else None
+    d = json.loads(Path(path).read_text())
+    return Summary.from_dict(d["summary"], f"{path}: summary") if "summary" in d else None
+
+
+def experiment_transition(summary: Summary | None, attention: str, kind: str, method: str = "sgld") -> Cell | None:
+    """The summary's (estimate, ci_lo, ci_hi, recipe, theory) of one transition kind and method, or None."""
+    sa = summary.attentions.get(attention) if summary else None
+    row = sa.transition(kind) if sa else None
+    cell = row.cell(method) if row else None
+    return cell if cell and ok(cell.estimate) else None
+
+
+def _estimate(c: Cell | None) -> float | None:
+    """A cell's estimate, None where it has none."""
+    return c.estimate if c and ok(c.estimate) else None
 
 
 def _recipes(ag, options):
@@ -118,24 +125,25 @@ def _transition_strip(ax, summary, attention: str, shown: list[str], recs: dict)
         ax.text(0.01, 0.5, "no results JSON: experimental transitions not drawn", transform=ax.transAxes,
                 fontsize=5.5, va="center", color="0.4")
         return 0
-    rows = {r["kind"]: r for r in summary["attentions"].get(attention, {}).get("transitions", [])}
+    sa = summary.attentions.get(attention)
+    rows = {r.kind: r for r in (sa.transitions if sa else ())}
     methods = [m for m in METHOD_ORDER if any(recs[r].method == m and recs[r].init != "copy" for r in shown)]
     copy = next((r for r in shown if recs[r].init == "copy"), None)
     names, n, y = [], 0, 0.0
     for m in methods:
         found = False
         for kind in MARKED[attention]:
-            c = rows.get(kind, {}).get(m)
-            if not c or c.get("estimate") is None or not np.isfinite(c["estimate"]):
+            c = rows[kind].cell(m) if kind in rows else None
+            if not c or not ok(c.estimate):
                 continue
             color = C1_COLOR if kind == "onset" else CG_COLOR
-            lo, hi = c.get("ci_lo"), c.get("ci_hi")
-            if lo is not None and hi is not None:
+            lo, hi = c.ci_lo, c.ci_hi
+            if ok(lo) and ok(hi):
                 ax.plot([lo, hi], [y, y], "-", color=color, lw=2.2, solid_capstyle="butt", zorder=3)
-            mk = opt_marker(c["recipe"])
-            ax.plot([c["estimate"]], [y], mk, color=color, ms=5.5 if mk == "*" else 4, mec="k", mew=0.4,
+            mk = opt_marker(c.recipe)
+            ax.plot([c.estimate], [y], mk, color=color, ms=5.5 if mk == "*" else 4, mec="k", mew=0.4,
                     zorder=4)
-            ax.annotate(kind, (hi if hi is not None else c["estimate"], y), xytext=(2, 0),
+            ax.annotate(kind, (hi if ok(hi) else c.estimate, y), xytext=(2, 0),
                         textcoords="offset points", fontsize=5, va="center", color="0.25", bbox=LABEL_BOX,
                         zorder=5)
             found, n = True, n + 1
@@ -146,8 +154,7 @@ def _transition_strip(ax, summary, attention: str, shown: list[str], recs: dict)
         y -= 1.0
     if copy is not None and "hysteresis_lower" in rows:
         m = recs[copy].method
-        lo_, hi_ = (rows.get(k, {}).get(m) or {} for k in ("hysteresis_lower", "hysteresis_upper"))
-        lo, hi = lo_.get("estimate"), hi_.get("estimate")
+        lo, hi = (_estimate(rows[k].cell(m)) if k in rows else None for k in ("hysteresis_lower", "hysteresis_upper"))
         if lo is not None or hi is not None:
             x0 = lo if lo is not None else ax.get_xlim()[0]
             x1 = hi if hi is not None else ax.get_xlim()[1]
