@@ -82,7 +82,7 @@ KIND_CONCERN = {"run": "train", "theory": "theory", "theory_datasets": "theory",
 # memory estimate (refuses a point no machine can hold before any compute), the command line and the audit
 NUMBER_FREE = ("copyhead.provenance", "copyhead.datafiles", "copyhead.resources", "copyhead.fingerprint",
                "copyhead.parse_cache",
-               "copyhead.cli", "copyhead.audit", "copyhead.recovery", "copyhead.repair")
+               "copyhead.cli", "copyhead.audit", "copyhead.recovery")
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..repair import broken_results, remove_broken, with_dependents
+from .fix import broken_results, remove_broken, with_dependents
 from .chain import Report, _print, audit_figures
 from .published import (ProductReport, PublishedAuditor, audit_published, print_report, product_files, remake_args,
                         remake_command, remake_rules)

@@ -35,7 +35,7 @@ from ..config import (ConfigError, config_differences, load_mapping, merge_overr
                       theory_config, validate)
 from ..figures import FIGURES
 from ..provenance import CODE_ROOTS, KIND_CONCERN, DataFileError, code_fingerprint, read_dataset, sha256_file
-from ..repair import FOREIGN
+from .fix import FOREIGN
 
 
 @dataclass

@@ -15,8 +15,8 @@ import os
 import sys
 from pathlib import Path
 
-from .provenance import DataFileError, read_dataset, stale_temps
-from .recovery import STALE_TEMP_S
+from ..provenance import DataFileError, read_dataset, stale_temps
+from ..recovery import STALE_TEMP_S
 
 
 def broken_results(results: Path) -> dict[str, str]:
