@@ -16,7 +16,7 @@ import yaml
 
 from copyhead import config as cfgmod
 from copyhead.analysis.finite_size import finite_size
-from copyhead.analysis.results_model import ChainMixing, FiniteSize, ScalingRow, Twin, read_studies
+from copyhead.analysis.results_model import ChainMixing, FiniteSize, ScalingRow, Study, Twin, read_studies
 from copyhead.analysis.results_tables import jsonable
 from copyhead.analysis.scaling_claims import scaling_rows
 from copyhead.analysis.twins import compare_twins
@@ -183,8 +183,17 @@ def test_finite_size_fit_recovers_a_closing_and_a_persisting_gap(tmp_path):
     assert tr[("linear", "large_deviation")]["tends_to_theory"] is True
     assert tr[("softmax", "large_deviation")]["tends_to_theory"] is False
     assert tr[("softmax", "gaussian")]["points"][0]["ratio"] == pytest.approx(1.3 / 1.1)
-    text = "\n".join(conclude_finite_size(FiniteSize.from_dict(jsonable(fs))))
-    assert "within 2σ of 0 at 8 of 12" in text
+    records = tuple(Study.from_dict(jsonable(s, drop=("config",)), "study") for s in studies)   # as studies.json holds them
+    text = "\n".join(conclude_finite_size(FiniteSize.from_dict(jsonable(fs)), records))
+    # effect size first, against the tolerance; significance beside it (issue 49)
+    assert "within |Δ| ≤ 0.02 of 0 at 8 of 12 (attention, recipe, P/P_ref, parameter) rows; within 2σ of 0 at 8 of them" in text
+    assert ("linear: largest |Δ| against the same-dataset posterior mean at d_k = 16, 32, 64, 128: "
+            "0.125, 0.0625, 0.0312, 0.0156 (tolerance |Δ| ≤ 0.02); RMS z beside it: ") in text
+    assert "largest |Δ| against the closed-form posterior mean" in text
+    for line in text.splitlines():
+        if "experiment/theory →" in line:
+            assert "|r_∞ − 1| = " in line and "σ: " in line, line
+        assert "RMS z" not in line or "|Δ|" in line, line
 
 
 def test_sigma2_collapse_pairs_equal_P_over_sigma2_and_scaling_rows(tmp_path):

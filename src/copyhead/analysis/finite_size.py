@@ -15,9 +15,9 @@ import math
 import numpy as np
 
 from ..attention import ATTENTIONS
-from .agreement import agreement_summary
+from .agreement import agreement_summary, counted
 from .fits import fit_inverse_dk, row_error
-from .results_model import FiniteSize
+from .results_model import FiniteSize, Study
 
 Z95 = 1.959963984540054            # a 95% interval is ±Z95 standard errors
 # the two priors of the closed form: suffix of their theory keys, and their name on pages and figures
@@ -115,6 +115,30 @@ def finite_size(studies: list[dict], ratios: dict, by: str = "d_k") -> dict:
     return {"by": by, "values": values, "L": studies[0]["L"] if studies else None,
             "d_k_over_L": studies[0]["d_k"] / studies[0]["L"] if studies else None,
             "gaps": gap_rows, "transitions": trans, "agreement": agree}
+
+
+def largest_gaps(fs: FiniteSize, att: str, by: str) -> tuple[list, list]:
+    """Per value of ``by`` (d_k or L), the largest |experiment − theory| of one attention type over its points
+    and order parameters (softmax: âG only), from the report's finite-size gaps (the same-dataset theory)."""
+    per: dict = {}
+    for gp in fs.gaps:
+        if gp.attention != att or not counted(att, gp.param):
+            continue
+        for pt in gp.points:
+            if math.isfinite(pt.gap):
+                key = getattr(pt, by)
+                per[key] = max(per.get(key, 0.0), abs(pt.gap))
+    xs = sorted(per)
+    return xs, [per[x] for x in xs]
+
+
+def largest_delta(study: Study, att: str, curve: str) -> float:
+    """The largest |experiment − theory| of one study's chains against one theory curve, over the points away
+    from the transitions: the effect size beside :func:`curve_agreement`'s RMS z (the same rows)."""
+    a = study.attentions.get(att)
+    ds = [abs(r.experiment - r.theory) for r in (a.rows if a else ()) if r.curve == curve and r.away
+          and math.isfinite(r.z) and math.isfinite(r.experiment) and math.isfinite(r.theory)]
+    return max(ds) if ds else math.nan
 
 
 def decay(fs: FiniteSize, att: str) -> dict | None:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import math
 
-from ..analysis.agreement import counted
-from ..analysis.finite_size import compatible
+from ..analysis.finite_size import compatible, largest_gaps
 from ..analysis.results_model import FiniteSize, FiniteSizeAgreement, StudiesReport, StudyPath
 from ..analysis.summary import AGREE_TOLERANCE
 from ..analysis.scaling_claims import mixing, ratio_interval
@@ -27,27 +26,12 @@ def samplers(rep: StudiesReport) -> str:
     return " and ".join(dict.fromkeys(s.method or "SGLD" for s in rep.studies)) or "SGLD"
 
 
-def _largest_gaps(fs: FiniteSize, att: str, by: str) -> tuple[list, list]:
-    """Per value of ``by`` (d_k or L), the largest |experiment − theory| of one attention type over its points
-    and order parameters (softmax: âG only), from the report's finite-size gaps."""
-    per: dict = {}
-    for gp in fs.gaps:
-        if gp.attention != att or not counted(att, gp.param):
-            continue
-        for pt in gp.points:
-            if ok(pt.gap):
-                key = getattr(pt, by)
-                per[key] = max(per.get(key, 0.0), abs(pt.gap))
-    xs = sorted(per)
-    return xs, [per[x] for x in xs]
-
-
 def _finite(fs: FiniteSize, sampler: str, tol: float = AGREE_TOLERANCE) -> list[str]:
     by = fs.by
     out = []
     effects = []
     for att in ATTENTIONS:
-        xs, ds = _largest_gaps(fs, att, by)
+        xs, ds = largest_gaps(fs, att, by)
         if len(xs) >= 2:
             inside = [x for i, x in enumerate(xs) if all(d <= tol for d in ds[i:])]
             effects.append(f"{att} {g(ds[0], 2)} → {g(ds[-1], 2)} ("

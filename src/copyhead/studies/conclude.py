@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 
-from copyhead.analysis.finite_size import PRIOR_LABEL, correction_size, decay, prior_distances
+from copyhead.analysis.finite_size import (PRIOR_LABEL, correction_size, decay, largest_delta, largest_gaps,
+                                          prior_distances)
 from copyhead.analysis.scaling_claims import (FORMS, advantage_trend, closed_form_path, jump_forms, per_sigma2,
                                       mixing, ratio_interval, who_copies_first)
 from copyhead.analysis.results_model import FiniteSize, ScalingRow, Study, TheoryLines, Twin
-from copyhead.analysis.summary import PAPER
+from copyhead.analysis.summary import AGREE_TOLERANCE, PAPER
 from copyhead.analysis.twins import start_agreement, twin_effect
 from copyhead.attention import ATTENTIONS
 from copyhead.format import ci, g, pm, table, twin_effect_text
@@ -19,18 +20,26 @@ def _top(d: dict) -> str:
     return ", ".join(sorted({f"{name} at {g(ratio)}·P_ref" for name, ratio in d["top"]}))
 
 
-def conclude_finite_size(fs: FiniteSize) -> list[str]:
+def conclude_finite_size(fs: FiniteSize, studies: tuple[Study, ...] = (),
+                         tol: float = AGREE_TOLERANCE) -> list[str]:
+    """The finite-size section's conclusions, effect size first (|Δ| against ``tol``), significance beside it;
+    ``studies`` (the report's) give the largest |Δ| against the closed form under each prior."""
     out = []
     B, vals = fs.by, fs.values
     for att in ATTENTIONS:
         rms = {a.x: a.same_mean.rms_z for a in fs.agreement if a.attention == att}
+        xs, ds = largest_gaps(fs, att, B)
+        delta = dict(zip(xs, ds))
         if rms:
-            out.append(f"- {att}: RMS z against the same-dataset posterior mean at {B} = "
-                       f"{', '.join(str(d) for d in vals)}: {', '.join(g(rms.get(d, math.nan)) for d in vals)}.")
-    n_close = sum(1 for r in fs.gaps if r.closes)
-    n_fit = sum(1 for r in fs.gaps if r.closes is not None)
-    out.append(f"- Order parameters: the extrapolated gap gap_∞ ({B} → ∞) is within 2σ of 0 at {n_close} of {n_fit} "
-               "(attention, recipe, P/P_ref, parameter) rows.")
+            out.append(f"- {att}: largest |Δ| against the same-dataset posterior mean at {B} = "
+                       f"{', '.join(str(d) for d in vals)}: {', '.join(g(delta.get(d, math.nan)) for d in vals)} "
+                       f"(tolerance |Δ| ≤ {g(tol)}); RMS z beside it: "
+                       f"{', '.join(g(rms.get(d, math.nan)) for d in vals)}.")
+    fitted = [r for r in fs.gaps if r.closes is not None]
+    n_small = sum(1 for r in fitted if abs(r.fit.a) <= tol)
+    n_close = sum(1 for r in fitted if r.closes)
+    out.append(f"- Order parameters: the extrapolated gap gap_∞ ({B} → ∞) is within |Δ| ≤ {g(tol)} of 0 at {n_small} "
+               f"of {len(fitted)} (attention, recipe, P/P_ref, parameter) rows; within 2σ of 0 at {n_close} of them.")
     for att in ATTENTIONS:
         d = decay(fs, att)
         if d:
@@ -45,23 +54,27 @@ def conclude_finite_size(fs: FiniteSize) -> list[str]:
                        f"at {g(c['row'].ratio)}·P_ref); it falls below twice these chains' median error "
                        f"({g(c['median_error'], 2)}) only at d_k ≈ {g(c['need'], 2)} (d_k/L ≈ {g(c['need'] / fs.L, 2)}), "
                        "the size where the theory would agree within these errors at every point, if the gap is b/d_k alone.")
+    by_name = {s.name: s for s in studies}
     for att in ATTENTIONS:
         last = [a for a in fs.agreement if a.attention == att and a.x == vals[-1]]
-        if last:
-            a = last[0]
-            ld, ga = a.closed_mean.rms_z, a.closed_mean_gaussian.rms_z
+        if last and last[0].name in by_name:
+            a, study = last[0], by_name[last[0].name]
+            ld, ga = (largest_delta(study, att, c) for c in ("closed_mean", "closed_mean_gaussian"))
             if math.isfinite(ld) and math.isfinite(ga):
-                out.append(f"- {att}, order parameters at the largest {B} = {vals[-1]}: RMS z against the closed-form "
-                           f"posterior mean {g(ld)} with the large-deviation prior, {g(ga)} with the Gaussian prior: "
-                           f"the {'large-deviation' if ld < ga else 'Gaussian'} prior describes the sampled posterior "
+                out.append(f"- {att}, order parameters at the largest {B} = {vals[-1]}: largest |Δ| against the "
+                           f"closed-form posterior mean {g(ld)} with the large-deviation prior, {g(ga)} with the "
+                           f"Gaussian prior (RMS z {g(a.closed_mean.rms_z)}, {g(a.closed_mean_gaussian.rms_z)}): the "
+                           f"{'large-deviation' if ld <= ga else 'Gaussian'} prior describes the sampled posterior "
                            "better there.")
     for t in fs.transitions:
         f = t.fit
         if math.isfinite(f.a):
             verdict = ("tends to the theory (r_∞ within 2σ of 1)" if t.tends_to_theory else
                        "does not tend to the theory (r_∞ more than 2σ from 1)")
+            sigmas = abs(f.a - 1.0) / f.a_err if f.a_err > 0 else math.inf
             out.append(f"- {t.attention} {t.transition}, {PRIOR_LABEL[t.prior]} prior: "
-                       f"experiment/theory → {pm(f.a, f.a_err)} at {B} → ∞: {verdict}.")
+                       f"experiment/theory → {pm(f.a, f.a_err)} at {B} → ∞: |r_∞ − 1| = {g(abs(f.a - 1.0), 2)} "
+                       f"({g(100 * abs(f.a - 1.0), 2)} %), {g(sigmas, 2)}σ: {verdict}.")
     for att in ATTENTIONS:
         dist = prior_distances(fs, att)
         if len(dist) == 2:

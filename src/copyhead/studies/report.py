@@ -128,7 +128,7 @@ def render(rep: StudiesReport, json_name: str = "studies.json", converged: dict 
     fs = rep.finite_size
     if fs:
         out += _finite_size_section(fs, "1", f"Finite d_k at L = {fs.L}: does the gap to the theory close?",
-                                    FIGURES["finite_size"], conclude_finite_size(fs), samplers(rep))
+                                    FIGURES["finite_size"], conclude_finite_size(fs, rep.studies), samplers(rep))
     sc = rep.scaling
     if sc:
         out += _scaling_section(sc, "2", f"Scaling in L and V along {sc.theory_lines.label}: the paper's two "
@@ -139,7 +139,7 @@ def render(rep: StudiesReport, json_name: str = "studies.json", converged: dict 
                                 fx.figure)
     fl = rep.finite_L
     if fl:
-        conclusion = conclude_finite_size(fl) + (conclude_dk_over_L(fs, fl) if fs else [])
+        conclusion = conclude_finite_size(fl, rep.studies) + (conclude_dk_over_L(fs, fl) if fs else [])
         out += _finite_size_section(fl, "2b", f"The gap against L at fixed d_k/L = {g(fl.d_k_over_L)} (the "
                                     "transverse directions of the attention matrix grow as L²)", FIGURES["finite_L"],
                                     conclusion, samplers(rep))
