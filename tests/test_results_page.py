@@ -66,3 +66,15 @@ def test_the_metastable_paragraph_only_where_a_point_is_metastable():
         ref["convergence"]["paired_points"] = []
     page = render_page(tables)
     assert METASTABLE not in page and "## The reference posterior" in page
+
+
+def test_the_appendix_evidence_gives_the_effect_size_before_the_rms_z():
+    """Issue 49: where the appendix compares two theory curves as evidence, each line gives the largest |Δ|
+    against both curves first (the same rows as the RMS z), the RMS z beside it."""
+    from copyhead.results.appendix import render_appendix
+    text = render_appendix(json.loads((ROOT / "docs/results.json").read_text()))
+    evidence = text.split("Evidence on the likely reasons for the differences")[1].split("## ")[0]
+    compared = [line for line in evidence.splitlines() if "RMS z" in line]
+    assert compared, "the committed results have no curve comparison in the evidence section"
+    for line in compared:
+        assert re.search(r"largest \|Δ\| against the .+ [\d.e+-]+, against .+ [\d.e+-]+ \(RMS z ", line), line

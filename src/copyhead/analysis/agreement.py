@@ -292,6 +292,16 @@ def agreement_summaries(rows) -> list[dict]:
 SOURCES = (("same", "same dataset"), ("exact", "exact avg."), ("closed", "closed form"))
 
 
+def largest_delta(rows, curve: str, recipe: str | None = None) -> float:
+    """The largest |experiment − theory| over agreement rows (records: results.json's or a study's points) of
+    one theory curve (and recipe), at the points away from the transitions with a finite z: the effect size
+    beside the RMS z of the same rows (:func:`agreement_summary`). NaN where no row qualifies."""
+    ds = [abs(r.experiment - r.theory) for r in rows if r.curve == curve and r.away
+          and (recipe is None or r.recipe == recipe)
+          and math.isfinite(r.z) and math.isfinite(r.experiment) and math.isfinite(r.theory)]
+    return max(ds) if ds else math.nan
+
+
 def natural_curve(rows, method: str) -> str | None:
     """The theory curve a method is judged against (and its residuals are drawn against): its natural kind
     (SGLD, HMC: posterior mean; Adam: minimiser) from the most specific source with a finite z in the

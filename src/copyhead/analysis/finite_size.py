@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ..attention import ATTENTIONS
-from .agreement import agreement_summary, counted
+from .agreement import agreement_summary, counted, largest_delta
 from .fits import fit_inverse_dk, row_error
 from .results_model import FiniteSize, Study
 
@@ -132,14 +132,11 @@ def largest_gaps(fs: FiniteSize, att: str, by: str) -> tuple[list, list]:
     return xs, [per[x] for x in xs]
 
 
-def largest_delta(study: Study, att: str, curve: str) -> float:
-    """The largest |experiment − theory| of one study's chains against one theory curve, over the points away
-    from the transitions: the effect size beside :func:`curve_agreement`'s RMS z (the same rows)."""
+def study_largest_delta(study: Study, att: str, curve: str) -> float:
+    """The largest |experiment − theory| of one study's chains against one theory curve
+    (:func:`~.agreement.largest_delta` over its points): the effect size beside :func:`curve_agreement`'s RMS z."""
     a = study.attentions.get(att)
-    ds = [abs(r.experiment - r.theory) for r in (a.rows if a else ()) if r.curve == curve and r.away
-          and math.isfinite(r.z) and math.isfinite(r.experiment) and math.isfinite(r.theory)]
-    return max(ds) if ds else math.nan
-
+    return largest_delta(a.rows, curve) if a else math.nan
 
 def decay(fs: FiniteSize, att: str) -> dict | None:
     """How the gaps of one attention type shrink from the smallest to the largest size: over the rows that

@@ -1,7 +1,7 @@
 """The results appendix (results_appendix.md): every table behind the results page, read from the results
 JSON (:func:`copyhead.results.write_results`): configuration, agreement per curve and per point,
 transitions with every theory value, convergence, Adam against the landscape, the paper's numbers,
-definitions and inputs. Nothing is computed or judged here: verdicts come from the JSON's ``summary``
+definitions and inputs. Nothing is judged here: verdicts come from the JSON's ``summary``
 (:mod:`copyhead.analysis.summary`).
 """
 from __future__ import annotations
@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 
 from ..analysis.curves import CURVES
-from ..analysis.results_model import AttentionSummary, ResultsTables, Summary
+from ..analysis.agreement import largest_delta
+from ..analysis.results_model import AgreementPoint, AttentionSummary, ResultsTables
 from ..analysis.summary import PAPER, PAPER_SIGMA2
 from ..format import P_ as _P, ci, g, ok as _ok, pm, table, verdict_text, yn
 
@@ -222,24 +223,38 @@ def _adam(t: ResultsTables) -> list[str]:
     return out
 
 
-def evidence_lines(a: str, sa: AttentionSummary) -> list[str]:
-    """The summary's evidence on the reasons for disagreement (analysis.summary.evidence), as sentences."""
+def evidence_lines(a: str, sa: AttentionSummary, rows: tuple[AgreementPoint, ...] = ()) -> list[str]:
+    """The summary's evidence on the reasons for disagreement (analysis.summary.evidence), as sentences; each
+    comparison of two theory curves gives the largest |Δ| against each first (over the SGLD recipe's agreement
+    ``rows`` behind the RMS z, :func:`copyhead.analysis.agreement.largest_delta`), the RMS z beside it."""
+    recipe = next((r.recipe for r in sa.agreement if r.method == "sgld"), None)
+
+    def versus(first: str, second: str, a_label: str, b_label: str, z_a: float, z_b: float, note: str = "") -> str:
+        da, db = (largest_delta(rows, c, recipe) for c in (first, second))
+        if _ok(da) and _ok(db):
+            return (f"largest |Δ| against the {a_label} {g(da)}, against {b_label} {g(db)} "
+                    f"(RMS z {g(z_a)}, {g(z_b)}{'; ' + note if note else ''})")
+        return (f"RMS z against the {a_label} {g(z_a)}, against {b_label} {g(z_b)} "
+                f"(no |Δ|: no agreement rows{'; ' + note if note else ''})")
+
     out = []
     for e in sa.evidence:
         if e.what == "outside 2σ and R̂-flagged":
             out.append(f"- {a}: {e.n} of the {e.of} SGLD points outside 2σ of the natural curve away from "
                        f"the transitions have R̂ > {g(e.rhat_max)} (chains not shown converged there).")
         elif e.what == "own training set vs dataset average":
-            out.append(f"- {a}: RMS z against the same-dataset posterior mean {g(e.same_mean)}, against the "
-                       f"dataset-averaged one {g(e.exact_mean)} (dataset-to-dataset variation).")
+            out.append(f"- {a}: " + versus("same_mean", "exact_mean", "same-dataset posterior mean",
+                                            "the dataset-averaged one", e.same_mean, e.exact_mean,
+                                            "dataset-to-dataset variation") + ".")
         elif e.what == "posterior mean vs minimiser":
             src = "exact avg." if e.source == "exact" else "closed form"
-            out.append(f"- {a}: RMS z against the {src} posterior mean {g(e.mean)}, against its minimiser "
-                       f"{g(e.saddle)}.")
+            out.append(f"- {a}: " + versus(f"{e.source}_mean", f"{e.source}_saddle", f"{src} posterior mean",
+                                            "its minimiser", e.mean, e.saddle) + ".")
     return out
 
 
-def _paper(summ: Summary) -> list[str]:
+def _paper(t: ResultsTables) -> list[str]:
+    summ = t.summary
     out = ["## Against the paper's own numbers", "",
            f"The paper's values are quoted from the paper (arXiv 2606.12058), at its σ² = {g(PAPER_SIGMA2)}. Every "
            "transition P of the theory is proportional to σ² (docs/theory.md Sec. 6), so they are shown here "
@@ -274,7 +289,8 @@ def _paper(summ: Summary) -> list[str]:
     out.append(f"{PAPER['agreement'][0]}: the paper says {PAPER['agreement'][1]}. Here: " +
                ("; ".join(verdicts) if verdicts else "no point with an error bar away from the transitions") + ".")
     out.append("")
-    reasons = [line for a, sa in summ.attentions.items() for line in evidence_lines(a, sa)]
+    reasons = [line for a, sa in summ.attentions.items()
+               for line in evidence_lines(a, sa, t.attentions[a].agreement if a in t.attentions else ())]
     if reasons:
         out += ["Evidence on the likely reasons for the differences (from the summary):", ""] + reasons + [""]
     return out
@@ -327,5 +343,5 @@ def render_appendix(tables: dict, json_name: str = "results.json", page_name: st
              f"[{page_name}]({page_name}). Every number is read from the inputs listed at the end, except the "
              "paper's own numbers, which are quoted and labelled as the paper's.*", ""]
     parts += _config_section(t) + _agreement(t) + _transitions(t) + _convergence(t) + _samplers(t)
-    parts += _adam(t) + _paper(t.summary) + _definitions(t) + _inputs(t, json_name)
+    parts += _adam(t) + _paper(t) + _definitions(t) + _inputs(t, json_name)
     return "\n".join(parts).rstrip() + "\n"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from copyhead.analysis.finite_size import (PRIOR_LABEL, correction_size, decay, largest_delta, largest_gaps,
-                                          prior_distances)
+from copyhead.analysis.finite_size import (PRIOR_LABEL, correction_size, decay, largest_gaps, prior_distances,
+                                          study_largest_delta)
 from copyhead.analysis.scaling_claims import (FORMS, advantage_trend, closed_form_path, jump_forms, per_sigma2,
                                       mixing, ratio_interval, who_copies_first)
 from copyhead.analysis.results_model import FiniteSize, ScalingRow, Study, TheoryLines, Twin
@@ -59,7 +59,7 @@ def conclude_finite_size(fs: FiniteSize, studies: tuple[Study, ...] = (),
         last = [a for a in fs.agreement if a.attention == att and a.x == vals[-1]]
         if last and last[0].name in by_name:
             a, study = last[0], by_name[last[0].name]
-            ld, ga = (largest_delta(study, att, c) for c in ("closed_mean", "closed_mean_gaussian"))
+            ld, ga = (study_largest_delta(study, att, c) for c in ("closed_mean", "closed_mean_gaussian"))
             if math.isfinite(ld) and math.isfinite(ga):
                 out.append(f"- {att}, order parameters at the largest {B} = {vals[-1]}: largest |Δ| against the "
                            f"closed-form posterior mean {g(ld)} with the large-deviation prior, {g(ga)} with the "
