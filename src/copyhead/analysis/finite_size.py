@@ -138,6 +138,7 @@ def study_largest_delta(study: Study, att: str, curve: str) -> float:
     a = study.attentions.get(att)
     return largest_delta(a.rows, curve) if a else math.nan
 
+
 def decay(fs: FiniteSize, att: str) -> dict | None:
     """How the gaps of one attention type shrink from the smallest to the largest size: over the rows that
     carry the information (a gap of more than 5σ at the smallest size), the medians of |gap| at both ends
