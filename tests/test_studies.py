@@ -15,7 +15,7 @@ import xarray as xr
 import yaml
 
 from copyhead import config as cfgmod
-from copyhead.analysis.finite_size import finite_size
+from copyhead.analysis.finite_size import finite_size, ratio_verdict
 from copyhead.analysis.results_model import ChainMixing, FiniteSize, ScalingRow, Study, Twin, read_studies
 from copyhead.analysis.results_tables import jsonable
 from copyhead.analysis.scaling_claims import scaling_rows
@@ -190,10 +190,26 @@ def test_finite_size_fit_recovers_a_closing_and_a_persisting_gap(tmp_path):
     assert ("linear: largest |Δ| against the same-dataset posterior mean at d_k = 16, 32, 64, 128: "
             "0.125, 0.0625, 0.0312, 0.0156 (tolerance |Δ| ≤ 0.02); RMS z beside it: ") in text
     assert "largest |Δ| against the closed-form posterior mean" in text
+    verdicts = [line.split("→ ∞: ", 1)[1] for line in text.splitlines() if "experiment/theory →" in line]
+    assert verdicts[0].startswith("agrees within tolerance: |r_∞ − 1| = 0.000 (0.0 %), 95% interval [0.954, 1.05]")
+    assert verdicts[2].startswith("deviates by 0.300 (30.0 %): 95% interval [1.24, 1.36] outside 1 ± 0.1; 10.5σ")
     for line in text.splitlines():
-        if "experiment/theory →" in line:
-            assert "|r_∞ − 1| = " in line and "σ: " in line, line
+        if "experiment/theory →" in line:   # the extrapolated transition: effect size against 1 ± 0.1, σ beside
+            assert ("agrees within tolerance: |r_∞ − 1| = " in line or "deviates by " in line
+                    or "not resolved: |r_∞ − 1| = " in line) and "1 ± 0.1" in line and "σ from 1" in line, line
         assert "RMS z" not in line or "|Δ|" in line, line
+
+
+@pytest.mark.parametrize("a, err, outcome", [(0.979, 0.017, "agrees"), (1.126, 0.012, "deviates"),
+                                              (0.903, 0.045, "not resolved"), (0.641, 0.196, "not resolved"),
+                                              (1.0, 0.0, "agrees"), (float("nan"), 0.1, "–")])
+def test_an_extrapolated_transition_is_judged_by_its_distance_from_1_against_the_tolerance(a, err, outcome):
+    """Effect size first (issue 49): r_∞'s 95% interval inside 1 ± 0.1 agrees, wholly outside deviates, else the
+    error is too large to tell; a 36 % miss with a large error is never called agreement."""
+    word, words = ratio_verdict(a, err)
+    assert word == outcome
+    if outcome != "–":
+        assert f"{abs(a - 1):.3f} ({100 * abs(a - 1):.1f} %)" in words and "1 ± 0.1" in words
 
 
 def test_sigma2_collapse_pairs_equal_P_over_sigma2_and_scaling_rows(tmp_path):

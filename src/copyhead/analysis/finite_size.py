@@ -18,6 +18,7 @@ from ..attention import ATTENTIONS
 from .agreement import agreement_summary, counted, largest_delta
 from .fits import fit_inverse_dk, row_error
 from .results_model import FiniteSize, Study
+from .summary import LOCATION_TOLERANCE
 
 Z95 = 1.959963984540054            # a 95% interval is ±Z95 standard errors
 # the two priors of the closed form: suffix of their theory keys, and their name on pages and figures
@@ -64,6 +65,23 @@ def compatible(a: float, a_err: float, value: float) -> bool | None:
     if not (math.isfinite(a) and math.isfinite(a_err)):
         return None
     return bool(abs(a - value) <= 2 * a_err)
+
+
+def ratio_verdict(a: float, a_err: float, tol: float = LOCATION_TOLERANCE) -> tuple[str, str]:
+    """Effect size first, for an extrapolated ratio experiment/theory r_∞ = ``a`` ± ``a_err`` against 1:
+    'agrees' when its 95% interval lies inside 1 ± ``tol``, 'deviates' when it lies wholly outside, 'not
+    resolved' when it reaches both (the error is too large to tell); the distance in σ beside it. Returns
+    (outcome, the words for a page); ('–', '–') without a finite r_∞ and error."""
+    if not (math.isfinite(a) and math.isfinite(a_err)):
+        return "–", "–"
+    d, lo, hi = abs(a - 1.0), a - Z95 * a_err, a + Z95 * a_err
+    sig = f"{d / a_err:.1f}σ from 1" if a_err > 0 else "no error"
+    band = f"95% interval [{lo:.3g}, {hi:.3g}] {{}} 1 ± {tol:g}; {sig}"
+    if 1 - tol <= lo and hi <= 1 + tol:
+        return "agrees", f"agrees within tolerance: |r_∞ − 1| = {d:.3f} ({100 * d:.1f} %), {band.format('inside')}"
+    if lo > 1 + tol or hi < 1 - tol:
+        return "deviates", f"deviates by {d:.3f} ({100 * d:.1f} %): {band.format('outside')}"
+    return "not resolved", f"not resolved: |r_∞ − 1| = {d:.3f} ({100 * d:.1f} %), {band.format('reaching inside and outside')}"
 
 
 def finite_size(studies: list[dict], ratios: dict, by: str = "d_k") -> dict:
@@ -177,7 +195,7 @@ def correction_size(fs: FiniteSize, att: str) -> dict | None:
 
 
 def prior_distances(fs: FiniteSize, att: str) -> dict:
-    """{prior: |r_∞ − 1| / its error} of the transition ratio's extrapolation under each prior that has a
-    finite fit (inf where the error is 0)."""
+    """{prior: (|r_∞ − 1|, the same in σ)} of the transition ratio's extrapolation under each prior that has
+    a finite fit (σ inf where the error is 0): the effect size decides which prior is closer, σ beside it."""
     cand = {t.prior: t.fit for t in fs.transitions if t.attention == att and math.isfinite(t.fit.a)}
-    return {p: abs(f.a - 1) / f.a_err if f.a_err > 0 else math.inf for p, f in cand.items()}
+    return {p: (abs(f.a - 1), abs(f.a - 1) / f.a_err if f.a_err > 0 else math.inf) for p, f in cand.items()}

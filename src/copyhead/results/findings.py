@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from ..analysis.finite_size import compatible, largest_gaps
+from ..analysis.finite_size import largest_gaps, ratio_verdict
 from ..analysis.results_model import FiniteSize, FiniteSizeAgreement, StudiesReport, StudyPath
 from ..analysis.summary import AGREE_TOLERANCE
 from ..analysis.scaling_claims import mixing, ratio_interval
@@ -62,10 +62,7 @@ def _finite(fs: FiniteSize, sampler: str, tol: float = AGREE_TOLERANCE) -> list[
         f = t.fit
         if t.prior != LD or not math.isfinite(f.a):
             continue
-        margin = abs(f.a - 1.0) / f.a_err if f.a_err > 0 else math.inf
-        trs.append(f"{t.attention} {t.transition} → {f.a:.3f} ± {f.a_err:.3f} "
-                   f"({'tends to' if compatible(f.a, f.a_err, 1.0) else 'does not tend to'} the theory: |y_∞ − 1| = "
-                   f"{abs(f.a - 1.0):.3f} ({100 * abs(f.a - 1.0):.1f} %), {margin:.2f}σ, rule ≤ 2σ)")
+        trs.append(f"{t.attention} {t.transition} → {f.a:.3f} ± {f.a_err:.3f} ({ratio_verdict(f.a, f.a_err)[1]})")
     if trs:
         out.append(f"Experiment/theory of the transition points extrapolated to {by} → ∞ (large-deviation prior): "
                    + "; ".join(trs) + ".")

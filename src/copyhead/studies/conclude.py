@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from copyhead.analysis.finite_size import (PRIOR_LABEL, correction_size, decay, largest_gaps, prior_distances,
-                                          study_largest_delta)
+                                          ratio_verdict, study_largest_delta)
 from copyhead.analysis.scaling_claims import (FORMS, advantage_trend, closed_form_path, jump_forms, per_sigma2,
                                       mixing, ratio_interval, who_copies_first)
 from copyhead.analysis.results_model import FiniteSize, ScalingRow, Study, TheoryLines, Twin
@@ -69,18 +69,15 @@ def conclude_finite_size(fs: FiniteSize, studies: tuple[Study, ...] = (),
     for t in fs.transitions:
         f = t.fit
         if math.isfinite(f.a):
-            verdict = ("tends to the theory (r_∞ within 2σ of 1)" if t.tends_to_theory else
-                       "does not tend to the theory (r_∞ more than 2σ from 1)")
-            sigmas = abs(f.a - 1.0) / f.a_err if f.a_err > 0 else math.inf
             out.append(f"- {t.attention} {t.transition}, {PRIOR_LABEL[t.prior]} prior: "
-                       f"experiment/theory → {pm(f.a, f.a_err)} at {B} → ∞: |r_∞ − 1| = {g(abs(f.a - 1.0), 2)} "
-                       f"({g(100 * abs(f.a - 1.0), 2)} %), {g(sigmas, 2)}σ: {verdict}.")
+                       f"experiment/theory → {pm(f.a, f.a_err)} at {B} → ∞: {ratio_verdict(f.a, f.a_err)[1]}.")
     for att in ATTENTIONS:
         dist = prior_distances(fs, att)
         if len(dist) == 2:
-            best = min(dist, key=dist.get)
-            out.append(f"- {att}: the prior whose transition the large-{B} extrapolation is closer to (in σ): "
-                       f"{PRIOR_LABEL[best]} ({g(dist[best])}σ vs {g(dist[[p for p in dist if p != best][0]])}σ).")
+            best = min(dist, key=lambda p: dist[p][0])
+            (d, z), (d2, z2) = dist[best], dist[[p for p in dist if p != best][0]]
+            out.append(f"- {att}: the prior whose transition the large-{B} extrapolation is closer to: "
+                       f"{PRIOR_LABEL[best]} (|r_∞ − 1| = {g(d, 2)} against {g(d2, 2)}; {g(z, 2)}σ against {g(z2, 2)}σ).")
         elif len(dist) == 1:
             (p_only,) = dist
             other = [p for p in PRIOR_LABEL if p != p_only][0]

@@ -16,11 +16,11 @@ import dataclasses
 import math
 from pathlib import Path
 
-from copyhead.analysis.finite_size import CURVES, PRIOR_LABEL
+from copyhead.analysis.finite_size import CURVES, PRIOR_LABEL, ratio_verdict
 from copyhead.analysis.results_model import (FiniteSize, Fit, Ratio, ResultsFormatError, StudiesReport, Study,
                                              StudyPath, StudyTransition, Twin, read_studies)
 from copyhead.analysis.scaling_claims import ratio_interval
-from copyhead.analysis.summary import PAPER
+from copyhead.analysis.summary import AGREE_TOLERANCE, LOCATION_TOLERANCE, PAPER
 from copyhead.analysis.twins import transitions_collapse
 from copyhead.figures import write_figure
 from copyhead.figures.studies import draw_finite_size, draw_scaling, draw_twins, twin_label
@@ -65,6 +65,23 @@ def _tr(t: StudyTransition) -> str:
 
 def _fit(fit: Fit) -> str:
     return f"{pm(fit.a, fit.a_err)} (b = {g(fit.b)}, χ²/dof = {g(fit.chi2_dof)})"
+
+
+def _ratio_outcome(fit: Fit) -> str:
+    """The extrapolated ratio's verdict word, its distance from 1 in σ beside it."""
+    word = ratio_verdict(fit.a, fit.a_err)[0]
+    return word if word == "–" else f"{word if word == 'agrees' else f'**{word}**'} ({_sigmas(fit.a - 1, fit.a_err)})"
+
+
+def _gap_closes(fit: Fit) -> str:
+    """|gap_∞| within the agreement tolerance (yes / **no**), its distance from 0 in σ beside it."""
+    if not (math.isfinite(fit.a) and math.isfinite(fit.a_err)):
+        return "–"
+    return f"{yn(abs(fit.a) <= AGREE_TOLERANCE)} ({_sigmas(fit.a, fit.a_err)})"
+
+
+def _sigmas(d: float, err: float) -> str:
+    return f"{g(abs(d) / err, 2)}σ" if err > 0 else "no error"
 
 
 def _train_jobs(s: Study) -> int:
@@ -162,23 +179,25 @@ def _finite_size_section(fs: FiniteSize, number: str, title: str, figure: str, c
                      rows))
     out += ["", f"### Transition points: experiment / theory against 1/{B}", "",
             f"Fit ratio = r_∞ + b/{B} (weighted by the bootstrap CIs; errors scaled by √(χ²/dof) when > 1). "
-            "'→ theory' = r_∞ within 2σ of 1.", ""]
+            f"Verdict (effect size first): r_∞'s 95% interval inside 1 ± {g(LOCATION_TOLERANCE)} agrees, wholly "
+            "outside deviates, else not resolved; its distance from 1 in σ beside it.", ""]
     rows = []
     for t in fs.transitions:
         pts = {p.x: p for p in t.points}
         rows.append([t.attention, t.transition, PRIOR_LABEL[t.prior]] +
                     [f"{g(pts[d].experiment)} / {g(pts[d].theory)} = {g(pts[d].ratio)}" if d in pts else "–"
-                     for d in vals] + [_fit(t.fit), yn(t.tends_to_theory)])
+                     for d in vals] + [_fit(t.fit), _ratio_outcome(t.fit)])
     out.append(table(["attention", "transition", "prior"] + [f"{B} = {d}" for d in vals] +
-                     ["r_∞ (fit)", "→ theory?"], rows))
+                     ["r_∞ (fit)", "verdict"], rows))
     out += ["", f"### Order parameters at fixed P/P_ref: experiment − same-dataset theory against 1/{B}", "",
-            f"Fit gap = gap_∞ + b/{B}; 'closes' = gap_∞ within 2σ of 0. Softmax: âG only (â1 = 1 − âG).", ""]
+            f"Fit gap = gap_∞ + b/{B}; 'closes' = |gap_∞| ≤ {g(AGREE_TOLERANCE)} (the agreement tolerance), its "
+            "distance from 0 in σ beside it. Softmax: âG only (â1 = 1 − âG).", ""]
     rows = []
     for r in fs.gaps:
         pts = {p.x: p for p in r.points}
         rows.append([r.attention, r.recipe, g(r.ratio), r.name] +
                     [f"{pm(pts[d].gap, pts[d].error)}" if d in pts else "–" for d in vals] +
-                    [_fit(r.fit), yn(r.closes)])
+                    [_fit(r.fit), _gap_closes(r.fit)])
     out.append(table(["attention", "recipe", "P/P_ref", "param"] + [f"{B} = {d}" for d in vals] +
                      ["gap_∞ (fit)", "closes?"], rows))
     out += ["", "### Conclusion (rules applied to the tables above)", ""] + conclusion + [""]
