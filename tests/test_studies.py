@@ -361,7 +361,9 @@ def test_the_paper_scale_table_quotes_the_converged_study_given_to_the_page(tmp_
     assert f"the converged study's transitions from `{conv}`" in text
     _records_match(out.parent, tables, conv)
     found = headline(R.load_report(tables))
-    assert any(x.startswith("The transition points collapse at equal P/σ²") for x in found)
+    collapse = [x for x in found if x.startswith("At equal P/σ² the σ² twins' transition points")]
+    assert len(collapse) == 1 and collapse[0] in text                  # effect size first (issue 49)
+    assert collapse[0].count("|r − 1| = ") == 2 and collapse[0].count("against 1 ± 0.1") == 2, collapse[0]
 
 
 def test_a_render_into_a_published_folder_keeps_its_manifest(tmp_path):

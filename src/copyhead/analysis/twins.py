@@ -12,8 +12,8 @@ import math
 
 from .agreement import z_scores
 from .finite_size import REPEATS, z_summary
-from .results_model import Study, Twin, TwinPoint
-from .summary import AGREE_TOLERANCE
+from .results_model import Study, Twin, TwinPoint, TwinTransition
+from .summary import AGREE_TOLERANCE, LOCATION_TOLERANCE
 
 
 def _num(x) -> float:
@@ -89,6 +89,28 @@ def _relative(r: TwinPoint) -> float:
     """A twin pair's Δ relative to the larger of its two values (NaN where both are 0)."""
     scale = max(abs(r.value), abs(r.value_ref))
     return (r.value - r.value_ref) / scale if scale > 0 else math.nan
+
+
+def transition_collapse(t: TwinTransition, tol: float = LOCATION_TOLERANCE) -> tuple[str, str]:
+    """One σ² twin's transition at equal P/σ², effect size first: the ratio of the two and the interval the
+    two 95% CIs allow for it against 1 ± ``tol`` ('collapses within tolerance' inside, 'differs' wholly
+    outside, else 'not resolved'), whether the CIs overlap beside it. Returns (verdict, the words)."""
+    if not (t.value_ref and all(math.isfinite(v) for v in (t.value, t.value_ref, *t.ci, *t.ci_ref))):
+        return "–", "ratio undefined"
+    r, lo, hi = t.value / t.value_ref, t.ci[0] / t.ci_ref[1], t.ci[1] / t.ci_ref[0]
+    word = ("collapses within tolerance" if 1 - tol <= lo and hi <= 1 + tol else
+            "differs" if lo > 1 + tol or hi < 1 - tol else "not resolved")
+    return word, (f"{t.value:.3g} against {t.value_ref:.3g}, ratio {r:.3g} (|r − 1| = {abs(r - 1):.2g}; from the "
+                  f"CIs [{lo:.3g}, {hi:.3g}] against 1 ± {tol:g}): {word}; 95% CIs "
+                  f"{'overlap' if t.overlap else 'do not overlap'}")
+
+
+def collapse_sentence(twins) -> str | None:
+    """The σ² twins' transition points at equal P/σ², one clause each (:func:`transition_collapse`); None
+    without a σ² twin."""
+    parts = [f"{att} {t.name} {transition_collapse(t)[1]}" for c in twins if c.differs == "σ²"
+             for att, t in c.transitions.items() if t.overlap is not None]
+    return ("At equal P/σ² the σ² twins' transition points (÷ σ²): " + "; ".join(parts) + ".") if parts else None
 
 
 def transitions_collapse(twins: list[dict]) -> bool:

@@ -10,7 +10,7 @@ from ..analysis.results_model import FiniteSize, FiniteSizeAgreement, StudiesRep
 from ..analysis.summary import AGREE_TOLERANCE
 from ..analysis.scaling_claims import mixing, ratio_interval
 from ..attention import ATTENTIONS
-from ..analysis.twins import twin_effect
+from ..analysis.twins import collapse_sentence, twin_effect
 from ..format import g, ok, twin_effect_text
 
 LD = "large_deviation"
@@ -103,10 +103,9 @@ def headline(rep: StudiesReport) -> list[str]:
         s = _ordering(part)
         if s:
             out.append(s)
-    ps = [line for line in rep.paper_scale or () if line.startswith("The transition points collapse")]
-    if ps:
-        out.append("The transition points collapse at equal P/σ² (the σ² twin), so the converged study's points "
-                   "can be put on the paper's σ² = 1 scale (the studies report's paper-scale table).")
+    s = collapse_sentence(rep.twins or ())
+    if s:
+        out.append(s)
     for t in rep.twins or ():   # the order parameters of the same twins, next to their transitions
         if t.differs == "σ²" and t.n:
             e = twin_effect(t)

@@ -10,8 +10,8 @@ from copyhead.analysis.finite_size import (PRIOR_LABEL, correction_size, decay, 
 from copyhead.analysis.scaling_claims import (FORMS, advantage_trend, closed_form_path, jump_forms, per_sigma2,
                                       mixing, ratio_interval, who_copies_first)
 from copyhead.analysis.results_model import FiniteSize, ScalingRow, Study, TheoryLines, Twin
-from copyhead.analysis.summary import AGREE_TOLERANCE, LOCATION_TOLERANCE, PAPER
-from copyhead.analysis.twins import start_agreement, twin_effect
+from copyhead.analysis.summary import AGREE_TOLERANCE, PAPER
+from copyhead.analysis.twins import collapse_sentence, start_agreement, transition_collapse, twin_effect
 from copyhead.attention import ATTENTIONS
 from copyhead.format import ci, g, pm, table, twin_effect_text
 
@@ -84,19 +84,6 @@ def conclude_finite_size(fs: FiniteSize, studies: tuple[Study, ...] = (),
             out.append(f"- {att}: only the {PRIOR_LABEL[p_only]} prior has this transition at every {B}; the "
                        f"{PRIOR_LABEL[other]} prior's closed form has none at some of them.")
     return out
-
-
-def _transition_collapse(att: str, t) -> str:
-    """One σ² twin's transition at equal P/σ², effect size first: the ratio of the two and the interval the
-    two 95% CIs allow for it against 1 ± the location tolerance (inside: collapses; wholly outside: differs;
-    else not resolved); whether the CIs overlap beside it."""
-    r, lo, hi = (t.value / t.value_ref, t.ci[0] / t.ci_ref[1], t.ci[1] / t.ci_ref[0]) if t.value_ref else (math.nan,) * 3
-    tol = LOCATION_TOLERANCE
-    word = ("ratio undefined" if not math.isfinite(r) else "collapses within tolerance" if 1 - tol <= lo and hi <= 1 + tol
-            else "differs" if lo > 1 + tol or hi < 1 - tol else "not resolved")
-    return (f"{att} {t.name} ÷ σ²: {g(t.value)} against {g(t.value_ref)}, ratio {g(r)} (|r − 1| = {g(abs(r - 1), 2)}; "
-            f"from the CIs [{g(lo)}, {g(hi)}] against 1 ± {g(tol)}): {word}; 95% CIs "
-            f"{'overlap' if t.overlap else 'do not overlap'}")
 
 
 def conclude_dk_over_L(fs: FiniteSize, fl: FiniteSize) -> list[str]:
@@ -193,7 +180,8 @@ def collapse_verdict(c: Twin) -> list[str]:
     sig = c.n and c.n_within_2 >= 0.9 * c.n
     explained = c.n and c.n_within_2_theory >= 0.9 * c.n
     better = c.rms_z_theory < c.rms_z
-    tr = [_transition_collapse(att, t) for att, t in c.transitions.items() if t.overlap is not None]
+    tr = [f"{att} {t.name} ÷ σ²: {transition_collapse(t)[1]}" for att, t in c.transitions.items()
+          if t.overlap is not None]
     size = twin_effect_text(e)
     stat = (f"significance: {c.n_within_2} of {c.n} equal within 2σ (RMS z {g(c.rms_z)}; "
             f"{'≥' if sig else '<'} 90 %)")
@@ -213,15 +201,15 @@ def collapse_verdict(c: Twin) -> list[str]:
     return [head] + ([f"- Transition points: {'; '.join(tr)}."] if tr else [])
 
 
-def paper_scale(converged: dict | None, collapse_ok: bool) -> list[str]:
-    """The default-size (converged study) transitions on the paper's σ² = 1 scale, if the collapse holds."""
+def paper_scale(converged: dict | None, twins: tuple[Twin, ...]) -> list[str]:
+    """The default-size (converged study) transitions on the paper's σ² = 1 scale, beside what the σ² twins
+    say of the collapse."""
     if converged is None:
         return []
     s2 = converged["sigma2"]
-    out = [f"The transition points {'collapse' if collapse_ok else 'do NOT collapse'} at equal P/σ² within their "
-           f"95% CIs (studies report, section 3), so {'' if collapse_ok else 'only as a theory statement: '}the "
-           f"transitions of the converged study (L = {converged['L']}, V = {converged['V']}, d_k = {converged['d_k']}, "
-           f"σ² = {g(s2)}) divided by σ² are its transitions at σ² = 1:", ""]
+    out = [(collapse_sentence(twins) or "") + " The closed form depends on P/σ² only, so the transitions of the "
+           f"converged study (L = {converged['L']}, V = {converged['V']}, d_k = {converged['d_k']}, σ² = {g(s2)}) "
+           "divided by σ² are its transitions at σ² = 1:", ""]
     rows = []
     for key, att in (("linear_crossover", "linear"), ("softmax_jump", "softmax")):
         a = converged["attentions"].get(att)

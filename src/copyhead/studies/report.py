@@ -21,7 +21,7 @@ from copyhead.analysis.results_model import (FiniteSize, Fit, Ratio, ResultsForm
                                              StudyPath, StudyTransition, Twin, read_studies)
 from copyhead.analysis.scaling_claims import ratio_interval
 from copyhead.analysis.summary import AGREE_TOLERANCE, LOCATION_TOLERANCE, PAPER
-from copyhead.analysis.twins import transitions_collapse
+from copyhead.analysis.twins import collapse_sentence
 from copyhead.figures import write_figure
 from copyhead.figures.studies import draw_finite_size, draw_scaling, draw_twins, twin_label
 from copyhead.format import ci, g, pm, table, yn
@@ -30,7 +30,7 @@ from copyhead.results.findings import headline, samplers
 from copyhead.studies.conclude import (RANK_NOTE, collapse_verdict, conclude_dk_over_L, conclude_finite_size,
                                        conclude_scaling, conclude_scaling_theory, convergence_summary, paper_scale)
 from copyhead.publish import check_published, record_written
-from copyhead.studies.tables import COLLAPSE_LINE, COLLAPSE_RULE, CURVE_LABEL, load_transitions, path_label
+from copyhead.studies.tables import CURVE_LABEL, load_transitions, path_label
 
 FIGURES = {"finite_size": "fig9_finite_size.png", "finite_L": "fig9b_gap_vs_L.png", "scaling": "fig8_scaling_experiment.png",
            "twins": "fig10_twins.png"}
@@ -112,13 +112,16 @@ def _title(rep: StudiesReport) -> str:
 def paper_scale_lines(rep: StudiesReport, converged: dict | None) -> list[str]:
     """The paper-scale part of the twins section: the σ² collapse of the transitions and, with the converged
     study, its transitions divided by σ² next to the paper's numbers."""
-    ok = transitions_collapse([t.to_dict() for t in rep.twins])
     if converged is not None:
-        return paper_scale(converged, ok) + ["", COLLAPSE_RULE]
-    return [COLLAPSE_LINE if ok else "The transition points do NOT collapse at equal P/σ² within their 95% CIs "
-            "(studies report, section 3).", "",
+        return paper_scale(converged, rep.twins) + ["", COLLAPSE_RULE]
+    return [collapse_sentence(rep.twins) or "No σ² twin.", "",
             "(No converged study given: `copyhead studies-page --converged docs/results.json` adds its transitions "
             "on the paper's σ² = 1 scale.)", "", COLLAPSE_RULE]
+
+
+COLLAPSE_RULE = (f"Rule: a transition collapses at equal P/σ² when the interval its two 95% CIs allow for the ratio "
+                 f"lies inside 1 ± {LOCATION_TOLERANCE:g} (the location tolerance), differs when it lies wholly "
+                 "outside, and is not resolved otherwise; whether the CIs overlap stands beside it.")
 
 
 def render(rep: StudiesReport, json_name: str = "studies.json", converged: dict | None = None,
