@@ -108,7 +108,7 @@ def transition_collapse(t: TwinTransition, tol: float = LOCATION_TOLERANCE) -> t
 def collapse_sentence(twins) -> str | None:
     """The σ² twins' transition points at equal P/σ², one clause each (:func:`transition_collapse`); None
     without a σ² twin."""
-    parts = [f"{att} {t.name} {transition_collapse(t)[1]}" for c in twins if c.differs == "σ²"
+    parts = [f"{att} {t.name}: {transition_collapse(t)[1]}" for c in twins if c.differs == "σ²"
              for att, t in c.transitions.items() if t.overlap is not None]
     return ("At equal P/σ² the σ² twins' transition points (÷ σ²): " + "; ".join(parts) + ".") if parts else None
 
