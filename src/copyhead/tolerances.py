@@ -27,9 +27,9 @@ CLOSED_FORM = 1e-9
 # (Prescott, torch at its baseline kernels) of each variable's largest magnitude: 1e-8 leaves ~300×.
 ITERATED = 1e-8
 
-# A fitted value (a logistic fit of a transition, bootstrap resamples of such fits, least-squares
+# A fitted value (a fit of a transition, bootstrap resamples of such fits, least-squares
 # slopes): the optimiser stops at its tolerance, and the point where it stops follows the last bits of
-# every residual. Measured: the softmax jump's logistic midpoint 23.7336376 (Prescott) / 23.7336596
-# (Haswell, where it was stored) / 23.7336998 (SkylakeX): 1.7e-6 relative; the fitter's own tolerance
-# is ~1e-5 relative on the midpoint.
+# every residual. Measured on the logistic fit of the softmax jump (the results tables' estimator before
+# the steepest-rise bracket): midpoint 23.7336376 (Prescott) / 23.7336596 (Haswell, where it was stored)
+# / 23.7336998 (SkylakeX): 1.7e-6 relative; the fitter's own tolerance is ~1e-5 relative on the midpoint.
 FIT = 1e-4

@@ -34,15 +34,13 @@ from .convergence import as_chains, chain_ess, chain_mcse, ess_bulk, ess_mean, m
 from .curves import interp_log_P
 from .experiments import ok_runs, posterior, sequence_length, theory_pattern_cosine
 from .stats import mean_error, mean_sem, point_estimate, seed_mean_sem
-from .transition_estimators import (BootstrapCI, HysteresisWindow, LogisticJump, bootstrap, chain_mean_sem,
-                          crossover_of_chains, crossover_point, fit_logistic_jump, hysteresis_of_chains,
-                          hysteresis_window, jump_of_chains, largest_jump_midpoint, logistic, onset_of_chains,
-                          onset_point, upward_crossings)
+from .transition_estimators import (BootstrapCI, HysteresisWindow, bootstrap, chain_mean_sem, crossover_of_chains,
+                                    crossover_point, hysteresis_of_chains, hysteresis_window, onset_of_chains,
+                                    onset_point, upward_crossings)
 
-__all__ = ["Agreement", "BootstrapCI", "HysteresisWindow", "LogisticJump", "agreement_summary", "as_chains",
+__all__ = ["Agreement", "BootstrapCI", "HysteresisWindow", "agreement_summary", "as_chains",
            "away_from", "bootstrap", "chain_ess", "chain_mcse", "chain_mean_sem", "crossover_of_chains",
-           "crossover_point", "ess_bulk", "ess_mean", "fit_logistic_jump", "hysteresis_of_chains",
-           "hysteresis_window", "interp_log_P", "jump_of_chains", "largest_jump_midpoint", "logistic",
+           "crossover_point", "ess_bulk", "ess_mean", "hysteresis_of_chains", "hysteresis_window", "interp_log_P",
            "mcse_mean", "mean_error", "mean_sem", "ok_runs", "onset_of_chains", "onset_point", "point_estimate",
            "posterior", "rms", "seed_mean_sem", "sequence_length", "split_rhat", "theory_pattern_cosine",
            "upward_crossings", "z_scores"]

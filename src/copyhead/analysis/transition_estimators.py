@@ -10,17 +10,13 @@ NaN when the grid does not bracket it (no extrapolation):
 - :func:`steepest_rise` — softmax attention: the grid bracket [P_i, P_i+1] where âG rises fastest per
   unit log P (the jump, located to the grid; the same reading of the data and of every theory curve read on
   the same P grid, :func:`jump_bracket_of_chains`, :func:`bracket_ratio`).
-- :func:`fit_logistic_jump` — a logistic fit of âG against log P (its midpoint is NOT the jump of a curve
-  that keeps rising after it; kept as a descriptive fit, not compared with theory).
 - :func:`hysteresis_window` — the P range where prior- and copy-started chains disagree beyond k errors.
-- :func:`largest_jump_midpoint` — the grid reading of a jump (the logistic fit's starting point).
 
 :func:`bootstrap` resamples the chains (seeds) at each P and reruns any of them on the chain means;
 the ``*_of_chains`` functions are those estimators on per-chain arrays of shape (n_P, n_chains).
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,68 +82,6 @@ def onset_point(P, y, err, k: float = 2.0, baseline=0.0) -> float:
     return float(x[-1]) if len(x) else float("nan")
 
 
-def logistic(logP, lo, hi, x0, width):
-    """lo + (hi − lo)/(1 + exp(−(log P − x0)/width))."""
-    return lo + (hi - lo) / (1.0 + np.exp(-(np.asarray(logP, float) - x0) / width))
-
-
-@dataclass(frozen=True)
-class LogisticJump:
-    """Logistic fit of y against log P: the jump at P_jump = exp(x0) with its interval [P_lo, P_hi]
-    (exp(x0 ± z sd(x0)) from the fit covariance, widened to the two grid points around P_jump when the jump
-    is sharper than the grid resolves, ``resolved`` False); lo/hi are the levels on either side, width the
-    log-P width."""
-    P_jump: float
-    P_lo: float
-    P_hi: float
-    lo: float
-    hi: float
-    width: float
-    x0_sd: float
-    resolved: bool
-
-
-_NO_JUMP = LogisticJump(*(float("nan"),) * 7, resolved=False)
-
-
-def fit_logistic_jump(P, y, sigma=None, z: float = 1.959963984540054) -> LogisticJump:
-    """Softmax attention: fit âG(P) = lo + (hi − lo)/(1 + exp(−(log P − x0)/width)) by least squares
-    (scipy.optimize.curve_fit; weighted by ``sigma`` where given, with absolute_sigma) and return the midpoint
-    P_jump = exp(x0) with the interval exp(x0 ± z·sd(x0)). When the 12–88 % rise (4·width) is narrower than
-    the grid step around x0, the data only say that the jump lies between those two grid points: the interval
-    is widened to them and ``resolved`` is False (a bootstrap of P_jump alone would then be overconfident).
-    All NaN with fewer than 4 finite points or when the fit fails."""
-    from scipy.optimize import curve_fit
-    use_sigma = sigma is not None
-    sig = np.asarray(sigma, float) if use_sigma else np.ones_like(np.asarray(y, float))
-    if use_sigma:
-        sig = np.where(sig > 0, sig, np.nan)
-    P, y, sig = _finite(P, y, sig)
-    if len(P) < 4:
-        return _NO_JUMP
-    x = np.log(P)
-    span = max(x[-1] - x[0], 1e-12)
-    x0 = np.log(largest_jump_midpoint(P, y))
-    p0 = (y[: len(y) // 2].mean(), y[len(y) // 2:].mean(), x0, 0.05 * span)
-    bounds = ([-np.inf, -np.inf, x[0], 1e-4 * span], [np.inf, np.inf, x[-1], 10 * span])
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # OptimizeWarning: covariance not estimable (a step on the grid)
-            popt, pcov = curve_fit(logistic, x, y, p0=p0, sigma=sig if use_sigma else None,
-                                   absolute_sigma=use_sigma, bounds=bounds, max_nfev=20000)
-    except (RuntimeError, ValueError):
-        return _NO_JUMP
-    lo, hi, x0, width = (float(v) for v in popt)
-    sd = float(np.sqrt(pcov[2, 2])) if np.isfinite(pcov[2, 2]) and pcov[2, 2] >= 0 else float("inf")
-    with np.errstate(over="ignore"):
-        P_lo, P_hi = float(np.exp(x0 - z * sd)), float(np.exp(x0 + z * sd))
-    i = int(np.clip(np.searchsorted(x, x0), 1, len(x) - 1))  # grid step [x[i-1], x[i]] around x0
-    resolved = bool(4 * width >= x[i] - x[i - 1])
-    if not resolved:
-        P_lo, P_hi = min(P_lo, float(P[i - 1])), max(P_hi, float(P[i]))
-    return LogisticJump(float(np.exp(x0)), P_lo, P_hi, lo, hi, width, sd, resolved)
-
-
 @dataclass(frozen=True)
 class HysteresisWindow:
     """P range [lo, hi] where the two branches disagree beyond k errors (edges interpolated in log P; an
@@ -185,16 +119,6 @@ def hysteresis_window(P, y_prior, err_prior, y_copy, err_copy, k: float = 2.0,
     lo = _zero_between(Ps, ss, i0) if i0 > 0 else float("nan")
     hi = _zero_between(Ps, -ss, i1 + 1) if i1 < len(Ps) - 1 else float("nan")
     return HysteresisWindow(lo, hi, disagree)
-
-
-def largest_jump_midpoint(P, y) -> float:
-    """The geometric midpoint √(P_i P_{i+1}) of the neighbouring grid points between which ``y`` rises
-    most (a grid reading of a jump, resolved only to the grid). NaN with fewer than two finite points."""
-    P, y = _finite(P, y)
-    if len(P) < 2:
-        return float("nan")
-    i = int(np.argmax(np.diff(y)))
-    return float(np.sqrt(P[i] * P[i + 1]))
 
 
 @dataclass(frozen=True)
@@ -254,14 +178,6 @@ def crossover_of_chains(P, c1, cG) -> float:
 def onset_of_chains(P, c1, k: float = 2.0, baseline=0.0) -> float:
     """:func:`onset_point` of the chain means with their standard error over chains."""
     return onset_point(P, *chain_mean_sem(c1), k=k, baseline=baseline)
-
-
-def jump_of_chains(P, aG) -> float:
-    """P_jump of :func:`fit_logistic_jump` on the chain means (weighted by their standard errors where
-    every point has one). Check ``fit_logistic_jump(...).resolved`` on the full data before quoting a
-    bootstrap interval of it: an unresolved jump is only known to lie between two grid points."""
-    mean, sem = chain_mean_sem(aG)
-    return fit_logistic_jump(P, mean, sem if np.isfinite(sem).all() else None).P_jump
 
 
 def jump_bracket_of_chains(P, aG, n_boot: int = 1000, level: float = 0.95, seed: int = 0,
