@@ -28,7 +28,7 @@ from copyhead.results.page import _studies
 from copyhead.studies import report as R
 from copyhead.studies import tables as T
 from copyhead.studies.conclude import collapse_verdict, conclude_finite_size
-from copyhead.publish import MANIFEST, PublishError, check_published, publish, record_tables_made_elsewhere
+from copyhead.publish import MANIFEST, PublishError, check_published, publish
 from copyhead.studies.spec import load_spec, reference_transitions, action_params, study_config, write_study_config
 from copyhead.studies.tables import _theory_curve
 from copyhead.theory.output import write_theory
@@ -383,27 +383,6 @@ def test_a_render_into_a_published_folder_keeps_its_manifest(tmp_path):
     with pytest.raises(PublishError, match="studies.md was changed after it was published"):
         R.write_page(pub / "studies.json", pub / "studies.md")
     assert (pub / "studies.md").read_text() == "edited by hand\n"
-
-
-def test_published_tables_without_a_record_get_one_naming_the_studies(tmp_path):
-    """A published studies.json computed before the compute step wrote records gets one after the fact: its
-    own sha256, the studies' results it names (outside the checkout, sha256 unknown), marked as data; the
-    manifest lists it; a record made when the tables were computed is never replaced."""
-    paths, studies, groups = _size_studies(tmp_path / "studies")
-    tables = tmp_path / "report" / "studies.json"
-    T.write_tables(_spec(tmp_path, studies, groups), paths, tables)
-    assert json.loads(sidecar_path(tables).read_text())["data"] is True
-    sidecar_path(tables).unlink()                               # as the tables published before records
-    pub = publish(tables.parent, tmp_path / "docs")
-    rec = record_tables_made_elsewhere(pub, "published at commit x")
-    assert rec == json.loads(sidecar_path(pub / "studies.json").read_text())
-    assert rec["data"] is True and rec["note"] == "published at commit x" and rec["concern"] == "studies"
-    assert rec["outputs"]["studies.json"]["sha256"] == sha256_file(pub / "studies.json")
-    assert {k: v["path"] for k, v in rec["inputs"].items()} == {f"study_{n}": str(p) for n, p in zip(studies, paths)}
-    assert all(v["sha256"] == "" for v in rec["inputs"].values())
-    check_published(pub)                                        # the manifest lists the record
-    with pytest.raises(PublishError, match="is never replaced"):
-        record_tables_made_elsewhere(pub, "again")
 
 
 @pytest.mark.parametrize("folder", ["studies", "studies_fixed_dk16"])

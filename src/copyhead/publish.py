@@ -39,8 +39,7 @@ import shutil
 from pathlib import Path
 
 from copyhead.config import canonical_json, load, run_config
-from copyhead.provenance import (DataFileError, atomic_write, json_text, now_iso, read_dataset, require_kind,
-                                 sha256_file, sidecar_path)
+from copyhead.provenance import DataFileError, atomic_write, read_dataset, require_kind, sha256_file
 
 MANIFEST = ".published.json"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -110,33 +109,6 @@ def record_written(folder: str | Path, paths) -> None:
     out = {"report": rec.get("report", ""), "files": files,
            "rendered": "pages and figures rendered in place from the published studies.json (copyhead studies-page)"}
     atomic_write(manifest, lambda t: Path(t).write_text(json.dumps(out, indent=1, sort_keys=True) + "\n"))
-
-
-def record_tables_made_elsewhere(folder: str | Path, note: str) -> dict:
-    """The provenance record of a published studies.json that has none (computed before the compute step
-    wrote records): ``studies.json.provenance.json`` naming what the tables themselves say they were made
-    from, each study's results JSON (outside the checkout; its sha256 and the code that computed the tables
-    were not recorded then, so they stay empty), the tables' own sha256 and ``note`` (where and when they
-    were published). Marked as data whose inputs live elsewhere: the audit checks the file against this
-    record and names the studies as inputs outside the checkout; remaking it needs the studies' results.
-    The folder's publish manifest lists the record."""
-    folder = Path(folder)
-    tables = folder / "studies.json"
-    side = sidecar_path(tables)
-    if side.exists():
-        raise PublishError(f"{side}: exists; a record made when the tables were computed is never replaced")
-    check_published(folder)
-    rep = json.loads(tables.read_text())
-    rec = {"product": "studies_tables", "kind": "table", "concern": "studies", "data": True,
-           "created": now_iso(), "code_version": "", "code_fingerprint": "", "command": "", "options": {},
-           "note": note,
-           "inputs": {f"study_{s['name']}": {"path": s["path"], "sha256": "", "kind": "results",
-                                            "code_version": s.get("code_version", ""), "config_hash": ""}
-                      for s in rep.get("studies", [])},
-           "outputs": {tables.name: {"path": str(tables), "sha256": sha256_file(tables)}}}
-    atomic_write(side, lambda t: Path(t).write_text(json_text(rec)))
-    record_written(folder, [side])
-    return rec
 
 
 def _swap_in(dest: Path, fill, manifest: dict) -> Path:
