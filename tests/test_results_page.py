@@ -78,3 +78,20 @@ def test_the_appendix_evidence_gives_the_effect_size_before_the_rms_z():
     assert compared, "the committed results have no curve comparison in the evidence section"
     for line in compared:
         assert re.search(r"largest \|Δ\| against the .+ [\d.e+-]+, against .+ [\d.e+-]+ \(RMS z ", line), line
+
+
+def test_the_two_adam_recipes_are_compared_by_their_largest_difference_first():
+    """Issue 49: the appendix's Adam recipes against each other (prior warm-up against plain MAP) give the
+    largest |difference| and the pairs within the tolerance before the count beyond 2σ, from the table above."""
+    from copyhead.results.appendix import render_appendix
+    tables = json.loads((ROOT / "docs/results.json").read_text())
+    text = render_appendix(tables)
+    for a, att in tables["attentions"].items():
+        pairs = att["adam"]["map_vs_prior_warmup"]
+        if not pairs:
+            continue
+        worst = max(abs(p["difference"]) for p in pairs)
+        section = text.split(f"**{a}: Adam recipes against each other**")[1]
+        line = next(l for l in section.splitlines() if l.startswith("Largest |difference|"))
+        assert line.index("within |Δ| ≤ 0.02") < line.index("more than 2σ"), line
+        assert f"Largest |difference| {worst:.3g}" in line, (a, line)

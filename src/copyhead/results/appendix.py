@@ -11,7 +11,7 @@ import json
 from ..analysis.curves import CURVES
 from ..analysis.agreement import largest_delta
 from ..analysis.results_model import AgreementPoint, AttentionSummary, ResultsTables
-from ..analysis.summary import PAPER, PAPER_SIGMA2
+from ..analysis.summary import AGREE_TOLERANCE, PAPER, PAPER_SIGMA2
 from ..format import P_ as _P, ci, g, ok as _ok, pm, table, verdict_text, yn
 
 
@@ -217,10 +217,22 @@ def _adam(t: ResultsTables) -> list[str]:
                     for p in ad.map_vs_prior_warmup]
             out += [f"**{a}: Adam recipes against each other**", "",
                     table(["recipes", "P", "param", "first", "second", "difference", "z"], rows), ""]
-            big = [p for p in ad.map_vs_prior_warmup if _ok(p.z) and abs(p.z) > 2]
-            out += [f"They differ by more than 2σ at {len(big)} of {len(ad.map_vs_prior_warmup)} common P"
-                    + (f" (P = {', '.join(_P(p.P) for p in big)})" if big else "") + ".", ""]
+            out += [_adam_recipes_effect(ad.map_vs_prior_warmup, t.summary.tolerance if t.summary else
+                                         AGREE_TOLERANCE), ""]
     return out
+
+
+def _adam_recipes_effect(pairs, tol: float) -> str:
+    """Two Adam recipes against each other, effect size first: the largest |difference| and how many common
+    P lie within the agreement tolerance; how many differ by more than 2σ beside it."""
+    fin = [p for p in pairs if _ok(p.difference)]
+    big = [p for p in pairs if _ok(p.z) and abs(p.z) > 2]
+    worst = max(fin, key=lambda p: abs(p.difference), default=None)
+    size = (f"Largest |difference| {g(abs(worst.difference))} (P = {_P(worst.P)} {worst.name}); "
+            f"{sum(abs(p.difference) <= tol for p in fin)} of {len(pairs)} (P, parameter) pairs within |Δ| ≤ {g(tol)}. "
+            if worst is not None else "")
+    return (f"{size}Significance beside it: more than 2σ apart at {len(big)} of {len(pairs)}"
+            + (f" (P = {', '.join(_P(p.P) for p in big)})" if big else "") + ".")
 
 
 def evidence_lines(a: str, sa: AttentionSummary, rows: tuple[AgreementPoint, ...] = ()) -> list[str]:
