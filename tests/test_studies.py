@@ -16,13 +16,14 @@ import yaml
 
 from copyhead import config as cfgmod
 from copyhead.analysis.finite_size import finite_size, ratio_verdict
-from copyhead.analysis.results_model import ChainMixing, FiniteSize, ScalingRow, Study, Twin, read_studies
+from copyhead.analysis.results_model import (ChainMixing, FiniteSize, InputFile, ResultsTables, ScalingRow, Study, Twin,
+                                             read_studies)
 from copyhead.analysis.results_tables import jsonable
 from copyhead.analysis.scaling_claims import scaling_rows
 from copyhead.analysis.twins import compare_twins
 from copyhead.cli import main
 from copyhead.config import ConfigError
-from copyhead.provenance import sha256_file, sidecar_path
+from copyhead.provenance import DataFileError, sha256_file, sidecar_path
 from copyhead.results.findings import headline
 from copyhead.results.page import _studies
 from copyhead.studies import report as R
@@ -146,16 +147,34 @@ def _study_json(root: Path, name: str, L: int, d_k: int, sigma2: float, gap, tra
                                      "recipe": recipe, "theory": 0.5, "theory_error": 0.0, "z": (exp - 0.5) / 0.01})
         name_t, key = T.TRANSITION[att]
         est = trans[att]
-        atts[att] = {"agreement": rows,
-                     "transitions": [{"recipe": "sgld", "transition": name_t, "estimate": est, "ci_lo": 0.95 * est,
-                                      "ci_hi": 1.05 * est, "resolved": True, "note": "", "theory": []}],
-                     "theory": {key: P_ref[att], key + "_gaussian": 1.1 * P_ref[att], key + "_exact": None},
-                     "convergence": [{"recipe": "sgld", "rhat": 1.01, "rhat_flag": False, "rhat_within_max": 1.02,
-                                      "ess_bulk": 300.0}]}
-    d = {"attentions": atts, "config": {"json": json.dumps(cfg)}, "inputs": inputs, "code_version": "test"}
+        atts[att] = _attention_tables(att, rows, {"recipe": "sgld", "transition": name_t, "estimate": est,
+                                                  "ci_lo": 0.95 * est, "ci_hi": 1.05 * est},
+                                      {key: P_ref[att], key + "_gaussian": 1.1 * P_ref[att], key + "_exact": None})
+    d = {"settings": {"n_boot": 100, "away_factor": 1.5, "rhat_max": 1.05, "bootstrap_seed": 0},
+         "attentions": atts, "config": {"hash": "test", "json": json.dumps(cfg)},
+         "inputs": {k: {"path": v["path"], "sha256": "", "config_hash": "", "kind": "theory"} for k, v in inputs.items()}}
+    ResultsTables.from_dict(d, "fixture")      # the shape copyhead results writes (strict: the study reader's)
     path = folder / "results/docs/results.json"
     path.write_text(json.dumps(d))
     return path
+
+
+def _attention_tables(att: str, rows: list[dict], transition: dict, points: dict) -> dict:
+    """One attention type of a results JSON: the given agreement rows, transition and theory points, one
+    mixed convergence row, every other table empty."""
+    conv = {"attention": att, "recipe": "sgld", "starts": "prior", "P": rows[0]["P"], "param": rows[0]["param"],
+            "name": rows[0]["name"], "n_chains": 2, "n_draws": 400, "mean": 0.5, "rhat": 1.01, "rhat_flag": False,
+            "rhat_within_max": 1.005, "ess_bulk": 300.0, "ess_sum": 600.0, "ess_chain_min": 150.0, "err_mcse": 0.01,
+            "err_spread": 0.01, "error": 0.01, "error_basis": "mcse"}
+    tr = dict(transition, attention=att, method="sgld", level=0.95, n_boot=100, n_valid=100, resolved=True, note="",
+              theory=[])
+    return {"recipes": {}, "sweep": {}, "convergence": [conv], "agreement": rows, "agreement_summary": [],
+            "transitions": [tr], "adam": {"position": [], "landscape": [], "map_vs_prior_warmup": []},
+            "theory": {"config": {}, "prior": "large_deviation", "exact_n_datasets": 0, "config_hash": "",
+                       "code_version": "", **points},
+            "scaling": {}, "samplers": [], "sampler_summary": [], "same_dataset": False, "nonfinite": [],
+            "aggregate": {k: None for k in ("n_runs", "n_diverged", "n_absent", "code_version", "config_hash",
+                                            "run_code_fingerprints", "mixed_code")} | {"run_config_hashes": []}}
 
 
 def test_finite_size_fit_recovers_a_closing_and_a_persisting_gap(tmp_path):
@@ -459,6 +478,10 @@ def test_missing_or_corrupt_results_file_is_named(tmp_path):
             T.load_study(path)
         assert main(["studies-report", str(SPEC), str(path), "--out", str(tmp_path / "r" / "s.json")]) == 2
     assert not (tmp_path / "r" / "s.json").exists()
+    shape = tmp_path / "shape.json"      # JSON, but not the results model's shape: the key is named
+    shape.write_text(json.dumps({"attentions": {}, "config": {"hash": "", "json": "{}"}}))
+    with pytest.raises(DataFileError, match="missing key 'settings'"):
+        T.load_study(shape)
     assert main(["studies-page", str(tmp_path / "none.json"), "--out", str(tmp_path / "r" / "s.md")]) == 2
     assert main(["studies-page", str(bad), "--out", str(tmp_path / "r" / "s.md")]) == 2
     assert not (tmp_path / "r" / "s.md").exists()
@@ -511,7 +534,7 @@ def test_the_gaussian_prior_softmax_curve_is_read_as_a_hat_not_as_c(tmp_path):
                       "landscape_P": {"linear": [], "softmax": []},
                       "exact": {"n_datasets": 0, "P": [], "seed": 0}, "scaling": {"L": [6]}}}
     write_theory(cfg, "softmax", tmp_path / "softmax.nc")
-    inputs = {"theory_softmax": {"path": "softmax.nc"}}
+    inputs = {"theory_softmax": InputFile(path="softmax.nc", sha256="", config_hash="", kind="theory")}
     L = 6
     with xr.open_dataset(tmp_path / "softmax.nc") as ds:
         cG, mP, m1 = (ds[v].values for v in ("cG_mean_gaussian", "mP_mean_gaussian", "m1_mean_gaussian"))

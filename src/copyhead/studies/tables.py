@@ -23,6 +23,7 @@ from copyhead.analysis.agreement import z_scores
 from copyhead.analysis.finite_size import CURVES, PRIORS, finite_size
 from copyhead.analysis.fits import row_error
 from copyhead.analysis.experiments import KEYS
+from copyhead.analysis.results_model import AttentionTables, InputFile, ResultsFormatError, ResultsTables
 from copyhead.analysis.results_tables import jsonable
 from copyhead.analysis.scaling_claims import scaling_rows
 from copyhead.analysis.twins import compare_twins, transitions_collapse
@@ -74,59 +75,68 @@ def _cost(cfg: dict) -> dict:
             "train_model_s": sweep_seconds(cfg, "cpu"), "gpu_model_s": sweep_seconds(cfg, "gpu")}
 
 
-def _theory_curve(root: Path, inputs: dict, att: str, param: str, prior: str, L: int):
+def _theory_curve(root: Path, inputs: dict[str, InputFile], att: str, param: str, prior: str, L: int):
     """(P, values) of the closed-form posterior mean of one plotted order parameter (linear ĉ1, ĉG;
     softmax â1, âG) under one prior, read the way the results tables read it
     (``copyhead.order_params.paper_order_parameters``: softmax â1 = m1, âG = mP/L, not the Frobenius
     coordinates c1, cG of the file, which differ from them by √(L−1)). ``L``: the study's sequence length."""
-    path = root / inputs[f"theory_{att}"]["path"]
-    with xr.open_dataset(path) as ds:
+    with xr.open_dataset(root / inputs[f"theory_{att}"].path) as ds:
         a, b = paper_order_parameters(ds, att, int(L), "_mean" + PRIORS[prior])
         return ds["P"].values.astype(float), np.asarray(dict(zip(KEYS[att], (a, b)))[param].values, float)
 
 
-def _read(path: Path) -> dict:
+def _read(path: Path) -> ResultsTables:
+    """A study's results JSON as the typed results model (strict: a key it does not know, or a missing one,
+    is named)."""
     try:
-        d = json.loads(path.read_text())
-        d["attentions"], d["config"]["json"]
+        d = ResultsTables.from_dict(json.loads(path.read_text()), str(path))
+        if d.config is None:
+            raise ResultsFormatError(f"{path}: missing key 'config'")
     except FileNotFoundError:
         raise DataFileError(f"{path}: no such results file (run the study first: "
                             "snakemake -s workflow/studies.smk --cores 2)") from None
-    except (ValueError, KeyError, TypeError) as e:
+    except ValueError as e:     # not JSON, or not the results model's shape (ResultsFormatError)
         raise DataFileError(f"{path}: not a results JSON of `copyhead results` ({type(e).__name__}: {e}); "
                             "delete it and rerun its study") from None
     return d
 
 
-def _transition(att: str, a: dict, recipe: str = "sgld") -> dict:
+def _transition(att: str, a: AttentionTables, recipe: str = "sgld") -> dict:
     """The transition of one attention type of a results JSON read from ``recipe``'s chains, with the
     theory's values of it: the closed form's own transition point (crossover; softmax: P*) under both
     priors and the dataset average, and the same estimator on the same-dataset and closed-form posterior
     means (softmax: their jump brackets on the swept P, ``theory_brackets``)."""
     kind, key = TRANSITION[att]
-    tr = next((x for x in a["transitions"] if x["recipe"] == recipe and x["transition"].startswith(kind)), None) or {}
-    name = tr.get("transition", kind)
-    th = {x["curve"]: x for x in tr.get("theory", [])}
+    tr = next((x for x in a.transitions if x.recipe == recipe and x.transition.startswith(kind)), None)
+    th = {x.curve: x for x in tr.theory} if tr else {}
+    pts, nan = a.theory.points, math.nan
     closed = CLOSED_CURVE[att]
-    out = {"name": name, "recipe": recipe, "estimate": _num(tr.get("estimate")), "ci_lo": _num(tr.get("ci_lo")),
-           "ci_hi": _num(tr.get("ci_hi")), "resolved": bool(tr.get("resolved")), "note": tr.get("note", ""),
-           "theory": {"large_deviation": _num(a["theory"].get(key)), "gaussian": _num(a["theory"].get(key + "_gaussian")),
-                      "exact": _num(a["theory"].get(key + "_exact")),
-                      "same_dataset": _num(th.get(SAME_CURVE[att], {}).get("value")),
-                      "closed_mean": _num(th.get(closed, {}).get("value"))}}
-    if tr.get("bracket"):
-        out["bracket"] = [_num(v) for v in tr["bracket"]]
-        out["theory_brackets"] = {k: [_num(th.get(c, {}).get("lo")), _num(th.get(c, {}).get("hi"))]
+    out = {"name": tr.transition if tr else kind, "recipe": recipe,
+           **({"estimate": tr.estimate, "ci_lo": tr.ci_lo, "ci_hi": tr.ci_hi} if tr else
+              {"estimate": nan, "ci_lo": nan, "ci_hi": nan}),
+           "resolved": bool(tr and tr.resolved), "note": tr.note if tr else "",
+           "theory": {"large_deviation": pts.get(key, nan), "gaussian": pts.get(key + "_gaussian", nan),
+                      "exact": pts.get(key + "_exact", nan),
+                      "same_dataset": th[SAME_CURVE[att]].value if SAME_CURVE[att] in th else nan,
+                      "closed_mean": th[closed].value if closed in th else nan}}
+    if tr and tr.bracket:
+        out["bracket"] = list(tr.bracket)
+        out["theory_brackets"] = {k: [_num(th[c].lo), _num(th[c].hi)] if c in th else [nan, nan]
                                   for k, c in (("same_dataset", SAME_CURVE[att]), ("closed_mean", closed))}
     return out
 
 
-def _sizes(path: Path, d: dict, name: str) -> dict:
-    cfg = json.loads(d["config"]["json"])
+def _sizes(path: Path, d: ResultsTables, name: str) -> dict:
+    cfg = json.loads(d.config.json)
     m, t = cfg["model"], cfg["task"]
     return {"name": name, "path": str(path), "L": int(t["L"]), "V": int(t["V"]), "d_k": int(m["d_k"]),
-            "sigma2": float(m["sigma2"]), "code_version": d.get("code_version", ""), "config": cfg,
+            "sigma2": float(m["sigma2"]), "code_version": "", "config": cfg,
             "eta": float(cfg["optimizers"]["sgld"]["eta"]) if "sgld" in cfg.get("optimizers", {}) else math.nan}
+
+
+def _extreme(f, values) -> float:
+    """max or min over the finite values (NaN where none is)."""
+    return f((v for v in values if math.isfinite(v)), default=math.nan)
 
 
 def load_transitions(path: str | Path) -> dict:
@@ -134,8 +144,8 @@ def load_transitions(path: str | Path) -> dict:
     docs/results.json, put on the paper's σ² = 1 scale by the page)."""
     path = Path(path)
     d = _read(path)
-    study = _sizes(path, d, Path(d.get("config_name", "") or path.stem).stem)
-    study["attentions"] = {att: {"transition": _transition(att, a, "sgld")} for att, a in d["attentions"].items()}
+    study = _sizes(path, d, Path(d.config_name or path.stem).stem)
+    study["attentions"] = {att: {"transition": _transition(att, a, "sgld")} for att, a in d.attentions.items()}
     return study
 
 
@@ -145,8 +155,8 @@ def load_study(path: str | Path) -> dict:
     d = _read(path)
     in_study = path.parent.name == "docs" and path.parent.parent.name == "results"
     root = path.parents[2] if in_study else path.parent   # studies/<name>/ or a published copy (docs/)
-    study = _sizes(path, d, root.name if in_study else Path(d.get("config_name", "") or path.stem).stem)
-    cfg = study["config"]
+    study = _sizes(path, d, root.name if in_study else Path(d.config_name or path.stem).stem)
+    cfg, inputs = study["config"], d.inputs or {}
     # the study's sampler: its first recipe (the figures' stage recipe) and every recipe of that method
     swept = list(dict.fromkeys(r for att in cfg["sweep"].values() for r in att))
     stage = cfg.get("figures", {}).get("stage_optimizer") or next(
@@ -155,35 +165,33 @@ def load_study(path: str | Path) -> dict:
     own = [r for r in swept if cfg["optimizers"][r]["method"] == method]
     study.update(seconds=_job_seconds(root), cost=_cost(cfg), attentions={}, method=METHOD[method],
                  recipe=stage)
-    for att, a in d["attentions"].items():
+    for att, a in d.attentions.items():
         grid = sorted({float(P) for r in own if r in cfg["sweep"].get(att, {})
                        for P in cfg["sweep"][att][r]["P"]})
-        rows = [dict(r) for r in a["agreement"] if r["method"] == method and r["curve"] in CURVES
-                and r["recipe"] in own and r.get("experiment") is not None]
-        has_theory = (root / d["inputs"].get(f"theory_{att}", {}).get("path", "-")).is_file()
+        rows = [r.to_dict() for r in a.agreement if r.method == method and r.curve in CURVES
+                and r.recipe in own and not math.isnan(r.experiment)]
+        has_theory = f"theory_{att}" in inputs and (root / inputs[f"theory_{att}"].path).is_file()
         curves = {}   # param -> (P, values) of the Gaussian-prior posterior mean, read once
         for r in [r for r in rows if r["curve"] == "closed_mean" and has_theory]:   # the same points, Gaussian prior
             if r["param"] not in curves:
-                curves[r["param"]] = _theory_curve(root, d["inputs"], att, r["param"], "gaussian", study["L"])
+                curves[r["param"]] = _theory_curve(root, inputs, att, r["param"], "gaussian", study["L"])
             th = float(np.interp(r["P"], *curves[r["param"]]))
             z = float(z_scores(r["experiment"], th, row_error(r)))
             rows.append(dict(r, curve="closed_mean_gaussian", curve_label=CURVE_LABEL["closed_mean_gaussian"],
                              theory=th, z=z if math.isfinite(z) else None))
-        conv = [c for c in a["convergence"] if c["recipe"] in own]
+        conv = [c for c in a.convergence if c.recipe in own]
         study["attentions"][att] = {
             "grid": grid, "rows": rows, "transition": _transition(att, a, stage),
             # the transition the study's P grid was placed around (copyhead.studies.spec.REFERENCE)
-            "P_ref": next((v for v in (_num(a["theory"].get(k)) for k in REFERENCE[att]) if math.isfinite(v)),
+            "P_ref": next((v for v in (a.theory.points.get(k, math.nan) for k in REFERENCE[att]) if math.isfinite(v)),
                           math.nan),
-            "rhat_max": max((_num(c["rhat"]) for c in conv if c.get("rhat") is not None), default=math.nan),
-            "n_rhat_flag": sum(bool(c.get("rhat_flag")) for c in conv), "n_conv": len(conv),
-            "n_within_flag": sum(_num(c.get("rhat_within_max")) > 1.05 for c in conv),
-            "rhat_within_max": max((_num(c["rhat_within_max"]) for c in conv if c.get("rhat_within_max") is not None),
-                                   default=math.nan),
-            "ess_min": min((_num(c["ess_bulk"]) for c in conv if c.get("ess_bulk") is not None), default=math.nan),
+            "rhat_max": _extreme(max, (c.rhat for c in conv)),
+            "n_rhat_flag": sum(c.rhat_flag for c in conv), "n_conv": len(conv),
+            "n_within_flag": sum(c.rhat_within_max > 1.05 for c in conv),
+            "rhat_within_max": _extreme(max, (c.rhat_within_max for c in conv)),
+            "ess_min": _extreme(min, (c.ess_bulk for c in conv)),
             # per chain (one training set), never pooled across seeds: what "mixed" is judged on
-            "ess_chain_min": min((_num(c["ess_chain_min"]) for c in conv if c.get("ess_chain_min") is not None),
-                                 default=math.nan),
+            "ess_chain_min": _extreme(min, (c.ess_chain_min for c in conv)),
         }
     return study
 
