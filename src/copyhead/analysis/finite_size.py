@@ -67,6 +67,14 @@ def compatible(a: float, a_err: float, value: float) -> bool | None:
     return bool(abs(a - value) <= 2 * a_err)
 
 
+def band(lo: float, hi: float, tol: float = LOCATION_TOLERANCE) -> str:
+    """Where an interval [lo, hi] of a ratio lies against 1 ± ``tol``: 'inside', wholly 'outside', or 'both'
+    (the effect-size rule of every location verdict: agrees / deviates / not resolved)."""
+    if 1 - tol <= lo and hi <= 1 + tol:
+        return "inside"
+    return "outside" if lo > 1 + tol or hi < 1 - tol else "both"
+
+
 def ratio_verdict(a: float, a_err: float, tol: float = LOCATION_TOLERANCE) -> tuple[str, str]:
     """Effect size first, for an extrapolated ratio experiment/theory r_∞ = ``a`` ± ``a_err`` against 1:
     'agrees' when its 95% interval lies inside 1 ± ``tol``, 'deviates' when it lies wholly outside, 'not
@@ -76,12 +84,14 @@ def ratio_verdict(a: float, a_err: float, tol: float = LOCATION_TOLERANCE) -> tu
         return "–", "–"
     d, lo, hi = abs(a - 1.0), a - Z95 * a_err, a + Z95 * a_err
     sig = f"{d / a_err:.1f}σ from 1" if a_err > 0 else "no error"
-    band = f"95% interval [{lo:.3g}, {hi:.3g}] {{}} 1 ± {tol:g}; {sig}"
-    if 1 - tol <= lo and hi <= 1 + tol:
-        return "agrees", f"agrees within tolerance: |r_∞ − 1| = {d:.3f} ({100 * d:.1f} %), {band.format('inside')}"
-    if lo > 1 + tol or hi < 1 - tol:
-        return "deviates", f"deviates by {d:.3f} ({100 * d:.1f} %): {band.format('outside')}"
-    return "not resolved", f"not resolved: |r_∞ − 1| = {d:.3f} ({100 * d:.1f} %), {band.format('reaching inside and outside')}"
+    where = band(lo, hi, tol)
+    interval = (f"95% interval [{lo:.3g}, {hi:.3g}] "
+                f"{'reaching inside and outside' if where == 'both' else where} 1 ± {tol:g}; {sig}")
+    if where == "inside":
+        return "agrees", f"agrees within tolerance: |r_∞ − 1| = {d:.3f} ({100 * d:.1f} %), {interval}"
+    if where == "outside":
+        return "deviates", f"deviates by {d:.3f} ({100 * d:.1f} %): {interval}"
+    return "not resolved", f"not resolved: |r_∞ − 1| = {d:.3f} ({100 * d:.1f} %), {interval}"
 
 
 def finite_size(studies: list[dict], ratios: dict, by: str = "d_k") -> dict:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from .agreement import z_scores
-from .finite_size import REPEATS, z_summary
+from .finite_size import REPEATS, band, z_summary
 from .results_model import Study, Twin, TwinPoint, TwinTransition
 from .summary import AGREE_TOLERANCE, LOCATION_TOLERANCE
 
@@ -98,8 +98,7 @@ def transition_collapse(t: TwinTransition, tol: float = LOCATION_TOLERANCE) -> t
     if not (t.value_ref and all(math.isfinite(v) for v in (t.value, t.value_ref, *t.ci, *t.ci_ref))):
         return "–", "ratio undefined"
     r, lo, hi = t.value / t.value_ref, t.ci[0] / t.ci_ref[1], t.ci[1] / t.ci_ref[0]
-    word = ("collapses within tolerance" if 1 - tol <= lo and hi <= 1 + tol else
-            "differs" if lo > 1 + tol or hi < 1 - tol else "not resolved")
+    word = {"inside": "collapses within tolerance", "outside": "differs", "both": "not resolved"}[band(lo, hi, tol)]
     return word, (f"{t.value:.3g} against {t.value_ref:.3g}, ratio {r:.3g} (|r − 1| = {abs(r - 1):.2g}; from the "
                   f"CIs [{lo:.3g}, {hi:.3g}] against 1 ± {tol:g}): {word}; 95% CIs "
                   f"{'overlap' if t.overlap else 'do not overlap'}")

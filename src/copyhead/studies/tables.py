@@ -46,9 +46,6 @@ CURVE_LABEL = {"same_mean": "same dataset, posterior mean (large-deviation prior
                "closed_mean_gaussian": "closed form, posterior mean, Gaussian prior"}
 CLOSED_CURVE = {"linear": "closed form, posterior mean",
                 "softmax": "closed form, posterior mean (seed mean, swept P, steepest rise)"}
-# the sentence the results page's findings look for (copyhead.results.findings.headline)
-COLLAPSE_LINE = ("The transition points collapse at equal P/σ² within their 95% CIs (studies report, section 3), "
-                 "so a study's transitions divided by its σ² are its transitions on the paper's σ² = 1 scale.")
 COLLAPSE_RULE = "Rule: the transition points collapse when the 95% CIs of every σ² twin overlap."
 
 
@@ -286,9 +283,6 @@ def build(spec: dict, studies: dict) -> dict:
         rep["twins"] = twins
         ok = transitions_collapse(twins)
         rep["sigma2_collapse"] = {"transitions_collapse": ok, "rule": COLLAPSE_RULE}
-        # the results page's findings quote this sentence (the paper-scale table itself is the page's,
-        # from the converged study's current results JSON)
-        rep["paper_scale"] = [COLLAPSE_LINE] if ok else []
     return rep
 
 
