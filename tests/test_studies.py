@@ -487,6 +487,48 @@ def test_missing_or_corrupt_results_file_is_named(tmp_path):
     assert not (tmp_path / "r" / "s.md").exists()
 
 
+def test_a_group_rerun_a_few_studies_at_a_time_carries_the_rest_and_the_page_says_so(tmp_path):
+    """studies-report --carry: the studies given are read fresh, the rest of the published report joins them
+    unchanged (each marked with the commit it came from), the tables are the ones all three studies give, every
+    study is marked current or not against the spec's recipe, and the page names the studies that are not."""
+    paths, studies, groups = _size_studies(tmp_path / "studies")
+    first = tmp_path / "first" / "studies.json"
+    first.parent.mkdir()
+    full = T.write_tables(_spec(tmp_path, studies, groups), paths, first)
+    assert [s["current"] for s in full["studies"]] == [True] * 3 and "carried" not in full["studies"][0]
+    assert R.recipe_lines(R.load_report(first).studies)[0].startswith("**Recipes.** Every study was sampled")
+    # the spec now gives S16 a longer chain; S32 is rerun, S16 and S48 are carried
+    studies["S16"] = dict(studies["S16"], optimizers={"sgld": {"steps": 80000}})
+    spec = _spec(tmp_path, studies, groups)
+    second = tmp_path / "second" / "studies.json"
+    second.parent.mkdir()
+    assert main(["studies-report", str(spec), str(paths[1]), "--carry", str(first), "--out", str(second)]) == 0
+    data, rec = json.loads(second.read_text()), json.loads(sidecar_path(second).read_text())
+    commit = json.loads(sidecar_path(first).read_text())["git_commit"][:12]
+    by = {s["name"]: s for s in data["studies"]}
+    assert [by[n].get("carried") for n in ("S16", "S32", "S48")] == [commit, None, commit]
+    assert [by[n]["current"] for n in ("S16", "S32", "S48")] == [False, True, True]
+    assert by["S32"]["sampler"] == {"steps": 40000, "eta": 0.001, "burn_in": 10000, "thin": 75}
+    assert set(rec["inputs"]) == {"spec", "study_S32"}
+    assert rec["options"]["carried"] == {"path": str(first), "sha256": sha256_file(first), "git_commit": commit,
+                                         "studies": ["S16", "S48"]}
+    ref = json.loads(first.read_text())
+    assert all(data[k] == ref[k] for k in ("finite_size", "finite_L", "scaling"))      # the same numbers
+    text = "\n".join(R.render(R.load_report(second)))
+    assert (f"**Recipes mixed.** 2 of 3 studies were sampled with the recipe the spec gives them now; 1 was not "
+            f"(S16, carried from the report made at commit {commit}: sampler 40000 steps, η 0.001, burn-in 10000, "
+            "thin 75)") in text
+    assert f"| S16 | sgld | 40000 steps, η 0.001, burn-in 10000, thin 75 | **no** | carried ({commit}) |" in text
+    # a carried file that is not a studies report is refused, naming it, before anything is written
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"studies": [{"name": "S16"}]}))
+    out = tmp_path / "second" / "again.json"
+    assert main(["studies-report", str(spec), "--carry", str(bad), "--out", str(out)]) == 2
+    with pytest.raises(DataFileError, match="bad.json: not a studies.json"):
+        T.carry_studies(bad)
+    assert not out.exists()
+
+
 def test_a_fixed_head_dimension_group_gets_its_own_section_findings_and_ordering(tmp_path):
     """A group `fixed_dk*` is compared along its own path (d_k fixed, L growing: rank-deficient where
     d_k < L). The findings name the path and the L at which softmax copies first in experiment

@@ -292,14 +292,24 @@ def agreement_summaries(rows) -> list[dict]:
 SOURCES = (("same", "same dataset"), ("exact", "exact avg."), ("closed", "closed form"))
 
 
+def deltas(rows, curve: str, recipe: str | None = None, away_only: bool = True) -> list[float]:
+    """|experiment − theory| of the agreement rows (records, or their dicts as a study's tables hold them) of one
+    theory curve (and recipe) with a finite z, at the points away from the transitions (every point with
+    ``away_only=False``): the effect sizes beside the RMS z of the same rows (:func:`agreement_summary`)."""
+    get = (lambda r, k: r.get(k)) if rows and isinstance(rows[0], dict) else getattr
+    out = []
+    for r in rows:
+        e, t, z = (as_float(get(r, k)) for k in ("experiment", "theory", "z"))
+        if (get(r, "curve") == curve and (get(r, "away") or not away_only)
+                and (recipe is None or get(r, "recipe") == recipe)
+                and math.isfinite(z) and math.isfinite(e) and math.isfinite(t)):
+            out.append(abs(e - t))
+    return out
+
+
 def largest_delta(rows, curve: str, recipe: str | None = None) -> float:
-    """The largest |experiment − theory| over agreement rows (records: results.json's or a study's points) of
-    one theory curve (and recipe), at the points away from the transitions with a finite z: the effect size
-    beside the RMS z of the same rows (:func:`agreement_summary`). NaN where no row qualifies."""
-    ds = [abs(r.experiment - r.theory) for r in rows if r.curve == curve and r.away
-          and (recipe is None or r.recipe == recipe)
-          and math.isfinite(r.z) and math.isfinite(r.experiment) and math.isfinite(r.theory)]
-    return max(ds) if ds else math.nan
+    """The largest of :func:`deltas` (NaN where no row qualifies)."""
+    return max(deltas(rows, curve, recipe), default=math.nan)
 
 
 def natural_curve(rows, method: str) -> str | None:

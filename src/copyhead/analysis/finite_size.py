@@ -15,10 +15,10 @@ import math
 import numpy as np
 
 from ..attention import ATTENTIONS
-from .agreement import agreement_summary, counted, largest_delta
+from .agreement import agreement_summary, counted, deltas, largest_delta
 from .fits import fit_inverse_dk, row_error
 from .results_model import FiniteSize, Study
-from .summary import LOCATION_TOLERANCE
+from .summary import AGREE_TOLERANCE, LOCATION_TOLERANCE
 
 Z95 = 1.959963984540054            # a 95% interval is ±Z95 standard errors
 # the two priors of the closed form: suffix of their theory keys, and their name on pages and figures
@@ -41,10 +41,14 @@ def z_summary(z) -> dict:
 
 
 def curve_agreement(att: dict, curve: str, away_only: bool = True) -> dict:
-    """RMS z and points within 2σ of the SGLD chains (both starts) of one attention type of a study against
-    one theory curve, over the points away from the transitions (all points with ``away_only=False``)."""
-    return z_summary([r["z"] for r in att["rows"] if r["curve"] == curve and r.get("z") is not None
-                      and (r.get("away") or not away_only)])
+    """The agreement of the chains (both starts) of one attention type of a study with one theory curve, over
+    the points away from the transitions (all points with ``away_only=False``): the effect size first, the
+    largest |experiment − theory| (``max_delta``) and the points within the agreement tolerance
+    (``n_within_tol``, |Δ| ≤ AGREE_TOLERANCE), then the significance (:func:`z_summary`: RMS z, within 2σ)."""
+    d = deltas(att["rows"], curve, away_only=away_only)
+    return {**z_summary([r["z"] for r in att["rows"] if r["curve"] == curve and r.get("z") is not None
+                         and (r.get("away") or not away_only)]),
+            "max_delta": max(d, default=math.nan), "n_within_tol": sum(x <= AGREE_TOLERANCE for x in d)}
 
 
 def ratio_error(tr: dict, theory: float) -> tuple[float, float]:

@@ -784,6 +784,9 @@ class Study(StudySize):
     recipe: Optional[str] = absent()
     seconds: Optional[StudySeconds] = absent()
     cost: Optional[StudyCost] = absent()
+    sampler: Optional[dict[str, Number]] = absent()   # the stage recipe's steps, step size, burn-in, thin
+    current: Optional[bool] = absent()                 # sampled with the recipe the spec gives it now
+    carried: Optional[str] = absent()                  # the commit of the report its tables were carried from
 
 
 @record
@@ -873,6 +876,8 @@ class ZSummary(Record):
     n: int
     n_within_2: int
     rms_z: Number
+    max_delta: Number = absent()          # the effect size: largest |experiment − theory| (older tables lack it)
+    n_within_tol: Optional[int] = absent()  # points with |Δ| ≤ the agreement tolerance
 
 
 @record

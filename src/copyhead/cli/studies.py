@@ -17,8 +17,10 @@ def _cmd_study_config(a) -> int:
 
 
 def _cmd_studies_report(a) -> int:
+    if not a.studies and not a.carry:
+        raise SystemExit("copyhead studies-report: give the studies' results JSON files, or --carry a studies.json")
     from ..studies.tables import write_tables
-    write_tables(a.spec, a.studies, Path(a.out))
+    write_tables(a.spec, a.studies, Path(a.out), carry=a.carry)
     return 0
 
 
@@ -51,7 +53,10 @@ def register(sub) -> None:
                                                "size) comparisons of the studies' results -> studies.json (render "
                                                "the page with studies-page)")
     sr.add_argument("spec", help="the study spec (config/studies.yaml)")
-    sr.add_argument("studies", nargs="+", help="results JSON of each study (studies/<name>/results/docs/results.json)")
+    sr.add_argument("studies", nargs="*", help="results JSON of each study (studies/<name>/results/docs/results.json)")
+    sr.add_argument("--carry", help="a published studies.json (docs/studies/studies.json) whose other studies join "
+                                    "these, each marked with the commit it was carried from: rerun a group a few "
+                                    "studies at a time")
     sr.add_argument("--out", required=True, help="output studies.json (with studies.json.provenance.json beside it)")
     sr.set_defaults(func=_cmd_studies_report)
 

@@ -142,6 +142,7 @@ def render(rep: StudiesReport, json_name: str = "studies.json", converged: dict 
            "spread across chains when larger) combined with the theory's own error; transition CIs: 95% "
            "bootstrap over chains (docs/results.md, Definitions).", "",
            f"Studies in this report: {', '.join(s.name for s in rep.studies)}.", "",
+           *recipe_lines(rep.studies),
            "## Findings", ""] + [f"- {x}" for x in headline(rep)] + [""]
     fs = rep.finite_size
     if fs:
@@ -175,10 +176,13 @@ def _finite_size_section(fs: FiniteSize, number: str, title: str, figure: str, c
            f"### Agreement per {B} ({sampler}, both starts, points away from the transitions)", ""]
     rows = []
     for a in fs.agreement:
-        rows.append([a.attention, a.L, a.d_k, g(a.d_k_over_L)] +
-                    [f"{z.n_within_2}/{z.n}, {g(z.rms_z)}" for z in (getattr(a, c) for c in CURVES)])
-    out.append(table(["attention", "L", "d_k", "d_k/L"] + [f"{CURVE_LABEL[c]}: within 2σ, RMS z" for c in CURVES],
-                     rows))
+        rows.append([a.attention, a.L, a.d_k, g(a.d_k_over_L)] + [_agree_cell(getattr(a, c)) for c in CURVES])
+    out.append(f"Cells: the effect size first, the largest |Δ| = |experiment − theory| and the points within the "
+               f"agreement tolerance |Δ| ≤ {g(AGREE_TOLERANCE)}; then the significance, the points within 2σ and "
+               "the RMS z.")
+    out.append("")
+    out.append(table(["attention", "L", "d_k", "d_k/L"] +
+                     [f"{CURVE_LABEL[c]}: largest |Δ| (≤ tol); within 2σ, RMS z" for c in CURVES], rows))
     out += ["", f"### Transition points: experiment / theory against 1/{B}", "",
             f"Fit ratio = r_∞ + b/{B} (weighted by the bootstrap CIs; errors scaled by √(χ²/dof) when > 1). "
             f"Verdict (effect size first): r_∞'s 95% interval inside 1 ± {g(LOCATION_TOLERANCE)} agrees, wholly "
@@ -204,6 +208,15 @@ def _finite_size_section(fs: FiniteSize, number: str, title: str, figure: str, c
                      ["gap_∞ (fit)", "closes?"], rows))
     out += ["", "### Conclusion (rules applied to the tables above)", ""] + conclusion + [""]
     return out
+
+
+def _agree_cell(z) -> str:
+    """One study's agreement with one theory curve: the effect size (largest |Δ|, the points within the
+    tolerance), then the significance (within 2σ, RMS z)."""
+    sig = f"{z.n_within_2}/{z.n} within 2σ, RMS z {g(z.rms_z)}"
+    if z.max_delta is None:                 # tables made before the effect size was stored
+        return sig
+    return f"{g(z.max_delta)} ({z.n_within_tol}/{z.n}); {sig}"
 
 
 def _ratio_cell(rat: Ratio | None) -> str:
@@ -281,6 +294,34 @@ def _twins_section(twins: tuple[Twin, ...], paper_scale: tuple[str, ...] | None,
     return out
 
 
+def sampler_text(x: dict | None) -> str:
+    """A study's sampler in a few words (HMC: steps × leapfrog steps of ε; SGLD: steps of η)."""
+    if not x:
+        return "not recorded"
+    head = (f"{g(x['steps'])} × {g(x['n_leapfrog'])} leapfrog, ε {g(x['step_size'])}" if "n_leapfrog" in x
+            else f"{g(x['steps'])} steps, η {g(x.get('eta', math.nan))}")
+    return f"{head}, burn-in {g(x.get('burn_in', math.nan))}, thin {g(x.get('thin', math.nan))}"
+
+
+def recipe_lines(studies: tuple[Study, ...]) -> list[str]:
+    """Whether every study was sampled with the recipe the spec gives it now (``current``, set by
+    ``copyhead studies-report``), and which were not and where they come from; nothing for tables that
+    predate the mark."""
+    if all(s.current is None for s in studies):
+        return []
+    old = [s for s in studies if not s.current]
+    if not old:
+        return ["**Recipes.** Every study was sampled with the recipe the spec gives it now (each study's sampler: "
+                "section 4).", ""]
+    where = sorted({s.carried for s in old if s.carried})
+    came = f", carried from the report made at commit {', '.join(where)}" if where else ""
+    return [f"**Recipes mixed.** {len(studies) - len(old)} of {len(studies)} studies were sampled with the recipe the "
+            f"spec gives them now; {len(old)} {'was' if len(old) == 1 else 'were'} not ({', '.join(s.name for s in old)}{came}: sampler "
+            f"{'; '.join(sorted({sampler_text(s.sampler) for s in old}))}). Every table below uses each study as it "
+            "was sampled until it is rerun (docs/workflow.md, Studies: rerunning a group a few studies at a time); "
+            "section 4 lists each study's sampler.", ""]
+
+
 def _per_study_section(studies: tuple[Study, ...]) -> list[str]:
     out = ["## 4. The studies: sizes, convergence, cost", "",
            "Convergence: R̂ across the 4 chains of each (recipe, P, parameter) includes the variation between "
@@ -295,6 +336,10 @@ def _per_study_section(studies: tuple[Study, ...]) -> list[str]:
                          f"{a.n_within_flag}/{a.n_conv}", g(a.rhat_within_max), g(a.ess_min)])
     out.append(table(["study", "attention", "P grid", "P_ref (closed form)", "R̂ > 1.05", "max R̂",
                       "within-chain R̂ > 1.05", "max within-chain R̂", "min ESS"], rows))
+    out += ["", "Samplers (the stage recipe of each study; 'current': the recipe the spec gives it now):", ""]
+    out.append(table(["study", "recipe", "sampler", "current", "from"],
+                     [[s.name, s.recipe or "–", sampler_text(s.sampler), "–" if s.current is None else yn(s.current),
+                       f"carried ({s.carried})" if s.carried else "this report"] for s in studies]))
     out += ["", *convergence_summary(studies)]
     out += ["", "Cost: measured job times summed from each study's benchmark files (this 2-core machine; wall ≈ "
                 "sum / 2 with `--cores 2`), next to the Slurm resource model's prediction (copyhead.resources: an "

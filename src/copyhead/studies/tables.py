@@ -12,6 +12,7 @@ figures from the JSON it writes, never from the studies themselves.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -23,7 +24,8 @@ from copyhead.analysis.agreement import z_scores
 from copyhead.analysis.finite_size import CURVES, PRIORS, finite_size
 from copyhead.analysis.fits import row_error
 from copyhead.analysis.experiments import KEYS
-from copyhead.analysis.results_model import AttentionTables, InputFile, ResultsFormatError, ResultsTables
+from copyhead.analysis.results_model import (AttentionTables, InputFile, ResultsFormatError, ResultsTables,
+                                             read_studies)
 from copyhead.analysis.results_tables import jsonable
 from copyhead.analysis.scaling_claims import scaling_rows
 from copyhead.analysis.twins import compare_twins, transitions_collapse
@@ -31,9 +33,9 @@ from copyhead.attention import ATTENTIONS
 from copyhead.config import ActionParams
 from copyhead.format import METHOD
 from copyhead.order_params import paper_order_parameters
-from copyhead.provenance import DataFileError, product_record, write_product
+from copyhead.provenance import DataFileError, product_record, sidecar_path, write_product
 from copyhead.resources import sweep_seconds
-from copyhead.studies.spec import REFERENCE, load_spec
+from copyhead.studies.spec import REFERENCE, load_spec, study_config
 from copyhead.theory.scaling import closed_form_transitions
 
 # the experimental transition compared per attention type: (kind, the prefix of its row's name in
@@ -131,6 +133,61 @@ def _sizes(path: Path, d: ResultsTables, name: str) -> dict:
             "eta": float(cfg["optimizers"]["sgld"]["eta"]) if "sgld" in cfg.get("optimizers", {}) else math.nan}
 
 
+# what names a study's sampler on its page: the stage recipe's length, step and thinning (HMC: steps of
+# n_leapfrog leapfrog steps of step_size; SGLD: steps of eta)
+SAMPLER_KEYS = ("steps", "n_leapfrog", "step_size", "eta", "burn_in", "thin")
+
+
+def sampler(recipe: dict) -> dict:
+    """The sampler settings of one recipe of a config's ``optimizers`` (:data:`SAMPLER_KEYS` it has)."""
+    return {k: recipe[k] for k in SAMPLER_KEYS if k in recipe}
+
+
+def is_current(spec: dict, study: dict) -> bool:
+    """Whether a study was sampled with the recipe the spec gives it now: its recorded sampler equals its
+    stage recipe's in the config :func:`copyhead.studies.spec.study_config` generates today (a study
+    without a recorded sampler, or no longer in the spec, is not)."""
+    if not study.get("sampler") or study["name"] not in spec["studies"]:
+        return False
+    cfg, _ = study_config(spec, study["name"])
+    return sampler(cfg["optimizers"].get(study.get("recipe") or "", {})) == study["sampler"]
+
+
+def _nan(obj):
+    """JSON's null numbers as NaN again (the inverse of :func:`jsonable` on a study's tables)."""
+    if isinstance(obj, dict):
+        return {k: _nan(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_nan(v) for v in obj]
+    return math.nan if obj is None else obj
+
+
+def carry_studies(path: str | Path, exclude=()) -> tuple[dict, dict]:
+    """({name: study}, where) of the studies of a published studies.json (docs/studies*/studies.json) that
+    are not in ``exclude``, as :func:`load_study` gives them, so that a group can be rerun a few studies at
+    a time: each is marked ``carried`` with the commit of the report it first came from (its provenance
+    record's ``git_commit``). ``where``: the file's path, sha256 and commit, for the new record."""
+    path = Path(path)
+    try:
+        read_studies(path)                       # a clear error for a file that is not a studies.json
+        raw = json.loads(path.read_text())
+        rec = json.loads(sidecar_path(path).read_text()) if sidecar_path(path).is_file() else {}
+    except FileNotFoundError:
+        raise DataFileError(f"{path}: no such studies tables file to carry studies from") from None
+    except (ValueError, ResultsFormatError) as e:
+        raise DataFileError(f"{path}: not a studies.json of `copyhead studies-report` ({type(e).__name__}: {e})") from None
+    commit = str(rec.get("git_commit") or "")[:12] or "unrecorded"
+    out = {}
+    for s in raw["studies"]:
+        if s["name"] not in exclude:
+            s = _nan(s)
+            s["carried"] = s.get("carried") or commit
+            out[s["name"]] = s
+    where = {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "git_commit": commit,
+             "studies": sorted(out)}
+    return out, where
+
+
 def _extreme(f, values) -> float:
     """max or min over the finite values (NaN where none is)."""
     return f((v for v in values if math.isfinite(v)), default=math.nan)
@@ -161,7 +218,7 @@ def load_study(path: str | Path) -> dict:
     method = cfg["optimizers"][stage]["method"]
     own = [r for r in swept if cfg["optimizers"][r]["method"] == method]
     study.update(seconds=_job_seconds(root), cost=_cost(cfg), attentions={}, method=METHOD[method],
-                 recipe=stage)
+                 recipe=stage, sampler=sampler(cfg["optimizers"][stage]))
     for att, a in d.attentions.items():
         grid = sorted({float(P) for r in own if r in cfg["sweep"].get(att, {})
                        for P in cfg["sweep"][att][r]["P"]})
@@ -286,23 +343,32 @@ def build(spec: dict, studies: dict) -> dict:
     return rep
 
 
-def write_tables(spec_path: str | Path, paths: list[str | Path], out_json: str | Path) -> dict:
+def write_tables(spec_path: str | Path, paths: list[str | Path], out_json: str | Path,
+                 carry: str | Path | None = None) -> dict:
     """Write studies.json (every table of :func:`build`, JSON-ready: NaN as null, tuple keys joined by "|",
     the studies' configs left out) with its provenance record ``studies.json.provenance.json`` (the spec
     and every study's results JSON with their sha256; marked ``data``: its inputs live outside the checkout,
-    in the studies' folders, so it is remade there, not by the docs rules)."""
+    in the studies' folders, so it is remade there, not by the docs rules).
+
+    ``carry``: a published studies.json whose other studies join the new ones (:func:`carry_studies`; the
+    record names the file, its sha256 and commit under ``options.carried``). Every study is marked
+    ``current`` or not (:func:`is_current`), so a page that mixes recipes says so."""
     out_json = Path(out_json)
     if out_json.suffix != ".json":
         raise DataFileError(f"{out_json}: the studies' tables are a .json file (render the page from it with "
                             "`copyhead studies-page`)")
     spec = load_spec(spec_path)
-    studies = load_studies(paths)
+    fresh = load_studies(paths)
+    carried, where = carry_studies(carry, exclude=fresh) if carry else ({}, None)
+    studies = {**carried, **fresh}
+    for s in studies.values():
+        s["current"] = is_current(spec, s)
     rep = build(spec, studies)
-    inputs = {"spec": spec_path, **{f"study_{name}": s["path"] for name, s in studies.items()}}
+    inputs = {"spec": spec_path, **{f"study_{name}": s["path"] for name, s in fresh.items()}}
     text = json.dumps(jsonable(rep, drop=("config",)), indent=1, sort_keys=True) + "\n"
     out_json.parent.mkdir(parents=True, exist_ok=True)
+    options = {"spec": str(spec_path), **({"carried": where} if where else {})}
     # data whose inputs (the studies' results) live outside the checkout: remade where the studies are
-    record = dict(product_record("studies_tables", "studies_tables", inputs, {"spec": str(spec_path)}, kind="table"),
-                  data=True)
+    record = dict(product_record("studies_tables", "studies_tables", inputs, options, kind="table"), data=True)
     write_product({out_json: text}, record)
     return rep
