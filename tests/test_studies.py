@@ -623,3 +623,26 @@ def test_who_copies_first_says_not_mixed_before_reading_an_interval_from_unmixed
     assert verdict(row(8.0), 1.06, 1.31).startswith("not mixed (") and verdict(row(8.0), 1.06, 1.31).endswith(
         "softmax copies first")
     assert mixing(row(None))[0] is None and verdict(row(None), 1.06, 1.31) == "softmax copies first"   # unknown
+
+
+def test_prior_and_copy_started_chains_are_compared_effect_size_first_for_sgld_and_hmc(tmp_path):
+    """The start comparison (a prior- against a copy-started chain on the same training set) leads with the
+    largest |difference| and the points within the tolerance, and pairs the HMC reference's recipes
+    (hmc, hmc_copy) as it pairs SGLD's."""
+    from copyhead.analysis.twins import start_agreement
+    from copyhead.studies.conclude import _start_line
+    paths, _, _ = _size_studies(tmp_path)
+    s = T.load_study(paths[0])
+    rows = s["attentions"]["linear"]["rows"]
+    moved = next(r for r in rows if r["recipe"] == "sgld_copy" and r["curve"] == "same_mean" and r["param"] == "cG")
+    moved["experiment"] += 0.05
+    for recipe in ("sgld", "hmc"):
+        for a in s["attentions"].values():
+            for r in a["rows"]:
+                r["recipe"] = r["recipe"].replace("sgld", recipe)
+        study = Study.from_dict(jsonable(s, drop=("config",)), "study")
+        sa = start_agreement([study])
+        assert sa["n"] == 6 and sa["max_delta"] == pytest.approx(0.05) and sa["n_within_tol"] == 5   # ĉ1, ĉG, âG × 2 P
+        assert sa["n_within_2"] == 5
+        line = _start_line([study])[0]
+        assert "largest |Δ| = 0.05, 5 of 6" in line and line.index("|Δ|") < line.index("significance: 5 of 6")

@@ -120,16 +120,21 @@ def transitions_collapse(twins: list[dict]) -> bool:
 
 
 def start_agreement(studies: list[Study]) -> dict:
-    """Prior- against copy-started chains of the same (study, attention, P, parameter): they start on opposite
-    sides of the transition, so a mean biased by slow mixing shows as a difference. Returns n, n_within_2
-    and the RMS z of the differences."""
-    z = []
+    """Prior- against copy-started chains of the same (study, attention, P, parameter) (recipes ``r`` and
+    ``r_copy``: sgld, hmc): they start on opposite sides of the transition, so a mean biased by slow mixing
+    or a second branch shows as a difference. Returns the effect size first, the largest |difference|
+    (``max_delta``) and the points within the agreement tolerance (``n_within_tol``), then the significance
+    (:func:`~.finite_size.z_summary` of the differences: n, n_within_2, rms_z)."""
+    z, d = [], []
     for s in studies:
         for att, a in s.attentions.items():
             rows = {(r.recipe, r.P, r.param): r for r in a.rows if r.curve == "same_mean"}
             for (recipe, P, param), r in rows.items():
-                c = rows.get(("sgld_copy", P, param))
-                if recipe != "sgld" or c is None or (att, param) in REPEATS:
+                c = rows.get((f"{recipe}_copy", P, param))
+                if c is None or (att, param) in REPEATS:
                     continue
                 z.append(float(z_scores(r.experiment, c.experiment, _num(r.error), _num(c.error))))
-    return z_summary(z)
+                d.append(abs(r.experiment - c.experiment))
+    d = [x for x in d if math.isfinite(x)]
+    return {**z_summary(z), "max_delta": max(d, default=math.nan),
+            "n_within_tol": sum(x <= AGREE_TOLERANCE for x in d)}

@@ -246,6 +246,8 @@ def _start_line(studies: list[Study]) -> list[str]:
     sa = start_agreement(studies)
     if not sa["n"]:
         return []
-    return [f"Bias from slow mixing: prior- and copy-started chains (opposite sides of the transition) agree within "
-            f"2σ at {sa['n_within_2']} of {sa['n']} (study, attention, P, parameter) points (RMS z of the difference "
-            f"{g(sa['rms_z'])}; about 95% within 2σ if they sample the same posterior)."]
+    return [f"Prior- against copy-started chains on the same training sets (opposite sides of the transition; a "
+            f"difference is slow mixing or a second branch): largest |Δ| = {g(sa['max_delta'])}, {sa['n_within_tol']} "
+            f"of {sa['n']} (study, attention, P, parameter) points within |Δ| ≤ {g(AGREE_TOLERANCE)}; significance: "
+            f"{sa['n_within_2']} of {sa['n']} within 2σ (RMS z of the difference {g(sa['rms_z'])}; about 95% within "
+            "2σ if they sample the same posterior)."]
