@@ -646,3 +646,37 @@ def test_prior_and_copy_started_chains_are_compared_effect_size_first_for_sgld_a
         assert sa["n_within_2"] == 5
         line = _start_line([study])[0]
         assert "largest |Δ| = 0.05, 5 of 6" in line and line.index("|Δ|") < line.index("significance: 5 of 6")
+
+
+def test_each_point_is_mixed_metastable_or_not_mixed_by_its_chains_not_across_training_sets():
+    """point_status: a chain that fails within itself is 'not mixed'; chains each mixed whose two starts on one
+    training set disagree are 'metastable' (two branches); otherwise 'mixed'. A prior-only point is never
+    metastable (it cannot show a second branch); point_mixing takes the worst parameter per P."""
+    from types import SimpleNamespace as NS
+    from copyhead.analysis.convergence import point_status
+    from copyhead.analysis.results_model import PointStatus
+    from copyhead.studies.conclude import mixing_line, point_mixing
+
+    def one(recipe, P, param, within=1.004, ess=200.0, paired=None):
+        return {"recipe": recipe, "P": P, "param": param, "rhat_within_max": within, "ess_chain_min": ess,
+                "rhat_paired_max": paired}
+    rows = [one("hmc", 8, "cG"), one("hmc_copy", 8, "cG", ess=150.0), one("hmc+hmc_copy", 8, "cG", paired=1.3),
+            one("hmc", 10, "cG"), one("hmc_copy", 10, "cG"), one("hmc+hmc_copy", 10, "cG", paired=1.005),
+            one("hmc", 12, "cG", within=1.05), one("hmc_copy", 12, "cG"), one("hmc+hmc_copy", 12, "cG", paired=1.001),
+            one("hmc", 12, "c1"), one("hmc_copy", 12, "c1", ess=40.0), one("hmc+hmc_copy", 12, "c1", paired=1.5),
+            one("hmc", 10, "c1"), one("hmc_copy", 10, "c1"), one("hmc+hmc_copy", 10, "c1", paired=1.02)]
+    st = {(p["P"], p["param"]): p for p in point_status(rows)}
+    assert {k: v["status"] for k, v in st.items()} == {
+        (8.0, "cG"): "metastable", (10.0, "cG"): "mixed", (12.0, "cG"): "not mixed", (12.0, "c1"): "not mixed",
+        (10.0, "c1"): "metastable"}
+    assert st[(8.0, "cG")]["ess_chain"] == 150.0 and st[(8.0, "cG")]["rhat_paired"] == 1.3
+    prior_only = point_status([one("hmc", 8, "cG"), one("hmc", 9, "cG", ess=50.0)])
+    assert [(p["status"], p["paired"]) for p in prior_only] == [("mixed", False), ("not mixed", False)]
+    # per P, the worst parameter; the page's line counts points and states its rule
+    pts = tuple(PointStatus.from_dict(p, "point") for p in point_status(rows))
+    study = NS(name="S", attentions={"linear": NS(points=pts)})
+    (r,) = point_mixing([study])
+    assert (r["mixed"], r["metastable"], r["not mixed"], r["rhat_paired"]) == ([], [8.0, 10.0], [12.0], {8.0: 1.3, 10.0: 1.02})
+    line = mixing_line([study])[0]
+    assert "0 of 3 mixed, 2 metastable, 1 not mixed" in line and "split-R̂ ≤ 1.01) with bulk ESS ≥ 100" in line
+    assert "umbrella" in line

@@ -27,6 +27,8 @@ cleanest convergence test, and the evidence of hysteresis where it is large.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .experiments import KEYS, NAMES, Recipe, chain_series, swept_P
@@ -207,6 +209,33 @@ def is_mixed(rhat: float, ess: float, ess_min: float = MIXED_ESS, rhat_max: floa
     """The one rule of "mixed" (per training set): bulk ESS >= ``ess_min`` and R̂ <= ``rhat_max``; False
     where either is NaN (not shown)."""
     return bool(np.isfinite(rhat) and np.isfinite(ess) and ess >= ess_min and rhat <= rhat_max)
+
+
+def point_status(conv_rows, ess_min: float = MIXED_ESS, rhat_max: float = MIXED_RHAT) -> list[dict]:
+    """Per (P, param) of one sampled attention type (the rows of :func:`convergence_table` of one sampler's
+    recipes), what its chains show, worst over the training sets: ``not mixed`` (some chain has not mixed
+    within itself: its two halves' R̂ > ``rhat_max`` or its bulk ESS < ``ess_min``), ``metastable`` (every
+    chain mixed within itself, but a training set's prior- and copy-started chains disagree: their R̂ >
+    ``rhat_max``, two branches a single chain does not cross) or ``mixed``. A point sampled from one start
+    only cannot show a second branch (``paired`` False). Each dict: P, param, status, paired, rhat_within,
+    ess_chain, rhat_paired (NaN unpaired)."""
+    within, paired = {}, {}
+    for row in conv_rows:
+        key = (float(row["P"]), row["param"])
+        if "+" in row["recipe"]:
+            paired[key] = max(paired.get(key, -math.inf), as_float(row.get("rhat_paired_max")))
+            continue
+        rh, es = as_float(row.get("rhat_within_max")), as_float(row.get("ess_chain_min"))
+        r0, e0 = within.get(key, (-math.inf, math.inf))
+        within[key] = (max(r0, rh) if np.isfinite(rh) else math.nan, min(e0, es) if np.isfinite(es) else math.nan)
+    out = []
+    for (P, param), (rh, es) in sorted(within.items()):
+        rp = paired.get((P, param), math.nan)
+        status = ("not mixed" if not is_mixed(rh, es, ess_min, rhat_max) else
+                  "metastable" if (P, param) in paired and not rp <= rhat_max else "mixed")
+        out.append({"P": P, "param": param, "status": status, "paired": (P, param) in paired,
+                    "rhat_within": rh, "ess_chain": es, "rhat_paired": rp})
+    return out
 
 
 def mixing_status(conv_rows, ess_min: float = MIXED_ESS, rhat_max: float = MIXED_RHAT) -> dict:

@@ -735,6 +735,19 @@ class StudyTransition(Record):
 
 
 @record
+class PointStatus(Record):
+    """What one sampled (P, param) of a study shows (analysis.convergence.point_status): mixed, metastable
+    (each chain mixed, a training set's two starts disagree) or not mixed."""
+    P: float
+    param: str
+    status: str
+    paired: bool
+    rhat_within: Number
+    ess_chain: Number
+    rhat_paired: Number
+
+
+@record
 class StudyAttention(Record):
     """One attention type of a study (studies.tables.load_study)."""
     grid: tuple[float, ...]
@@ -748,6 +761,7 @@ class StudyAttention(Record):
     rhat_within_max: Number
     ess_min: Number
     ess_chain_min: Number
+    points: Optional[tuple[PointStatus, ...]] = absent()   # older tables lack it
 
 
 @record

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from copyhead.analysis.convergence import MIXED_ESS, MIXED_RHAT
 from copyhead.analysis.finite_size import (PRIOR_LABEL, correction_size, decay, largest_gaps, prior_distances,
                                           ratio_verdict, study_largest_delta)
 from copyhead.analysis.scaling_claims import (FORMS, advantage_trend, closed_form_path, jump_forms, per_sigma2,
@@ -231,6 +232,52 @@ RANK_NOTE = ("What the rank bound proves at d_k < L (Eq. (26), docs/theory.md Se
              "It does NOT bound the in-plane fraction ‖ΠM‖²/‖M‖² that the (m1, mP) theory keeps, and it does not "
              "bind softmax attention, whose softmax(M) can approach I at rank d_k < L; so it neither predicts "
              "nor forbids softmax copying first along a fixed d_k.")
+
+
+# worst first: a (study, attention, P) point takes the worst status of its parameters
+POINT_ORDER = ("not mixed", "metastable", "mixed")
+
+
+def point_mixing(studies) -> list[dict]:
+    """Per study and attention type, its P points by what their chains show (:class:`PointStatus`, worst over
+    the parameters and training sets): the P's that are mixed, metastable (with the largest R̂ of a training
+    set's two starts) and not mixed; ``paired``: whether both starts were sampled. Tables that predate the
+    per-point status are skipped."""
+    out = []
+    for s in studies:
+        for att, a in s.attentions.items():
+            if not a.points:
+                continue
+            worst = {}
+            for p in a.points:
+                w = worst.get(p.P)
+                if w is None or POINT_ORDER.index(p.status) < POINT_ORDER.index(w.status):
+                    worst[p.P] = p
+            by = {st: [P for P, p in sorted(worst.items()) if p.status == st] for st in POINT_ORDER}
+            rp = {P: max(x.rhat_paired for x in a.points if x.P == P) for P in by["metastable"]}
+            out.append({"study": s.name, "attention": att, "paired": any(p.paired for p in a.points),
+                        "n": len(worst), **by, "rhat_paired": rp})
+    return out
+
+
+def mixing_line(studies) -> list[str]:
+    """The per-point mixing verdict over all studies, with its rule; nothing where no table has it."""
+    rows = point_mixing(studies)
+    if not rows:
+        return []
+    n = {st: sum(len(r[st]) for r in rows) for st in POINT_ORDER}
+    total = sum(r["n"] for r in rows)
+    one = sum(r["n"] for r in rows if not r["paired"])
+    return [f"Mixing per point (each (study, attention, P), worst over its parameters and training sets): "
+            f"{n['mixed']} of {total} mixed, {n['metastable']} metastable, {n['not mixed']} not mixed. Rule: mixed = "
+            f"every chain's two halves agree (split-R̂ ≤ {g(MIXED_RHAT)}) with bulk ESS ≥ {g(MIXED_ESS)}, and where a "
+            f"training set has a prior- and a copy-started chain they agree (R̂ ≤ {g(MIXED_RHAT)}); metastable = every chain mixed within itself "
+            "but a training set's two starts disagree (two branches no single chain crosses); not mixed = some "
+            "chain fails within itself."
+            + (f" {one} of the points were sampled from prior starts only, where a second branch cannot show." if one else "")
+            + (" A metastable point's two branches are weighed by umbrella sampling in the research package "
+               "(docs/benchmarks/metastability.md, one point so far); here its chains' means are reported as they are."
+               if n["metastable"] else "")]
 
 
 def convergence_summary(studies: list[Study]) -> list[str]:

@@ -28,7 +28,8 @@ from copyhead.format import ci, g, pm, table, yn
 from copyhead.provenance import DataFileError, product_record, sidecar_path, write_product
 from copyhead.results.findings import headline, samplers
 from copyhead.studies.conclude import (RANK_NOTE, collapse_verdict, conclude_dk_over_L, conclude_finite_size,
-                                       conclude_scaling, conclude_scaling_theory, convergence_summary, paper_scale)
+                                       conclude_scaling, conclude_scaling_theory, convergence_summary, mixing_line,
+                                       paper_scale, point_mixing)
 from copyhead.publish import check_published, record_written
 from copyhead.studies.tables import CURVE_LABEL, load_transitions, path_label
 
@@ -340,7 +341,16 @@ def _per_study_section(studies: tuple[Study, ...]) -> list[str]:
     out.append(table(["study", "recipe", "sampler", "current", "from"],
                      [[s.name, s.recipe or "–", sampler_text(s.sampler), "–" if s.current is None else yn(s.current),
                        f"carried ({s.carried})" if s.carried else "this report"] for s in studies]))
-    out += ["", *convergence_summary(studies)]
+    mix = point_mixing(studies)
+    if mix:
+        out += ["", "Mixing per P point (worst over its parameters and training sets; metastable: the largest R̂ of a "
+                    "training set's prior- and copy-started chains beside each P):", ""]
+        out.append(table(["study", "attention", "starts", "mixed", "metastable", "not mixed"],
+                         [[r["study"], r["attention"], "prior + copy" if r["paired"] else "prior only",
+                           f"{len(r['mixed'])}/{r['n']}",
+                           ", ".join(f"{g(P)} (R̂ {g(r['rhat_paired'][P])})" for P in r["metastable"]) or "–",
+                           ", ".join(g(P) for P in r["not mixed"]) or "–"] for r in mix]))
+    out += ["", *convergence_summary(studies), *mixing_line(studies)]
     out += ["", "Cost: measured job times summed from each study's benchmark files (this 2-core machine; wall ≈ "
                 "sum / 2 with `--cores 2`), next to the Slurm resource model's prediction (copyhead.resources: an "
                 "upper bound on CPU). GPU: the same model's estimate for one GPU per job, summed over jobs (not "

@@ -21,6 +21,7 @@ import numpy as np
 import xarray as xr
 
 from copyhead.analysis.agreement import z_scores
+from copyhead.analysis.convergence import point_status
 from copyhead.analysis.finite_size import CURVES, PRIORS, finite_size
 from copyhead.analysis.fits import row_error
 from copyhead.analysis.experiments import KEYS
@@ -234,6 +235,7 @@ def load_study(path: str | Path) -> dict:
             rows.append(dict(r, curve="closed_mean_gaussian", curve_label=CURVE_LABEL["closed_mean_gaussian"],
                              theory=th, z=z if math.isfinite(z) else None))
         conv = [c for c in a.convergence if c.recipe in own]
+        pairs = [c for c in a.convergence if "+" in c.recipe and set(c.recipe.split("+")) <= set(own)]
         study["attentions"][att] = {
             "grid": grid, "rows": rows, "transition": _transition(att, a, stage),
             # the transition the study's P grid was placed around (copyhead.studies.spec.REFERENCE)
@@ -246,6 +248,7 @@ def load_study(path: str | Path) -> dict:
             "ess_min": _extreme(min, (c.ess_bulk for c in conv)),
             # per chain (one training set), never pooled across seeds: what "mixed" is judged on
             "ess_chain_min": _extreme(min, (c.ess_chain_min for c in conv)),
+            "points": point_status([c.to_dict() for c in conv + pairs]),   # mixed / metastable / not mixed
         }
     return study
 
