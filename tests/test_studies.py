@@ -515,7 +515,7 @@ def test_a_group_rerun_a_few_studies_at_a_time_carries_the_rest_and_the_page_say
     ref = json.loads(first.read_text())
     assert all(data[k] == ref[k] for k in ("finite_size", "finite_L", "scaling"))      # the same numbers
     text = "\n".join(R.render(R.load_report(second)))
-    assert (f"**Recipes mixed.** 2 of 3 studies were sampled with the recipe the spec gives them now; 1 was not "
+    assert (f"**Recipes mixed.** 2 of 3 studies sampled with the recipe the spec gives them now; 1 not "
             f"(S16, carried from the report made at commit {commit}: sampler 40000 steps, η 0.001, burn-in 10000, "
             "thin 75)") in text
     assert f"| S16 | sgld | 40000 steps, η 0.001, burn-in 10000, thin 75 | **no** | carried ({commit}) |" in text
@@ -677,6 +677,7 @@ def test_each_point_is_mixed_metastable_or_not_mixed_by_its_chains_not_across_tr
     study = NS(name="S", attentions={"linear": NS(points=pts)})
     (r,) = point_mixing([study])
     assert (r["mixed"], r["metastable"], r["not mixed"], r["rhat_paired"]) == ([], [8.0, 10.0], [12.0], {8.0: 1.3, 10.0: 1.02})
+    assert r["within"] == {12.0: (1.05, 40.0)}       # the worst chain of the worst parameter's training sets
     line = mixing_line([study])[0]
     assert "0 of 3 mixed, 2 metastable, 1 not mixed" in line and "split-R̂ ≤ 1.01) with bulk ESS ≥ 100" in line
     assert "umbrella" in line

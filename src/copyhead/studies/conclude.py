@@ -240,9 +240,10 @@ POINT_ORDER = ("not mixed", "metastable", "mixed")
 
 def point_mixing(studies) -> list[dict]:
     """Per study and attention type, its P points by what their chains show (:class:`PointStatus`, worst over
-    the parameters and training sets): the P's that are mixed, metastable (with the largest R̂ of a training
-    set's two starts) and not mixed; ``paired``: whether both starts were sampled. Tables that predate the
-    per-point status are skipped."""
+    the parameters and training sets): the P's that are mixed, metastable (``rhat_paired``: the largest R̂ of a
+    training set's two starts) and not mixed (``within``: the largest split-R̂ of one chain and the smallest
+    bulk ESS of one chain); ``paired``: whether both starts were sampled. Tables that predate the per-point
+    status are skipped."""
     out = []
     for s in studies:
         for att, a in s.attentions.items():
@@ -254,9 +255,11 @@ def point_mixing(studies) -> list[dict]:
                 if w is None or POINT_ORDER.index(p.status) < POINT_ORDER.index(w.status):
                     worst[p.P] = p
             by = {st: [P for P, p in sorted(worst.items()) if p.status == st] for st in POINT_ORDER}
-            rp = {P: max(x.rhat_paired for x in a.points if x.P == P) for P in by["metastable"]}
+            at = {P: [x for x in a.points if x.P == P] for P in worst}
+            rp = {P: max(x.rhat_paired for x in at[P]) for P in by["metastable"]}
+            within = {P: (max(x.rhat_within for x in at[P]), min(x.ess_chain for x in at[P])) for P in by["not mixed"]}
             out.append({"study": s.name, "attention": att, "paired": any(p.paired for p in a.points),
-                        "n": len(worst), **by, "rhat_paired": rp})
+                        "n": len(worst), **by, "rhat_paired": rp, "within": within})
     return out
 
 

@@ -316,8 +316,8 @@ def recipe_lines(studies: tuple[Study, ...]) -> list[str]:
                 "section 4).", ""]
     where = sorted({s.carried for s in old if s.carried})
     came = f", carried from the report made at commit {', '.join(where)}" if where else ""
-    return [f"**Recipes mixed.** {len(studies) - len(old)} of {len(studies)} studies were sampled with the recipe the "
-            f"spec gives them now; {len(old)} {'was' if len(old) == 1 else 'were'} not ({', '.join(s.name for s in old)}{came}: sampler "
+    return [f"**Recipes mixed.** {len(studies) - len(old)} of {len(studies)} studies sampled with the recipe the "
+            f"spec gives them now; {len(old)} not ({', '.join(s.name for s in old)}{came}: sampler "
             f"{'; '.join(sorted({sampler_text(s.sampler) for s in old}))}). Every table below uses each study as it "
             "was sampled until it is rerun (docs/workflow.md, Studies: rerunning a group a few studies at a time); "
             "section 4 lists each study's sampler.", ""]
@@ -344,12 +344,14 @@ def _per_study_section(studies: tuple[Study, ...]) -> list[str]:
     mix = point_mixing(studies)
     if mix:
         out += ["", "Mixing per P point (worst over its parameters and training sets; metastable: the largest R̂ of a "
-                    "training set's prior- and copy-started chains beside each P):", ""]
+                    "training set's prior- and copy-started chains beside each P; not mixed: the largest split-R̂ of "
+                    "one chain and the smallest bulk ESS of one chain):", ""]
         out.append(table(["study", "attention", "starts", "mixed", "metastable", "not mixed"],
                          [[r["study"], r["attention"], "prior + copy" if r["paired"] else "prior only",
                            f"{len(r['mixed'])}/{r['n']}",
                            ", ".join(f"{g(P)} (R̂ {g(r['rhat_paired'][P])})" for P in r["metastable"]) or "–",
-                           ", ".join(g(P) for P in r["not mixed"]) or "–"] for r in mix]))
+                           ", ".join(f"{g(P)} (R̂ {g(r['within'][P][0])}, ESS {g(r['within'][P][1])})"
+                                     for P in r["not mixed"]) or "–"] for r in mix]))
     out += ["", *convergence_summary(studies), *mixing_line(studies)]
     out += ["", "Cost: measured job times summed from each study's benchmark files (this 2-core machine; wall ≈ "
                 "sum / 2 with `--cores 2`), next to the Slurm resource model's prediction (copyhead.resources: an "
