@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ..analysis.finite_size import largest_gaps, ratio_verdict
-from ..analysis.results_model import FiniteSize, FiniteSizeAgreement, StudiesReport, StudyPath
+from ..analysis.results_model import FiniteSize, FiniteSizeAgreement, StudiesReport, Study, StudyPath
 from ..analysis.summary import AGREE_TOLERANCE
 from ..analysis.scaling_claims import mixing, ratio_interval
 from ..attention import ATTENTIONS
@@ -115,3 +115,33 @@ def headline(rep: StudiesReport) -> list[str]:
                        f"{twin_effect_text(e)} (significance: {t.n_within_2} of {t.n} within 2σ, "
                        f"RMS z {g(t.rms_z)}).")
     return out
+
+
+def sampler_text(x: dict | None) -> str:
+    """A study's sampler in a few words (HMC: steps × leapfrog steps of ε; SGLD: steps of η)."""
+    if not x:
+        return "not recorded"
+    head = (f"{g(x['steps'])} × {g(x['n_leapfrog'])} leapfrog, ε {g(x['step_size'])}" if "n_leapfrog" in x
+            else f"{g(x['steps'])} steps, η {g(x.get('eta', math.nan))}")
+    return f"{head}, burn-in {g(x.get('burn_in', math.nan))}, thin {g(x.get('thin', math.nan))}"
+
+
+def recipe_lines(studies: tuple[Study, ...], say_current: bool = True) -> list[str]:
+    """Whether every study was sampled with the recipe the spec gives it now (``current``, set by
+    ``copyhead studies-report``), and which were not and where they come from; nothing for tables that
+    predate the mark, and (``say_current`` False: the results page) nothing when every study is current."""
+    if all(s.current is None for s in studies):
+        return []
+    old = [s for s in studies if not s.current]
+    if not old and not say_current:
+        return []
+    if not old:
+        return ["**Recipes.** Every study was sampled with the recipe the spec gives it now (each study's sampler: "
+                "section 4).", ""]
+    where = sorted({s.carried for s in old if s.carried})
+    came = f", carried from the report made at commit {', '.join(where)}" if where else ""
+    return [f"**Recipes mixed.** {len(studies) - len(old)} of {len(studies)} studies sampled with the recipe the "
+            f"spec gives them now; {len(old)} not ({', '.join(s.name for s in old)}{came}: sampler "
+            f"{'; '.join(sorted({sampler_text(s.sampler) for s in old}))}). Every table below uses each study as it "
+            "was sampled until it is rerun (docs/workflow.md, Studies: rerunning a group a few studies at a time); "
+            "section 4 lists each study's sampler.", ""]

@@ -9,7 +9,7 @@ from ..analysis.results_model import (Agreement, AttentionSummary, Cell, Converg
                                       Theory, TheoryValue, Transition)
 from ..format import METHOD, P_, ci, effect_text, g, ok, pct, sampler_name, significance_text, table, verdict_text
 from .claims import claims_section, qualitative
-from .findings import headline
+from .findings import headline, recipe_lines
 
 KEY_FIGURES = [("fig3_linear_order_params", "linear order parameters against P with the theory",
                 "Linear attention: ĉ1 (pooling) rises first and ĉG (copy) overtakes it later, in the data as in "
@@ -320,7 +320,7 @@ def _studies(studies) -> list[str]:
         names = ", ".join(s.name for s in rep.studies)
         codes = sorted({s.code_version or "" for s in rep.studies} - {""})
         out += [f"From [docs/{folder}/studies.md]({folder}/studies.md) ({names}; made by copyhead "
-                f"{', '.join(codes) or 'unknown'}):", ""] + [f"- {x}" for x in lines] + [""]
+                f"{', '.join(codes) or 'unknown'}):", "", *recipe_lines(rep.studies, say_current=False)] + [f"- {x}" for x in lines] + [""]
     if not out:
         out = ["Further sweeps, each the whole workflow at another size (finite d_k, L and V, σ², step size, a fixed "
                "head dimension), ask why theory and experiment differ at the default size and whether the paper's "

@@ -26,7 +26,7 @@ from copyhead.figures import write_figure
 from copyhead.figures.studies import draw_finite_size, draw_scaling, draw_twins, twin_label
 from copyhead.format import ci, g, pm, table, yn
 from copyhead.provenance import DataFileError, product_record, sidecar_path, write_product
-from copyhead.results.findings import headline, samplers
+from copyhead.results.findings import headline, recipe_lines, sampler_text, samplers
 from copyhead.studies.conclude import (RANK_NOTE, collapse_verdict, conclude_dk_over_L, conclude_finite_size,
                                        conclude_scaling, conclude_scaling_theory, convergence_summary, mixing_line,
                                        paper_scale, point_mixing)
@@ -293,34 +293,6 @@ def _twins_section(twins: tuple[Twin, ...], paper_scale: tuple[str, ...] | None,
     if paper_scale:
         out += ["### On the paper's scale", ""] + list(paper_scale) + [""]
     return out
-
-
-def sampler_text(x: dict | None) -> str:
-    """A study's sampler in a few words (HMC: steps × leapfrog steps of ε; SGLD: steps of η)."""
-    if not x:
-        return "not recorded"
-    head = (f"{g(x['steps'])} × {g(x['n_leapfrog'])} leapfrog, ε {g(x['step_size'])}" if "n_leapfrog" in x
-            else f"{g(x['steps'])} steps, η {g(x.get('eta', math.nan))}")
-    return f"{head}, burn-in {g(x.get('burn_in', math.nan))}, thin {g(x.get('thin', math.nan))}"
-
-
-def recipe_lines(studies: tuple[Study, ...]) -> list[str]:
-    """Whether every study was sampled with the recipe the spec gives it now (``current``, set by
-    ``copyhead studies-report``), and which were not and where they come from; nothing for tables that
-    predate the mark."""
-    if all(s.current is None for s in studies):
-        return []
-    old = [s for s in studies if not s.current]
-    if not old:
-        return ["**Recipes.** Every study was sampled with the recipe the spec gives it now (each study's sampler: "
-                "section 4).", ""]
-    where = sorted({s.carried for s in old if s.carried})
-    came = f", carried from the report made at commit {', '.join(where)}" if where else ""
-    return [f"**Recipes mixed.** {len(studies) - len(old)} of {len(studies)} studies sampled with the recipe the "
-            f"spec gives them now; {len(old)} not ({', '.join(s.name for s in old)}{came}: sampler "
-            f"{'; '.join(sorted({sampler_text(s.sampler) for s in old}))}). Every table below uses each study as it "
-            "was sampled until it is rerun (docs/workflow.md, Studies: rerunning a group a few studies at a time); "
-            "section 4 lists each study's sampler.", ""]
 
 
 def _per_study_section(studies: tuple[Study, ...]) -> list[str]:
