@@ -251,7 +251,13 @@ def test_sigma2_collapse_pairs_equal_P_over_sigma2_and_scaling_rows(tmp_path):
     # a twin whose values differ by what its own theory predicts: not collapsed, but explained
     shifted = dict(c, rows=[dict(r, value=r["value"] + 0.1, theory=r["theory"] + 0.1, z=10.0, z_vs_theory=0.0)
                             for r in c["rows"]], n_within_2=0, rms_z=10.0)
-    assert "The same-dataset theory predicts the differences" in collapse_verdict(Twin.from_dict(jsonable(shifted)))[0]
+    v = collapse_verdict(Twin.from_dict(jsonable(shifted)))[0]
+    assert ("The same-dataset theory predicts the differences (largest |Δ − Δ_theory| 0 against the largest |Δ| 0.1; "
+            "16 of 16 within 0.02") in v
+    # the theory's difference off by more than the tolerance at one pair, and larger than the twins' own: not accounted for
+    off = dict(shifted, rows=[dict(r, theory=r["theory"] + (0.3 if i == 0 else 0.0)) for i, r in enumerate(shifted["rows"])])
+    assert "does not account for the differences (largest |Δ − Δ_theory| 0.3 against the largest |Δ| 0.1; 15 of 16" in \
+        collapse_verdict(Twin.from_dict(jsonable(off)))[0]
     rows = scaling_rows([a])
     assert rows[0]["ratio"]["experiment"] == pytest.approx(11.0 / 19.0)
     assert rows[0]["sqrt_LV"] == pytest.approx(16.0)

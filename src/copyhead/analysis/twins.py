@@ -85,6 +85,16 @@ def twin_effect(c: Twin, tol: float = AGREE_TOLERANCE) -> dict:
             "name": r.name, "P_over_sigma2": r.P_over_sigma2, "value": r.value, "value_ref": r.value_ref}
 
 
+def theory_difference_effect(c: Twin, tol: float = AGREE_TOLERANCE) -> dict:
+    """How far a twin pair's differences are from the difference the same-dataset theory predicts for the two:
+    per pair |(value − value_ref) − (theory − theory_ref)|, the largest (``max_abs``) and how many are within
+    ``tol`` (``n_within_tol``) of ``n``; the significance of the same is :func:`compare_twins`'s
+    n_within_2_theory and rms_z_theory."""
+    d = [abs((r.value - r.value_ref) - (r.theory - r.theory_ref)) for r in c.rows
+         if all(x is not None and math.isfinite(x) for x in (r.value, r.value_ref, r.theory, r.theory_ref))]
+    return {"n": len(d), "max_abs": max(d, default=math.nan), "n_within_tol": sum(x <= tol for x in d), "tolerance": tol}
+
+
 def _relative(r: TwinPoint) -> float:
     """A twin pair's Δ relative to the larger of its two values (NaN where both are 0)."""
     scale = max(abs(r.value), abs(r.value_ref))

@@ -12,7 +12,8 @@ from copyhead.analysis.scaling_claims import (FORMS, advantage_trend, closed_for
                                       mixing, ratio_interval, who_copies_first)
 from copyhead.analysis.results_model import FiniteSize, ScalingRow, Study, TheoryLines, Twin
 from copyhead.analysis.summary import AGREE_TOLERANCE, PAPER
-from copyhead.analysis.twins import collapse_sentence, start_agreement, transition_collapse, twin_effect
+from copyhead.analysis.twins import (collapse_sentence, start_agreement, theory_difference_effect, transition_collapse,
+                                     twin_effect)
 from copyhead.attention import ATTENTIONS
 from copyhead.format import ci, g, pm, table, twin_effect_text
 
@@ -175,12 +176,15 @@ def collapse_verdict(c: Twin) -> list[str]:
     """Effect size first: the twins agree when every pair of order parameters is within the agreement
     tolerance (|Δ| ≤ 0.02, fixed before looking; copyhead.analysis.twins.twin_effect), else they differ by
     the largest |Δ| (relative to the value there). Significance beside it: equal within 2σ at ≥ 90 % of the
-    points, and whether the same-dataset theory predicts the differences (≥ 90 %) or part of them."""
+    points. Whether the same-dataset theory predicts the differences, by effect size too: every
+    |Δ − Δ_theory| within the tolerance (predicts them), a largest |Δ − Δ_theory| below the largest |Δ|
+    (part of them), else not (:func:`~copyhead.analysis.twins.theory_difference_effect`)."""
     e = twin_effect(c)
     within = e.get("n") and e["n_within_tol"] == e["n"]
     sig = c.n and c.n_within_2 >= 0.9 * c.n
-    explained = c.n and c.n_within_2_theory >= 0.9 * c.n
-    better = c.rms_z_theory < c.rms_z
+    th = theory_difference_effect(c)
+    explained = th["n"] and th["n_within_tol"] == th["n"]     # every difference the theory's, within tolerance
+    better = th["max_abs"] < e.get("max_abs_delta", math.nan)
     tr = [f"{att} {t.name} ÷ σ²: {transition_collapse(t)[1]}" for att, t in c.transitions.items()
           if t.overlap is not None]
     size = twin_effect_text(e)
@@ -190,12 +194,14 @@ def collapse_verdict(c: Twin) -> list[str]:
         head = (f"- Verdict: the order parameters {'collapse' if within else 'do not collapse'} at equal P/σ² "
                 f"({size}); {stat}.")
         if not sig:
-            head += (" The same-dataset theory predicts the differences (the twins' training sets differ in P, so "
-                     "their finite-P fluctuations differ: only the population (closed-form) theory collapses exactly)."
+            vs = (f"largest |Δ − Δ_theory| {g(th['max_abs'])} against the largest |Δ| "
+                  f"{g(e.get('max_abs_delta', math.nan))}; {th['n_within_tol']} of {th['n']} within {g(th['tolerance'])}")
+            head += (f" The same-dataset theory predicts the differences ({vs}: the twins' training sets differ in P, "
+                     "so their finite-P fluctuations differ; only the population (closed-form) theory collapses exactly)."
                      if explained else
-                     (" The same-dataset theory accounts for part of the differences (smaller RMS z against its "
-                      "predicted difference): finite-P dataset fluctuations break the exact collapse of the closed form."
-                      if better else " The same-dataset theory does not account for the differences."))
+                     (f" The same-dataset theory accounts for part of the differences ({vs}): finite-P dataset "
+                      "fluctuations break the exact collapse of the closed form."
+                      if better else f" The same-dataset theory does not account for the differences ({vs})."))
     else:
         head = (f"- Verdict: {'no step-size bias beyond the tolerance' if within else 'the step size changes the sampled order parameters'}"
                 f" ({size}); {stat}.")
