@@ -326,6 +326,11 @@ def _per_study_section(studies: tuple[Study, ...]) -> list[str]:
                            ", ".join(f"{g(P)} (R̂ {g(r['rhat_paired'][P])})" for P in r["metastable"]) or "–",
                            ", ".join(f"{g(P)} (R̂ {g(r['within'][P][0])}, ESS {g(r['within'][P][1])})"
                                      for P in r["not mixed"]) or "–"] for r in mix]))
+        unknown = [s.name for s in studies if not any(a.points for a in s.attentions.values())]
+        if unknown:
+            out += ["", f"Not classified per point: {', '.join(unknown)} (their tables predate the per-point status, "
+                        "which `copyhead studies-report` stores from a study's results; the largest within-chain R̂ and "
+                        "the smallest ESS per study are in the table above)."]
     out += ["", *convergence_summary(studies), *mixing_line(studies)]
     out += ["", "Cost: measured job times summed from each study's benchmark files (this 2-core machine; wall ≈ "
                 "sum / 2 with `--cores 2`), next to the Slurm resource model's prediction (copyhead.resources: an "
