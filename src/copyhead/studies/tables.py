@@ -171,7 +171,8 @@ def carry_studies(path: str | Path, exclude=()) -> tuple[dict, dict]:
     path = Path(path)
     try:
         read_studies(path)                       # a clear error for a file that is not a studies.json
-        raw = json.loads(path.read_text())
+        data = path.read_bytes()
+        raw = json.loads(data)
         rec = json.loads(sidecar_path(path).read_text()) if sidecar_path(path).is_file() else {}
     except FileNotFoundError:
         raise DataFileError(f"{path}: no such studies tables file to carry studies from") from None
@@ -184,7 +185,7 @@ def carry_studies(path: str | Path, exclude=()) -> tuple[dict, dict]:
             s = _nan(s)
             s["carried"] = s.get("carried") or commit
             out[s["name"]] = s
-    where = {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "git_commit": commit,
+    where = {"path": str(path), "sha256": hashlib.sha256(data).hexdigest(), "git_commit": commit,
              "studies": sorted(out)}
     return out, where
 
