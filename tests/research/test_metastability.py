@@ -27,3 +27,23 @@ def test_the_metastability_measurement_reads_the_latent_heat_and_the_ladder_it_n
     assert r["dbeta"] == pytest.approx(math.log(5) / r["latent_heat"])
     assert r["replicas"] == math.ceil((22 - 11) / 16 / r["dbeta"]) + 1
     assert not any("latent_heat" in x for x in rows if x["agree"])
+
+
+def test_a_metastable_study_point_is_weighed_on_the_study_s_own_config(research_script):
+    """--study NAME: the chains and the umbrella windows run on the study's config as config/studies.yaml
+    generates it (its L, d_k and HMC recipe), so a point a studies page lists as metastable is weighed on the
+    study's own training sets; a short run returns finite MBAR estimates inside the windows' span."""
+    import copy
+    mod = research_script("metastability")
+    cfg, source = mod.load_config("L16_dk16")
+    assert source == "study L16_dk16 of config/studies.yaml"
+    assert (cfg["task"]["L"], cfg["model"]["d_k"], cfg["optimizers"]["hmc"]["n_leapfrog"]) == (16, 16, 8)
+    assert mod.load_config(None)[1] == "config/converged.yaml"
+    short = copy.deepcopy(cfg)
+    for r in ("hmc", "hmc_copy"):
+        short["optimizers"][r].update(steps=30, burn_in=10)
+    ch, info = mod.chains(12, short, None)
+    assert len(ch) == 8 and all(v["aG"].shape == (20,) and np.isfinite(v["nll"]).all() for v in ch.values())
+    u = mod.umbrella(12, 0, 4, (0.0, 0.2), 4.0, 40, 10, short, None)
+    for name in ("prior", "copy", "both"):
+        assert 0.0 <= u[name]["mean"] <= 0.25 and 0.0 <= u[name]["copy_weight"] <= 1.0

@@ -47,19 +47,28 @@ from copyhead.config import RunConfig  # noqa: E402
 from copyhead.hmc import HMC  # noqa: E402
 from copyhead.model import CopyAttention  # noqa: E402
 from copyhead.task import hmc_seed, make_data, torch_seed  # noqa: E402
-from copyhead.studies.spec import action_params  # noqa: E402
+from copyhead.studies.spec import action_params, load_spec, study_config  # noqa: E402
 from copyhead.theory.scaling import closed_form_transitions  # noqa: E402
 from research.umbrella import mbar, run_windows, windows  # noqa: E402
 
 CONFIG = ROOT / "config" / "converged.yaml"
+SPEC = ROOT / "config" / "studies.yaml"
 SEEDS = (0, 1, 2, 3)
 ACCEPT = 0.2            # the swap acceptance a ladder needs between neighbours
 
 
-def chains(P: int, log):
-    """The converged study's prior- and copy-started HMC chains of softmax attention at P, on its four
+def load_config(study: str | None) -> tuple[dict, str]:
+    """(validated config, where it comes from): the converged study's (config/converged.yaml), or with
+    ``study`` that study's as config/studies.yaml generates it (copyhead study-config), so a metastable point
+    a studies page lists can be weighed on the study's own training sets."""
+    if study:
+        return study_config(load_spec(SPEC), study)[0], f"study {study} of config/studies.yaml"
+    return cfgmod.validate(cfgmod.load(CONFIG)), "config/converged.yaml"
+
+
+def chains(P: int, cfg: dict, log):
+    """The study's (``cfg``) prior- and copy-started HMC chains of softmax attention at P, on its four
     training sets: {(seed, init): {"aG": (n,), "nll": (n,)}} after warm-up, and the sampler's summary."""
-    cfg = cfgmod.validate(cfgmod.load(CONFIG))
     rcs = {init: RunConfig.from_dict(cfgmod.run_config(cfg, "softmax", name))
            for init, name in (("prior", "hmc"), ("copy", "hmc_copy"))}
     rc = rcs["prior"]
@@ -121,13 +130,12 @@ def per_dataset(ch: dict, P: int, spinodals: tuple[float, float]) -> list[dict]:
 
 
 def umbrella(P: int, seed: int, n_windows: int, span: tuple[float, float], stiffness: float, steps: int,
-             burn_in: int, log) -> dict:
+             burn_in: int, cfg: dict, log) -> dict:
     """Umbrella windows along âG on one training set (the converged study's data of ``seed`` at P), run
     twice in one batch: from prior draws and from the copy solution (the recipes' own initial states).
     Each run is combined by MBAR; their agreement is the check that the windows equilibrated. Returns the
     MBAR posterior mean of âG, the weight of âG > the midpoint of ``span`` (the copy branch), the smallest
     neighbour overlap and the acceptance, per start and for both runs pooled."""
-    cfg = cfgmod.validate(cfgmod.load(CONFIG))
     rcs = {init: RunConfig.from_dict(cfgmod.run_config(cfg, "softmax", name))
            for init, name in (("prior", "hmc"), ("copy", "hmc_copy"))}
     rc, task = rcs["prior"], rcs["prior"].task
@@ -207,16 +215,18 @@ def main(argv=None) -> int:
     ap.add_argument("--span", type=float, nargs=2, default=(0.0, 0.09), help="range of âG the windows cover")
     ap.add_argument("--stiffness", type=float, default=4.0, help="κ in units of 1/spacing²")
     ap.add_argument("--umbrella-steps", type=int, nargs=2, default=(1000, 200), metavar=("STEPS", "BURN_IN"))
+    ap.add_argument("--study", help="a study of config/studies.yaml (e.g. L32_dk64, whose studies page lists a "
+                                    "metastable point) instead of the converged study")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
     log = None if a.quiet else (lambda line: print("   ", line, flush=True))
-    cfg = cfgmod.validate(cfgmod.load(CONFIG))
+    cfg, source = load_config(a.study)
     p = action_params(cfg)
     tr = closed_form_transitions("softmax", p, cfg["theory"]["grid_n"])
     spin = (float(tr["P_spinodal_low"]), float(tr["P_spinodal_high"]))
     rows, info = [], {}
     for P in a.P:
-        ch, info[P] = chains(P, log)
+        ch, info[P] = chains(P, cfg, log)
         rows += [dict(r, P=P) for r in per_dataset(ch, P, spin)]
     recipe = info[a.P[0]]["recipe"]
     fmt = lambda x: f"{x:.4f}"
@@ -251,7 +261,7 @@ def main(argv=None) -> int:
     print("\n".join(lines))
     umb = []
     if a.umbrella:
-        u = umbrella(a.umbrella[0], a.umbrella[1], a.windows, tuple(a.span), a.stiffness, *a.umbrella_steps, log)
+        u = umbrella(a.umbrella[0], a.umbrella[1], a.windows, tuple(a.span), a.stiffness, *a.umbrella_steps, cfg, log)
         umb = [""] + umbrella_lines(u)
         print("\n".join(umb))
     if a.md:
@@ -259,8 +269,8 @@ def main(argv=None) -> int:
         head = ["# Metastability at the softmax jump: the latent heat between the branches", "",
                 answer, "",
                 f"Written by `python src/research/benchmarks/metastability.py {' '.join(argv if argv is not None else sys.argv[1:])}` "
-                f"({stamp()}). The converged "
-                f"study's HMC chains (config/converged.yaml, recipes hmc and hmc_copy: {recipe.steps} iterations, "
+                f"({stamp()}). The "
+                f"HMC chains of {source} (recipes hmc and hmc_copy: {recipe.steps} iterations, "
                 f"{recipe.burn_in} warm-up, {recipe.n_leapfrog} leapfrog steps), softmax, V = {p.V}, L = {p.L}, "
                 f"d_k = {p.d_k}, σ² = {p.sigma2}; ℓ = −log p(Y | Q, K) (the readout integrated out) and âG = mP/L "
                 f"at every iteration after warm-up. Closed-form spinodals P_sp,low = {spin[0]:.1f}, "
@@ -273,7 +283,8 @@ def main(argv=None) -> int:
                 "a ladder dense only near each training set's own coexistence point would need fewer, but that "
                 "point differs between training sets and is what is unknown.", ""]
         write_benchmark_page(Path(a.md), head + lines + umb, "metastability",
-                             {"P": a.P, "config": str(CONFIG.relative_to(ROOT)), "cpu": cpu,
+                             {"P": a.P, "config": str(CONFIG.relative_to(ROOT)) if not a.study else str(SPEC.relative_to(ROOT)),
+                              "study": a.study, "cpu": cpu,
                               "umbrella": None if not a.umbrella else {
                                   "P_seed": a.umbrella, "windows": a.windows, "span": list(a.span),
                                   "stiffness": a.stiffness, "steps": list(a.umbrella_steps)}},
