@@ -508,12 +508,14 @@ def test_a_group_rerun_a_few_studies_at_a_time_carries_the_rest_and_the_page_say
     spec = _spec(tmp_path, studies, groups)
     second = tmp_path / "second" / "studies.json"
     second.parent.mkdir()
+    sidecar_path(paths[1]).write_text(json.dumps({"code_version": "c0ffee123456"}))   # what made S32's results
     assert main(["studies-report", str(spec), str(paths[1]), "--carry", str(first), "--out", str(second)]) == 0
     data, rec = json.loads(second.read_text()), json.loads(sidecar_path(second).read_text())
     commit = json.loads(sidecar_path(first).read_text())["git_commit"][:12]
     by = {s["name"]: s for s in data["studies"]}
     assert [by[n].get("carried") for n in ("S16", "S32", "S48")] == [commit, None, commit]
     assert [by[n]["current"] for n in ("S16", "S32", "S48")] == [False, True, True]
+    assert by["S32"]["code_version"] == "c0ffee123456"       # from the results' provenance record
     assert by["S32"]["sampler"] == {"steps": 40000, "eta": 0.001, "burn_in": 10000, "thin": 75}
     assert set(rec["inputs"]) == {"spec", "study_S32"}
     assert rec["options"]["carried"] == {"path": str(first), "sha256": sha256_file(first), "git_commit": commit,

@@ -126,11 +126,19 @@ def _transition(att: str, a: AttentionTables, recipe: str = "sgld") -> dict:
     return out
 
 
+def _made_by(path: Path) -> str:
+    """The code version that made a results JSON, from its provenance record ("" where it has none)."""
+    try:
+        return str(json.loads(sidecar_path(path).read_text()).get("code_version") or "")
+    except (FileNotFoundError, ValueError):
+        return ""
+
+
 def _sizes(path: Path, d: ResultsTables, name: str) -> dict:
     cfg = json.loads(d.config.json)
     m, t = cfg["model"], cfg["task"]
     return {"name": name, "path": str(path), "L": int(t["L"]), "V": int(t["V"]), "d_k": int(m["d_k"]),
-            "sigma2": float(m["sigma2"]), "code_version": "", "config": cfg,
+            "sigma2": float(m["sigma2"]), "code_version": _made_by(path), "config": cfg,
             "eta": float(cfg["optimizers"]["sgld"]["eta"]) if "sgld" in cfg.get("optimizers", {}) else math.nan}
 
 
