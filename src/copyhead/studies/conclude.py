@@ -285,7 +285,8 @@ def mixing_line(studies) -> list[str]:
             "chain fails within itself."
             + (f" {one} of the points were sampled from prior starts only, where a second branch cannot show." if one else "")
             + (" A metastable point's two branches are weighed by umbrella sampling in the research package "
-               "(docs/benchmarks/metastability.md, one point so far); here its chains' means are reported as they are."
+               "(`python src/research/benchmarks/metastability.py --study NAME --P P --umbrella P SEED`, pages "
+               "docs/benchmarks/metastability*.md); here its chains' means are reported as they are."
                if n["metastable"] else "")]
 
 
