@@ -323,8 +323,8 @@ def _per_study_section(studies: tuple[Study, ...]) -> list[str]:
         out.append(table(["study", "attention", "starts", "mixed", "metastable", "not mixed"],
                          [[r["study"], r["attention"], "prior + copy" if r["paired"] else "prior only",
                            f"{len(r['mixed'])}/{r['n']}",
-                           ", ".join(f"{g(P)} (R̂ {r['rhat_paired'][P]:.3f})" for P in r["metastable"]) or "–",
-                           ", ".join(f"{g(P)} (R̂ {r['within'][P][0]:.3f}, ESS {r['within'][P][1]:.0f})"
+                           ", ".join(f"{g(P)} (R̂ {r['rhat_paired'][P]:.4f})" for P in r["metastable"]) or "–",
+                           ", ".join(f"{g(P)} (R̂ {r['within'][P][0]:.4f}, ESS {r['within'][P][1]:.0f})"
                                      for P in r["not mixed"]) or "–"] for r in mix]))
         unknown = [s.name for s in studies if not any(a.points for a in s.attentions.values())]
         if unknown:
