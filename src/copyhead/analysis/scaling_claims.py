@@ -53,7 +53,7 @@ def mixing(row: ScalingRow) -> tuple[bool | None, str]:
     rh, es = [x for x in rh if math.isfinite(x)], [x for x in es if math.isfinite(x)]
     if not rh or not es:
         return None, ""
-    return is_mixed(max(rh), min(es)), f"largest within-chain R̂ {max(rh):.3g}, smallest bulk ESS of one chain {min(es):.3g}"
+    return is_mixed(max(rh), min(es)), f"largest within-chain R̂ {max(rh):.4f}, smallest bulk ESS of one chain {min(es):.3g}"
 
 
 def scaling_rows(studies: list[dict]) -> list[dict]:
