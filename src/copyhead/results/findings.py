@@ -54,7 +54,7 @@ def _finite(fs: FiniteSize, sampler: str, tol: float = AGREE_TOLERANCE) -> list[
                  f"at d_k/L = {g(fs.d_k_over_L)}, L = {fs.values[0]} → {fs.values[-1]}")
         trend = ("falls" if all(falls) else "does not fall for every attention type") + f" as {by} grows"
         level = "still above 2 at the largest" if all(above) else "at or below 2 for some attention type at the largest"
-        out.append(f"Significance beside it: RMS z of {sampler} against the same-dataset theory {where}: "
+        out.append(f"Significance beside the |Δ| above: RMS z of {sampler} against the same-dataset theory {where}: "
                    f"{', '.join(parts)} — it {trend}, {level} {by} (z grows with the chains' precision, so it "
                    "tests an approximate theory ever more strictly; the effect size above is the verdict).")
     trs = []
