@@ -255,13 +255,11 @@ def point_mixing(studies) -> list[dict]:
         for att, a in s.attentions.items():
             if not a.points:
                 continue
-            worst = {}
+            at = {}
             for p in a.points:
-                w = worst.get(p.P)
-                if w is None or POINT_ORDER.index(p.status) < POINT_ORDER.index(w.status):
-                    worst[p.P] = p
-            by = {st: [P for P, p in sorted(worst.items()) if p.status == st] for st in POINT_ORDER}
-            at = {P: [x for x in a.points if x.P == P] for P in worst}
+                at.setdefault(p.P, []).append(p)
+            worst = {P: min((x.status for x in ps), key=POINT_ORDER.index) for P, ps in sorted(at.items())}
+            by = {st: [P for P, w in worst.items() if w == st] for st in POINT_ORDER}
             rp = {P: max(x.rhat_paired for x in at[P]) for P in by["metastable"]}
             within = {P: (max(x.rhat_within for x in at[P]), min(x.ess_chain for x in at[P])) for P in by["not mixed"]}
             out.append({"study": s.name, "attention": att, "paired": any(p.paired for p in a.points),
