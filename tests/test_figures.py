@@ -221,7 +221,7 @@ def test_studies_finite_size_figure_colours_by_P_instead_of_a_legend_entry_per_c
     from copyhead.figures.studies import draw_finite_size
     at = {"d_k": 16, "L": 16, "experiment": 0.0, "theory": 0.0}
     fit = {"a_err": 0.1, "b_err": 0.1, "chi2_dof": 1.0, "n": 3}
-    pts = [dict(at, x=x, P=10.0, gap=-1.0 / x, error=0.01, z=0.0) for x in (16, 32, 64)]
+    pts = [dict(at, x=x, P=10.0, gap=-1.0 / x, error=0.01, z=0.0, study=f"S{x}") for x in (16, 32, 64)]
     params = {"linear": (("c1", "ĉ1"), ("cG", "ĉG")), "softmax": (("aG", "âG"),)}
     gaps = [{"attention": att, "recipe": "hmc", "ratio": r, "param": p, "name": n, "points": pts,
              "fit": dict(fit, a=0.0, b=-1.0), "closes": True}
@@ -232,9 +232,14 @@ def test_studies_finite_size_figure_colours_by_P_instead_of_a_legend_entry_per_c
                                for x in (16, 32, 64)]}]
     fs = FiniteSize.from_dict({"by": "d_k", "values": [16, 32, 64], "L": 16, "d_k_over_L": None, "gaps": gaps,
                                "transitions": transitions, "agreement": []})
-    fig = draw_finite_size(fs, "synthetic")
+    fig = draw_finite_size(fs, "synthetic", (frozenset({("S16", "linear", 10.0, "cG")}), frozenset()))
     sizes = [len(ax.get_legend().get_texts()) for ax in fig.axes if ax.get_legend()]
-    assert sizes and max(sizes) <= 4          # (a): ĉ1, ĉG; (b): âG; (c): one per transition series
+    assert sizes and max(sizes) <= 4          # (a): ĉ1, ĉG, the faded key; (b): âG; (c): one per transition series
+    from copyhead.figures.studies import FADED_ALPHA, FADED_LABEL
+    faded = [c for c in fig.axes[0].containers if c.lines[0].get_alpha() == FADED_ALPHA]
+    assert len(faded) == 7 and all(list(c.lines[0].get_xdata()) == [1 / 16] for c in faded)   # ĉG at d_k = 16, each P
+    assert FADED_LABEL in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert not any(c.lines[0].get_alpha() for ax in fig.axes[1:] for c in ax.containers)
     (cbar,) = [a for ax in fig.axes for a in ax.child_axes if "P / P_ref" in a.get_ylabel()]
     ticks = [t.get_text() for t in cbar.get_yticklabels()]
     assert "0.5" in ticks and "2" in ticks and len(ticks) < 7   # 0.7/0.75 and 1.35/1.4: one tick each

@@ -693,3 +693,40 @@ def test_each_point_is_mixed_metastable_or_not_mixed_by_its_chains_not_across_tr
     line = mixing_line([study])[0]
     assert "0 of 3 mixed, 2 metastable, 1 not mixed" in line and "split-R̂ ≤ 1.01) with bulk ESS ≥ 100" in line
     assert "umbrella" in line
+
+
+def test_figures_fade_the_points_and_transitions_whose_chains_have_not_mixed():
+    """unsettled: a (study, attention, P, param) not mixed or metastable is faded, and so is its study's
+    transition; a table without per-point status falls back to the verdicts' rule on its worst chain. The
+    scaling figure fades exactly those transitions (one legend key says so); a mixed study stays solid."""
+    import math
+    from types import SimpleNamespace as NS
+    import matplotlib.pyplot as plt
+    from copyhead.analysis.results_model import PointStatus, read_studies
+    from copyhead.attention import ATTENTIONS
+    from copyhead.figures.studies import FADED_ALPHA, FADED_LABEL, draw_scaling
+    from copyhead.studies.conclude import unsettled
+
+    def pt(P, status):
+        return PointStatus(P=P, param="cG", status=status, paired=False, rhat_within=1.0, ess_chain=500.0,
+                           rhat_paired=math.nan)
+    studies = [NS(name="A", attentions={"linear": NS(points=(pt(8.0, "mixed"), pt(9.0, "not mixed")))}),
+               NS(name="B", attentions={"linear": NS(points=(pt(8.0, "mixed"), pt(9.0, "metastable")))}),
+               NS(name="C", attentions={"linear": NS(points=(pt(8.0, "mixed"),))}),
+               NS(name="D", attentions={"linear": NS(points=None, rhat_within_max=1.02, ess_chain_min=500.0)}),
+               NS(name="E", attentions={"linear": NS(points=None, rhat_within_max=1.005, ess_chain_min=500.0)})]
+    points, transitions = unsettled(studies)
+    assert points == {("A", "linear", 9.0, "cG"), ("B", "linear", 9.0, "cG")}
+    assert transitions == {("A", "linear"), ("B", "linear"), ("D", "linear")}
+    rep = read_studies(ROOT / "docs/studies_fixed_dk16/studies.json")
+    fx = rep.fixed_dk[0]
+    faded = unsettled(rep.studies)
+    fig = draw_scaling(fx.rows, fx.theory_lines, faded)
+    ax = fig.axes[0]
+    for att in ("linear", "softmax"):
+        want = sorted(float(r.L) for r in fx.rows if r.transition(att) and (r.name, att) in faded[1])
+        got = sorted(float(x) for c in ax.containers if c.lines[0].get_alpha() == FADED_ALPHA
+                     and c.lines[0].get_color() == ATTENTIONS[att].color for x in c.lines[0].get_xdata())
+        assert got == want
+    assert faded[1] and FADED_LABEL in [t.get_text() for t in ax.get_legend().get_texts()]
+    plt.close(fig)

@@ -115,7 +115,8 @@ def finite_size(studies: list[dict], ratios: dict, by: str = "d_k") -> dict:
                 key = (att, r["recipe"], nominal, r["param"])
                 gaps.setdefault(key, {"name": r["name"], "points": []})["points"].append(
                     {"x": s[by], "d_k": s["d_k"], "L": s["L"], "P": r["P"], "experiment": r["experiment"],
-                     "theory": r["theory"], "gap": r["experiment"] - r["theory"], "error": row_error(r), "z": r["z"]})
+                     "theory": r["theory"], "gap": r["experiment"] - r["theory"], "error": row_error(r), "z": r["z"],
+                     "study": s["name"]})
     gap_rows = []
     for (att, recipe, nominal, param), gp in sorted(gaps.items()):
         pts = gp["points"]
@@ -137,7 +138,7 @@ def finite_size(studies: list[dict], ratios: dict, by: str = "d_k") -> dict:
                 q, e = ratio_error(a["transition"], th)
                 pts.append({"x": s[by], "d_k": s["d_k"], "L": s["L"], "experiment": a["transition"]["estimate"],
                             "ci_lo": a["transition"]["ci_lo"], "ci_hi": a["transition"]["ci_hi"], "theory": th,
-                            "ratio": q, "error": e})
+                            "ratio": q, "error": e, "study": s["name"]})
             fit = fit_inverse_dk([p["x"] for p in pts], [p["ratio"] for p in pts], [p["error"] for p in pts])
             trans.append({"attention": att, "transition": name, "prior": prior, "points": pts,
                           "fit": fit, "tends_to_theory": compatible(fit["a"], fit["a_err"], 1.0)})

@@ -916,6 +916,7 @@ class GapPoint(Record):
     gap: Number
     error: Number
     z: Number
+    study: Optional[str] = absent()     # the study's name (older tables lack it)
 
 
 @record
@@ -941,6 +942,7 @@ class RatioPoint(Record):
     theory: Number
     ratio: Number
     error: Number
+    study: Optional[str] = absent()     # the study's name (older tables lack it)
 
 
 @record

@@ -46,6 +46,41 @@ def _stage(rows) -> tuple[str | None, str]:
     return recipe, METHOD.get(recipe, "SGLD")
 
 
+# points and transitions whose chains have not mixed (or sit on one of two branches) are drawn faded, with one
+# legend key: the pages' per-point status (section 4 of a studies page, studies.conclude.unsettled)
+FADED_ALPHA = 0.3
+FADED_LABEL = "faded: chains not mixed or metastable"
+NOTHING_FADED = (frozenset(), frozenset())
+
+
+def _errorbar(ax, x, y, yerr, faded, **kw):
+    """``ax.errorbar`` of the points, the ``faded`` ones (a boolean mask) drawn at :data:`FADED_ALPHA` with no
+    legend label (they keep it where every point is faded); returns the drawn container of the others (or of
+    the faded ones where all are)."""
+    x, y, faded = np.asarray(x, float), np.asarray(y, float), np.asarray(faded, bool)
+    yerr = np.asarray(yerr, float)
+    out = None
+    hide = {"label": "_faded"} if (~faded).any() else {}
+    for mask, extra in ((~faded, {}), (faded, {"alpha": FADED_ALPHA, **hide})):
+        if mask.any():
+            line = ax.errorbar(x[mask], y[mask], yerr=yerr[..., mask], **{**kw, **extra})
+            out = out or line
+    return out
+
+
+def _faded_key(n_faded: int):
+    """The legend key of the faded points (None where nothing is faded)."""
+    from matplotlib.lines import Line2D
+    return Line2D([], [], marker="o", color="0.35", alpha=FADED_ALPHA, ls="none", ms=4,
+                  label=FADED_LABEL) if n_faded else None
+
+
+def _legend(ax, n_faded: int, **kw):
+    """The panel's legend, with the faded points' key where it has any."""
+    handles, _ = ax.get_legend_handles_labels()
+    ax.legend(handles=handles + [k for k in [_faded_key(n_faded)] if k], **kw)
+
+
 def _fit_line(ax, fit: Fit, x, color, ls: str):
     """The fitted a + b·x over the data's own range of x only: with three sizes, a line drawn on to x = 0
     would show an extrapolation the data do not support (its value there, r_∞ with its error, is in the
@@ -57,9 +92,11 @@ def _fit_line(ax, fit: Fit, x, color, ls: str):
         ax.plot(xs, fit.a + fit.b * xs, ls, lw=0.8, color=color)
 
 
-def draw_finite_size(fs: FiniteSize, title: str):
+def draw_finite_size(fs: FiniteSize, title: str, unsettled=NOTHING_FADED):
     """Gaps (sampler − same-dataset theory, prior starts: HMC's or SGLD's, :func:`_stage`) of both attention types and the transition ratios
-    experiment/theory against 1/size, with their weighted fits (a ``finite_size`` table of studies.json)."""
+    experiment/theory against 1/size, with their weighted fits (a ``finite_size`` table of studies.json).
+    ``unsettled``: (points, transitions) to draw faded (studies.conclude.unsettled; keyed by the study's name,
+    which tables older than it lack: nothing faded there)."""
     plt = _pyplot()
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import ListedColormap, LogNorm
@@ -74,17 +111,18 @@ def draw_finite_size(fs: FiniteSize, title: str):
     cmap = ListedColormap(plt.get_cmap("viridis")(np.linspace(0, 0.9, 256)))   # no pale yellow on white
     for i, (ax, att) in enumerate(zip(axes, ATTENTIONS)):
         rows = [r for r in fs.gaps if r.attention == att and r.recipe == stage]
-        keys = {}
+        keys, n_faded = {}, 0
         for r in rows:
             color = cmap(norm(r.ratio))
             copy = r.param.endswith("G")
             x = np.array([1.0 / p.x for p in r.points])
             y = np.array([p.gap for p in r.points])
             e = np.array([p.error for p in r.points])
-            line = ax.errorbar(x, y, yerr=Z(e), fmt="o" if copy else "s", ms=3.5, capsize=2,
-                               color=color, mfc=color if copy else "none",
-                               label=f"_{r.name}, P = {g(r.ratio)}·P_ref")
-            _fit_line(ax, r.fit, x, line[0].get_color(), "--")
+            faded = [(p.study, att, p.P, r.param) in unsettled[0] for p in r.points]
+            n_faded += sum(faded)
+            _errorbar(ax, x, y, Z(e), faded, fmt="o" if copy else "s", ms=3.5, capsize=2,
+                      color=color, mfc=color if copy else "none", label=f"_{r.name}, P = {g(r.ratio)}·P_ref")
+            _fit_line(ax, r.fit, x, color, "--")
             keys[r.name] = Line2D([], [], marker="o" if copy else "s", color="0.35",
                                   mfc="0.35" if copy else "none", ls="none", ms=4, label=r.name)
         ax.axhline(0, color="k", lw=0.6)
@@ -93,8 +131,8 @@ def draw_finite_size(fs: FiniteSize, title: str):
         ax.set_ylabel(f"{method} − same-dataset theory")
         ax.set_title(f"({'abcdefgh'[i]}) {att}: order parameters, prior starts (95% bars)", fontsize=9)
         if keys:
-            ax.legend(handles=list(keys.values()), fontsize=7, loc="best", title_fontsize=7,
-                      title="colour: P / P_ref")
+            ax.legend(handles=list(keys.values()) + [k for k in [_faded_key(n_faded)] if k], fontsize=7,
+                      loc="best", title_fontsize=7, title="colour: P / P_ref")
     sm = ScalarMappable(norm=norm, cmap=cmap)
     cax = axes[len(ATTENTIONS) - 1].inset_axes([1.03, 0.0, 0.035, 1.0])
     cb = fig.colorbar(sm, cax=cax)
@@ -107,7 +145,7 @@ def draw_finite_size(fs: FiniteSize, title: str):
     cb.minorticks_off()
     cb.ax.tick_params(labelsize=6.5)
     cb.set_label("P / P_ref (both panels)", fontsize=8)
-    ax = axes[len(ATTENTIONS)]
+    ax, n_faded = axes[len(ATTENTIONS)], 0
     for t in fs.transitions:
         x = np.array([1.0 / p.x for p in t.points])
         y = np.array([p.ratio for p in t.points], float)
@@ -116,17 +154,18 @@ def draw_finite_size(fs: FiniteSize, title: str):
             continue
         filled = t.prior == "large_deviation"
         v = variant(t.attention)
-        line = ax.errorbar(x * (1.0 if filled else 1.02), y, yerr=Z(e), fmt=v.marker,
-                           ms=4, capsize=2, mfc=None if filled else "none", color=v.color,
-                           label=f"{t.attention} {v.transition}, "
-                                 f"{PRIOR_LABEL[t.prior]} prior")
-        _fit_line(ax, t.fit, x, line[0].get_color(), "--" if filled else ":")
+        faded = [(p.study, t.attention) in unsettled[1] for p in t.points]
+        n_faded += sum(faded)
+        _errorbar(ax, x * (1.0 if filled else 1.02), y, Z(e), faded, fmt=v.marker, ms=4, capsize=2,
+                  mfc=None if filled else "none", color=v.color,
+                  label=f"{t.attention} {v.transition}, {PRIOR_LABEL[t.prior]} prior")
+        _fit_line(ax, t.fit, x, v.color, "--" if filled else ":")
     ax.axhline(1, color="k", lw=0.6)
     ax.set_xlim(left=0)
     ax.set_xlabel(f"1/{B}")
     ax.set_ylabel(f"transition P: {method} / closed-form theory")
     ax.set_title(f"(c) transition points (95% CI), fits r_∞ + b/{B}", fontsize=9)
-    ax.legend(fontsize=6.5, loc="best")
+    _legend(ax, n_faded, fontsize=6.5, loc="best")
     fig.suptitle(title + " (dashed: weighted fits over the measured sizes)", fontsize=10)
     fig.tight_layout()
     fig.subplots_adjust(wspace=0.42)   # room for the colour bar beside (b)
@@ -157,11 +196,14 @@ def _plain_log_ticks(axis, lim):
         fixed_ticks(axis, ticks)
 
 
-def draw_scaling(rows: list[ScalingRow], theory_lines: TheoryLines):
+def draw_scaling(rows: list[ScalingRow], theory_lines: TheoryLines, unsettled=NOTHING_FADED):
     """Transitions against L (experiment and closed form along the studies' path), P* over the paper's two
     scaling forms, and the linear-crossover / softmax-P* ratio against √(LV) (a scaling table of studies.json:
-    its rows and theory lines, keyed by (attention, prior))."""
+    its rows and theory lines, keyed by (attention, prior)). ``unsettled``: as in :func:`draw_finite_size`;
+    a ratio is faded where either of its transitions is."""
     plt = _pyplot()
+    bad = unsettled[1]
+    n_faded = [0, 0, 0]   # per panel
     method = "/".join(dict.fromkeys(r.method for r in rows)) or "SGLD"
     fig, axes = plt.subplots(1, 3, figsize=(12.5, 4.8), dpi=150)
     ax = axes[0]
@@ -178,14 +220,16 @@ def draw_scaling(rows: list[ScalingRow], theory_lines: TheoryLines):
             y = np.array([r.transition(att).estimate for r in pts])
             lo = np.array([r.transition(att).ci_lo for r in pts])
             hi = np.array([r.transition(att).ci_hi for r in pts])
-            ax.errorbar(L, y, yerr=[y - lo, hi - y], fmt=v.marker, color=v.color, capsize=2,
-                        label=f"{method} {att} {v.transition}")
+            faded = [(r.name, att) in bad for r in pts]
+            n_faded[0] += sum(faded)
+            _errorbar(ax, L, y, [y - lo, hi - y], faded, fmt=v.marker, color=v.color, capsize=2,
+                      label=f"{method} {att} {v.transition}")
     _log_L_axis(ax, theory_lines)
     ax.set_yscale("log")
     _plain_log_ticks(ax.yaxis, ax.get_ylim())
     ax.set_ylabel("transition P (sequences)")
     ax.set_title(f"(a) V = {theory_lines.V}, {theory_lines.label}", fontsize=9)
-    ax.legend(fontsize=6)
+    _legend(ax, n_faded[0], fontsize=6)
     ax = axes[1]
     for prior, ls in (("large_deviation", "-"), ("gaussian", ":")):
         tl = theory_lines.line("softmax", prior)
@@ -201,13 +245,15 @@ def draw_scaling(rows: list[ScalingRow], theory_lines: TheoryLines):
         y = np.array([r.softmax.estimate for r in pts])
         lo = np.array([r.softmax.ci_lo for r in pts])
         hi = np.array([r.softmax.ci_hi for r in pts])
+        faded = [(r.name, "softmax") in bad for r in pts]
         for div, col, lab in ((np.log(L) ** 2, "C3", f"{method} jump/ln²L"),
                               (L * np.log(L) ** 2 / 10, "C2", f"{method} 10·jump/(L ln²L)")):
-            ax.errorbar(L, y / div, yerr=[(y - lo) / div, (hi - y) / div], fmt="D", color=col, capsize=2, label=lab)
+            _errorbar(ax, L, y / div, [(y - lo) / div, (hi - y) / div], faded, fmt="D", color=col, capsize=2, label=lab)
+            n_faded[1] += sum(faded)
     _log_L_axis(ax, theory_lines)
     ax.set_ylabel("softmax jump P / scaling form")
     ax.set_title("(b) the paper's P* ~ L ln²L (flat = holds)", fontsize=9)
-    ax.legend(fontsize=6)
+    _legend(ax, n_faded[1], fontsize=6)
     ax = axes[2]
     for prior, ls in (("large_deviation", "-"), ("gaussian", ":")):
         lin, sm = theory_lines.line("linear", prior), theory_lines.line("softmax", prior)
@@ -221,8 +267,10 @@ def draw_scaling(rows: list[ScalingRow], theory_lines: TheoryLines):
         y = np.array([r.ratio.experiment for r in rat])
         lohi = np.array([ratio_interval(r.ratio)[:2] for r in rat])
         method = "/".join(dict.fromkeys(r.method for r in rat))
-        ax.errorbar(x, y, yerr=[y - lohi[:, 0], lohi[:, 1] - y], fmt="o", color="k", capsize=2,
-                    label=f"{method} crossover / jump (95% interval)")
+        faded = [(r.name, "linear") in bad or (r.name, "softmax") in bad for r in rat]
+        n_faded[2] += sum(faded)
+        _errorbar(ax, x, y, [y - lohi[:, 0], lohi[:, 1] - y], faded, fmt="o", color="k", capsize=2,
+                  label=f"{method} crossover / jump (95% interval)")
         same = np.array([r.ratio.same_dataset or [np.nan, np.nan] for r in rat], float)
         if np.isfinite(same).any():
             ax.errorbar(x * 1.03, same.mean(axis=1), yerr=(same[:, 1] - same[:, 0]) / 2, fmt="none", ecolor="C0",
@@ -239,7 +287,7 @@ def draw_scaling(rows: list[ScalingRow], theory_lines: TheoryLines):
     ax.set_xlabel("√(LV)")
     ax.set_ylabel("linear crossover P / softmax jump P")
     ax.set_title("(c) softmax advantage (paper: grows ∝ √(LV))", fontsize=9)
-    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2))   # below: hides no point
+    _legend(ax, n_faded[2], fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2))   # below: hides no point
     fig.tight_layout()
     return fig
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from copyhead.analysis.convergence import MIXED_ESS, MIXED_RHAT
+from copyhead.analysis.convergence import MIXED_ESS, MIXED_RHAT, is_mixed
 from copyhead.analysis.finite_size import (PRIOR_LABEL, correction_size, decay, largest_gaps, prior_distances,
                                           ratio_verdict, study_largest_delta)
 from copyhead.analysis.scaling_claims import (FORMS, advantage_trend, closed_form_path, jump_forms, per_sigma2,
@@ -265,6 +265,21 @@ def point_mixing(studies) -> list[dict]:
             out.append({"study": s.name, "attention": att, "paired": any(p.paired for p in a.points),
                         "n": len(worst), **by, "rhat_paired": rp, "within": within})
     return out
+
+
+def unsettled(studies) -> tuple[frozenset, frozenset]:
+    """What the figures fade: (points, transitions). ``points``: the (study, attention, P, param) whose status
+    (:class:`PointStatus`) is not mixed or metastable; ``transitions``: the (study, attention) with such a
+    point, or, for tables that predate the per-point status, whose worst chain fails
+    :func:`~copyhead.analysis.convergence.is_mixed` (the verdicts' rule, :func:`~copyhead.analysis.scaling_claims.mixing`)."""
+    points, transitions = set(), set()
+    for s in studies:
+        for att, a in s.attentions.items():
+            bad = {(s.name, att, p.P, p.param) for p in a.points or () if p.status != "mixed"}
+            points |= bad
+            if bad if a.points else not is_mixed(a.rhat_within_max, a.ess_chain_min):
+                transitions.add((s.name, att))
+    return frozenset(points), frozenset(transitions)
 
 
 def mixing_line(studies) -> list[str]:

@@ -29,7 +29,7 @@ from copyhead.provenance import DataFileError, product_record, sidecar_path, wri
 from copyhead.results.findings import headline, recipe_lines, sampler_text, samplers
 from copyhead.studies.conclude import (RANK_NOTE, collapse_verdict, conclude_dk_over_L, conclude_finite_size,
                                        conclude_scaling, conclude_scaling_theory, convergence_summary, mixing_line,
-                                       paper_scale, point_mixing)
+                                       paper_scale, point_mixing, unsettled)
 from copyhead.publish import check_published, record_written
 from copyhead.studies.tables import CURVE_LABEL, load_transitions, path_label
 
@@ -170,10 +170,15 @@ def render(rep: StudiesReport, json_name: str = "studies.json", converged: dict 
     return out
 
 
+# under each figure that fades points (figures.studies.FADED_LABEL)
+FADED_CAPTION = ("Faded markers: points whose chains have not mixed or are metastable, and the transitions (and "
+                 "ratios) of a study with such a point (section 4, 'Mixing per P point').")
+
+
 def _finite_size_section(fs: FiniteSize, number: str, title: str, figure: str, conclusion: list[str],
                          sampler: str) -> list[str]:
     B, vals = fs.by, fs.values
-    out = [f"## {number}. {title}", "", f"![{figure}]({figure})", "",
+    out = [f"## {number}. {title}", "", f"![{figure}]({figure})", "", FADED_CAPTION, "",
            f"### Agreement per {B} ({sampler}, both starts, points away from the transitions)", ""]
     rows = []
     for a in fs.agreement:
@@ -229,7 +234,7 @@ def _ratio_cell(rat: Ratio | None) -> str:
 
 def _scaling_section(sc: StudyPath, number: str, title: str, figure: str) -> list[str]:
     method = "/".join(dict.fromkeys(r.method for r in sc.rows)) or "SGLD"
-    out = [f"## {number}. {title}", "", f"![{figure}]({figure})", "",
+    out = [f"## {number}. {title}", "", f"![{figure}]({figure})", "", FADED_CAPTION, "",
            f"Paper: {PAPER['scaling'][1]}. P counts sequences; in tokens N = P·L, so 'N* ∝ L ln²L' is "
            f"P* ∝ ln²L and 'P* ∝ L ln²L' counts sequences. Both are shown. Experiment: {method} transitions with 95% "
            "intervals (softmax: the grid step where âG rises fastest, widened by the bootstrap); theory: the "
@@ -354,18 +359,21 @@ def _per_study_section(studies: tuple[Study, ...]) -> list[str]:
 def _figures(rep: StudiesReport) -> dict:
     """{file name: (draw function, its arguments, options)} of every figure the page shows."""
     out = {}
+    faded = unsettled(rep.studies)
     if rep.finite_size:
         fs = rep.finite_size
         out[FIGURES["finite_size"]] = (draw_finite_size, (fs, f"Finite d_k at L = {fs.L}: d_k = "
-                                                               f"{', '.join(map(str, fs.values))}"), {"table": "finite_size"})
+                                                               f"{', '.join(map(str, fs.values))}", faded),
+                                       {"table": "finite_size"})
     if rep.finite_L:
         fl = rep.finite_L
         out[FIGURES["finite_L"]] = (draw_finite_size, (fl, f"L = {', '.join(map(str, fl.values))} at d_k/L = "
-                                                           f"{g(fl.d_k_over_L)}"), {"table": "finite_L"})
+                                                           f"{g(fl.d_k_over_L)}", faded), {"table": "finite_L"})
     if rep.scaling:
-        out[FIGURES["scaling"]] = (draw_scaling, (rep.scaling.rows, rep.scaling.theory_lines), {"table": "scaling"})
+        out[FIGURES["scaling"]] = (draw_scaling, (rep.scaling.rows, rep.scaling.theory_lines, faded),
+                                   {"table": "scaling"})
     for fx in rep.fixed_dk or ():
-        out[fx.figure] = (draw_scaling, (fx.rows, fx.theory_lines), {"table": f"fixed_dk:{fx.group}"})
+        out[fx.figure] = (draw_scaling, (fx.rows, fx.theory_lines, faded), {"table": f"fixed_dk:{fx.group}"})
     if rep.twins:
         out[FIGURES["twins"]] = (draw_twins, (rep.twins,), {"table": "twins"})
     return out
