@@ -55,3 +55,19 @@ def test_exact_sampling_benchmark_samples_the_posterior_of_one_training_set(rese
     s = mod.sample(32, 16, 0, iters=150, burn=50, chains=2)
     assert s["c1"].shape == (2, 100) and (s["c1"] >= 0).all() and s["divergent"] == 0
     assert float(s["cG"].mean()) == pytest.approx(0.317, abs=0.03)       # exact 0.3175 ± 0.0005 (the page)
+
+
+def test_exact_sampling_page_puts_the_effect_size_before_the_rms_z(research_script):
+    """research/benchmarks/one_loop_exact.py: every (d_k, P) row and the summary give the largest
+    |exact − theory| first, the RMS z beside it, from the same rows (a synthetic set: the one loop halves the
+    uncorrected miss)."""
+    mod = research_script("one_loop_exact")
+    rows = [{"d_k": d_k, "P": P, "seed": s, "param": p, "exact": 0.5, "mcse": 0.01, "rhat": 1.0, "ess": 400.0, "accept": 0.8, "divergent": 0,
+             "none": 0.5 - 0.08 / d_k * (s + 1), "one_loop": 0.5 - 0.04 / d_k * (s + 1), "pooling": 0.5 - 0.02 / d_k,
+             "soft": 0.0, "soft_pooling": 0.0}
+            for d_k in mod.D_KS for P in mod.PS for s in (0, 1) for p in ("c1", "cG")]
+    text = mod.markdown(rows, 1.0)
+    assert "largest abs(exact − theory): uncorrected | one loop | pooling sector | median" in text
+    summary = next(line for line in text.splitlines() if line.startswith("Over the (d_k, P) above"))
+    assert "d_k = 8: 0.02 → 0.01 (RMS z 1.58 → 0.791)" in summary     # |Δ| max 0.16/8, 0.08/8; z 1 and 2 → RMS √2.5
+    assert summary.index("largest |exact − theory|") < summary.index("RMS z")

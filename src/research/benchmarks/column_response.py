@@ -27,7 +27,9 @@ import torch
 from scipy.optimize import minimize
 
 from copyhead import order_params as op
+from copyhead.analysis.summary import LOCATION_TOLERANCE
 from copyhead.config import ActionParams
+from copyhead.format import g
 from copyhead.studies.spec import action_params
 from copyhead.task import make_data
 from copyhead.theory.action import order_to_coeffs
@@ -272,6 +274,7 @@ def answer(groups) -> list[str]:
              f"| P | column: {head} | closest | rest: {head} | closest | variance / Gaussian: column · rest |",
              "|---|---|---|---|---|---|"]
     within = {s: {k: [] for k, _ in PREDICTIONS} for s, _ in SECTORS}
+    near = {s: {k: [] for k, _ in PREDICTIONS} for s, _ in SECTORS}     # effect size: |amplitude − 1| ≤ tol
     notes = []
     for P in Ps:
         sel, cells = groups[P], []
@@ -280,6 +283,8 @@ def answer(groups) -> list[str]:
             for k, _ in PREDICTIONS:
                 if _sigma(r[k]) <= 2:
                     within[sector][k].append(P)
+                if abs(r[k][0] - 1) <= LOCATION_TOLERANCE:
+                    near[sector][k].append(P)
             best = min(PREDICTIONS, key=lambda kv: abs(r[kv[0]][0] - 1))
             cells += [" · ".join(pm(*r[k], ".2f") for k, _ in PREDICTIONS),
                       f"{best[1]} ({_sigma(r[best[0]]):.1f}σ)"]
@@ -290,13 +295,15 @@ def answer(groups) -> list[str]:
             notes.append(f"At P = {P} the chains fluctuate more than Gaussian order along the rest direction but "
                          "are displaced less than the one loop says: not a stiffer mode.")
     lines.append("")
+    def which(sets):
+        got = [f"{lab} at P = {', '.join(map(str, sets[k]))}" for k, lab in PREDICTIONS if sets[k]]
+        none = [P for P in Ps if not any(P in sets[k] for k, _ in PREDICTIONS)]
+        return (("; ".join(got) if got else "no order at any P")
+                + (f"; no order at P = {', '.join(map(str, none))}" if none and got else ""))
     for sector, name in SECTORS:
-        got = [f"{lab} at P = {', '.join(map(str, within[sector][k]))}" for k, lab in PREDICTIONS
-               if within[sector][k]]
-        none = [P for P in Ps if not any(P in within[sector][k] for k, _ in PREDICTIONS)]
-        lines.append(f"- {name.capitalize()} direction, within 2σ of the chains: "
-                     + ("; ".join(got) if got else "no order at any P")
-                     + (f"; no order at P = {', '.join(map(str, none))}." if none else "."))
+        lines.append(f"- {name.capitalize()} direction, the effect size first: the chains' amplitude within "
+                     f"{g(LOCATION_TOLERANCE)} of the order's (|amplitude − 1| ≤ {g(LOCATION_TOLERANCE)}): "
+                     f"{which(near[sector])}. Significance beside it, within 2σ of the chains: {which(within[sector])}.")
     return lines + [f"- {n}" for n in notes]
 
 

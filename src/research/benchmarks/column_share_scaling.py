@@ -31,6 +31,7 @@ import torch
 
 from copyhead import order_params as op
 from copyhead.analysis.fits import fit_inverse_dk
+from copyhead.analysis.summary import LOCATION_TOLERANCE
 from copyhead.studies.spec import action_params, load_spec, reference_transitions, study_config
 from copyhead.task import make_data
 from copyhead.theory.action import order_to_coeffs
@@ -171,10 +172,16 @@ def power_predict(res, x):
     return float(c * x**al), float(np.sqrt(jac @ cov @ jac))
 
 
+# the effect-size tolerance on ln(chains' share / sector's): the project's tolerance on a ratio (1 ± 0.1,
+# copyhead.analysis.summary.LOCATION_TOLERANCE), as ±0.1 in ln (≈ 10 % on the share ratio)
+LN_TOLERANCE = LOCATION_TOLERANCE
+
+
 def collapse_lines(summ) -> tuple[list[str], dict]:
     """Which variable carries the miss across L: the power law of ln(chains/sector) fitted at L = 16 against
     L/d_k, carried to the L = 32 points once at equal L/d_k and once at equal L²/d_k (the transverse modes
-    over d_k); z = (measured − carried)/√(σ_measured² + σ_fit²). Returns the lines and {variable: [z, ...]}."""
+    over d_k); Δ = measured − carried (in ln(chains/sector)), z = Δ/√(σ_measured² + σ_fit²). Returns the lines
+    and {variable: [(Δ, z), ...]}."""
     out, zs = [], {"L/d_k": [], "L²/d_k": []}
     for ratio in RATIOS:
         pts = [(k[0] / k[1], s["lnr"], s["lnr_se"]) for k, s in summ if k[0] == 16 and k[2] == ratio
@@ -189,7 +196,7 @@ def collapse_lines(summ) -> tuple[list[str], dict]:
             for name, x in (("L/d_k", L / d_k), ("L²/d_k", L * L / (16 * d_k))):
                 m, e = power_predict(res, x)
                 z = (s["lnr"] - m) / np.hypot(s["lnr_se"], e)
-                zs[name].append(float(z))
+                zs[name].append((float(s["lnr"] - m), float(z)))
                 cells.append(f"at equal {name} {pm(m, e, '.2f')} (z = {z:+.1f})")
             out.append(f"- L = {L}, d_k = {d_k}, P/P_ref = {ratio:g}: measured ln(chains/sector) = "
                        f"{pm(s['lnr'], s['lnr_se'], '.2f')}; the L = 16 law " + ", ".join(cells) + ".")
@@ -230,13 +237,23 @@ def markdown(p, rows, seconds, when) -> list[str]:
                      f"law is straight), b = {b:+.3g} ± {sb:.2g}, χ²/dof = {chi2:.2g}.")
     collapse, zs = collapse_lines(summ)
     if zs["L/d_k"]:
-        within = {k: sum(abs(z) <= 2 for z in v) for k, v in zs.items()}
-        rms = {k: float(np.sqrt(np.mean(np.square(v)))) for k, v in zs.items()}
-        best = min(rms, key=rms.get)
-        lines.append(f"- **Across L**: the L = 16 law carried to the {len(zs['L/d_k'])} L = 32 points is within 2σ at "
-                     f"{within['L²/d_k']} of them at equal L²/d_k (the transverse modes over d_k; RMS z "
-                     f"{rms['L²/d_k']:.1f}) and at {within['L/d_k']} at equal L/d_k (RMS z {rms['L/d_k']:.1f}): the miss "
-                     f"follows {best}.")
+        # effect size first: the largest |Δ| in ln(chains/sector) (a factor e^|Δ| on the share ratio) and the
+        # points within |Δ| ≤ LN_TOLERANCE; the significance (within 2σ, RMS z) beside it
+        big = {k: max(abs(d) for d, _ in v) for k, v in zs.items()}
+        near = {k: sum(abs(d) <= LN_TOLERANCE for d, _ in v) for k, v in zs.items()}
+        within = {k: sum(abs(z) <= 2 for _, z in v) for k, v in zs.items()}
+        rms = {k: float(np.sqrt(np.mean([z * z for _, z in v]))) for k, v in zs.items()}
+        best = min(big, key=big.get)
+        other = "L/d_k" if best == "L²/d_k" else "L²/d_k"
+
+        def said(k):
+            return (f"largest |Δ ln| = {big[k]:.2f} (×{np.exp(big[k]):.2f} on the ratio), {near[k]} within "
+                    f"|Δ ln| ≤ {LN_TOLERANCE:g}; significance: within 2σ at {within[k]}, RMS z {rms[k]:.1f}")
+        both = "" if min(rms, key=rms.get) == best else " (the RMS z would pick the other: the two disagree)"
+        lines.append(f"- **Across L**: the L = 16 law carried to the {len(zs['L/d_k'])} L = 32 points misses them, at "
+                     f"equal L²/d_k (the transverse modes over d_k), by {said('L²/d_k')}; at equal L/d_k by "
+                     f"{said('L/d_k')}: the miss follows {best}, by the effect size{both}; {other} misses by "
+                     f"{big[other] - big[best]:.2f} more in ln.")
     u16 = max(L * L / d_k for (L, d_k, _), _s in summ if L == 16)
     for (L, d_k, ratio), s in summ:
         if L == d_k and np.isfinite(s["lnr"]):
