@@ -197,3 +197,18 @@ def test_the_mixing_target_is_judged_per_training_set_and_leaves_out_metastable_
     assert pts[16]["metastable"] == [1] and pts[16]["met"]          # judged on seed 0 alone
     assert not pts[24]["metastable"] and not pts[24]["met"] and pts[24]["ess"] < 400
     assert pts[24]["worst"]["seed"] == 0 and pts[24]["worst"]["param"] == "cG"
+
+
+def test_the_rhat_null_chains_have_the_ess_asked_for_and_the_rule_flags_short_ones(bench_script):
+    """benchmarks/rhat_null.py: its AR(1) chains are stationary with the bulk ESS asked for (within 15 %), and
+    the studies' rule fails a good share of such chains at ESS 200 but almost none at ESS 800: the page's
+    answer comes from these rows."""
+    import numpy as np
+    mod = bench_script("rhat_null")
+    rng = np.random.default_rng(3)
+    x = mod.ar1_chains(mod.rho_for(200, 1300), 1300, 400, rng)
+    assert abs(x.mean()) < 0.02 and abs(x.var() - 1.0) < 0.05          # stationary, unit variance
+    short, long = mod.null_row(200, 1300, 300, rng), mod.null_row(800, 1300, 300, rng)
+    assert abs(short["ess_median"] / 200 - 1) < 0.15 and abs(long["ess_median"] / 800 - 1) < 0.15
+    assert short["p_rhat"] > 0.15 and long["p_rhat"] < 0.02 and short["q99"] > long["q99"]
+    assert short["p_max_8"] == 1 - (1 - short["p_rule"]) ** 8

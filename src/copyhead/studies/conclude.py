@@ -295,7 +295,8 @@ def mixing_line(studies) -> list[str]:
             f"every chain's two halves agree (split-R̂ ≤ {g(MIXED_RHAT)}) with bulk ESS ≥ {g(MIXED_ESS)}, and where a "
             f"training set has a prior- and a copy-started chain they agree (R̂ ≤ {g(MIXED_RHAT)}); metastable = every chain mixed within itself "
             "but a training set's two starts disagree (two branches no single chain crosses); not mixed = some "
-            "chain fails within itself."
+            "chain fails within itself. How often a chain that has mixed fails this rule at its ESS (a chain too "
+            "short to show it has, not one that has not): [rhat_null.md](../benchmarks/rhat_null.md)."
             + (f" {one} of the points were sampled from prior starts only, where a second branch cannot show." if one else "")
             + (" A metastable point's two branches are weighed by umbrella sampling in the research package "
                "(`python src/research/benchmarks/metastability.py --study NAME --P P --umbrella P SEED`, pages "
