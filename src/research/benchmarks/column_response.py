@@ -89,17 +89,19 @@ class TransverseAction:
                        for d in self.T.T.reshape(-1, self.L, self.L)]) @ self.T
         return HE + 0.5 * (HP + HP.T)
 
-    def saddle(self, x0, tol=1e-9):
+    def saddle(self, x0, tol=1e-9, floor=1e-12):
         """The minimum x* of S over x from x0: L-BFGS, then Newton steps until the gradient is below tol of the
-        force at x0 (NaN-free and positive curvature required)."""
+        force at x0, or below ``floor`` (the gradient's rounding level: a start already at the minimum has a
+        force of rounding size itself, and no step gets below it); NaN-free and positive curvature required."""
         x = minimize(self.value_grad, x0, jac=True, method="L-BFGS-B",
                      options={"maxiter": 5000, "gtol": 1e-10}).x
         g, scale = self.grad(x), np.abs(self.grad(x0)).max()
-        for _ in range(5):
-            if np.abs(g).max() <= tol * scale:
+        for step in range(6):
+            if np.abs(g).max() <= max(tol * scale, floor):
                 return x
-            x = x - np.linalg.solve(self.hessian(x), g)
-            g = self.grad(x)
+            if step < 5:
+                x = x - np.linalg.solve(self.hessian(x), g)
+                g = self.grad(x)
         raise RuntimeError(f"transverse saddle not found: gradient {np.abs(g).max():.3g} after Newton steps")
 
     def tadpole(self, x, step=0.3):
