@@ -297,7 +297,9 @@ def mixing_line(studies) -> list[str]:
             "but a training set's two starts disagree (two branches no single chain crosses); not mixed = some "
             "chain fails within itself. How often a chain that has mixed fails this rule at its ESS (a chain too "
             "short to show it has, not one that has not): [rhat_null.md](../benchmarks/rhat_null.md)."
-            + (f" {one} of the points were sampled from prior starts only, where a second branch cannot show." if one else "")
+            + (f" {one} of the points were sampled from prior starts only, where a second branch cannot show (the "
+               "copy start needs d_k ≥ L): there a chain at a jump still moving from one branch to the other during "
+               "its kept draws is 'not mixed', never 'metastable', and a longer warm-up is its remedy." if one else "")
             + (" A metastable point's two branches are weighed by umbrella sampling in the research package "
                "(`python src/research/benchmarks/metastability.py --study NAME --P P --umbrella P SEED`, pages "
                "docs/benchmarks/metastability*.md); here its chains' means are reported as they are."
