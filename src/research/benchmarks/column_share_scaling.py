@@ -8,7 +8,7 @@ transverse modes, and its evidence is expanded to second order around the plane:
 fluctuations, whose size per mode is 1/d_k over L² modes. If that is why it misses, the miss must shrink as
 d_k grows at fixed L and vanish as L/d_k -> 0; if it stays, the sector itself is wrong. This script measures
 it on the finite-size path (L = V = 16, σ² = 0.1: the studies L16_dk16 ... L16_dk256 of config/studies.yaml)
-and at L = 32 (d_k = 32: the default size, config.yaml; d_k = 64: the study L32_dk64), on the copy side
+and at L = 32 (d_k = 32: the research pages' default size, config/dk_equals_L.yaml; d_k = 64: the study L32_dk64), on the copy side
 (P/P_ref = 1.35 and 2, the studies' own P grid), 4 training sets each (the runs' own, seeds 0-3). The L = 32
 points then say which variable carries the miss across L: L/d_k, or L²/d_k (the transverse modes over d_k).
 
@@ -53,7 +53,7 @@ NOISE_FLOOR = 0.25     # a training set whose signal ‖D‖² − ‖δ‖² is
 
 def size_params(name, config: dict):
     """(ActionParams, P_ref) of a size: a study of SPEC, or ``default`` (the size of ``config``, the loaded
-    config.yaml)."""
+    --config: config/dk_equals_L.yaml unless another is given)."""
     cfg = config if name == "default" else study_config(load_spec(SPEC), name)[0]
     p = action_params(cfg)
     return p, reference_transitions(p, cfg["theory"]["grid_n"])["linear"][1]
