@@ -55,30 +55,26 @@ NOTHING_FADED = (frozenset(), frozenset())
 
 def _errorbar(ax, x, y, yerr, faded, **kw):
     """``ax.errorbar`` of the points, the ``faded`` ones (a boolean mask) drawn at :data:`FADED_ALPHA` with no
-    legend label (they keep it where every point is faded); returns the drawn container of the others (or of
-    the faded ones where all are)."""
+    legend label (they keep it where every point is faded)."""
     x, y, faded = np.asarray(x, float), np.asarray(y, float), np.asarray(faded, bool)
     yerr = np.asarray(yerr, float)
-    out = None
     hide = {"label": "_faded"} if (~faded).any() else {}
     for mask, extra in ((~faded, {}), (faded, {"alpha": FADED_ALPHA, **hide})):
         if mask.any():
-            line = ax.errorbar(x[mask], y[mask], yerr=yerr[..., mask], **{**kw, **extra})
-            out = out or line
-    return out
+            ax.errorbar(x[mask], y[mask], yerr=yerr[..., mask], **{**kw, **extra})
 
 
-def _faded_key(n_faded: int):
-    """The legend key of the faded points (None where nothing is faded)."""
+def _faded_keys(any_faded: bool) -> list:
+    """The legend key of the faded points, as a list (empty where nothing is faded)."""
     from matplotlib.lines import Line2D
-    return Line2D([], [], marker="o", color="0.35", alpha=FADED_ALPHA, ls="none", ms=4,
-                  label=FADED_LABEL) if n_faded else None
+    return [Line2D([], [], marker="o", color="0.35", alpha=FADED_ALPHA, ls="none", ms=4,
+                   label=FADED_LABEL)] if any_faded else []
 
 
-def _legend(ax, n_faded: int, **kw):
+def _legend(ax, any_faded: bool, **kw):
     """The panel's legend, with the faded points' key where it has any."""
     handles, _ = ax.get_legend_handles_labels()
-    ax.legend(handles=handles + [k for k in [_faded_key(n_faded)] if k], **kw)
+    ax.legend(handles=handles + _faded_keys(any_faded), **kw)
 
 
 def _fit_line(ax, fit: Fit, x, color, ls: str):
@@ -131,7 +127,7 @@ def draw_finite_size(fs: FiniteSize, title: str, unsettled=NOTHING_FADED):
         ax.set_ylabel(f"{method} − same-dataset theory")
         ax.set_title(f"({'abcdefgh'[i]}) {att}: order parameters, prior starts (95% bars)", fontsize=9)
         if keys:
-            ax.legend(handles=list(keys.values()) + [k for k in [_faded_key(n_faded)] if k], fontsize=7,
+            ax.legend(handles=list(keys.values()) + _faded_keys(n_faded), fontsize=7,
                       loc="best", title_fontsize=7, title="colour: P / P_ref")
     sm = ScalarMappable(norm=norm, cmap=cmap)
     cax = axes[len(ATTENTIONS) - 1].inset_axes([1.03, 0.0, 0.035, 1.0])
@@ -246,10 +242,10 @@ def draw_scaling(rows: list[ScalingRow], theory_lines: TheoryLines, unsettled=NO
         lo = np.array([r.softmax.ci_lo for r in pts])
         hi = np.array([r.softmax.ci_hi for r in pts])
         faded = [(r.name, "softmax") in bad for r in pts]
+        n_faded[1] += sum(faded)
         for div, col, lab in ((np.log(L) ** 2, "C3", f"{method} jump/ln²L"),
                               (L * np.log(L) ** 2 / 10, "C2", f"{method} 10·jump/(L ln²L)")):
             _errorbar(ax, L, y / div, [(y - lo) / div, (hi - y) / div], faded, fmt="D", color=col, capsize=2, label=lab)
-            n_faded[1] += sum(faded)
     _log_L_axis(ax, theory_lines)
     ax.set_ylabel("softmax jump P / scaling form")
     ax.set_title("(b) the paper's P* ~ L ln²L (flat = holds)", fontsize=9)

@@ -275,9 +275,12 @@ def unsettled(studies) -> tuple[frozenset, frozenset]:
     points, transitions = set(), set()
     for s in studies:
         for att, a in s.attentions.items():
-            bad = {(s.name, att, p.P, p.param) for p in a.points or () if p.status != "mixed"}
-            points |= bad
-            if bad if a.points else not is_mixed(a.rhat_within_max, a.ess_chain_min):
+            if a.points:
+                bad = {(s.name, att, p.P, p.param) for p in a.points if p.status != "mixed"}
+                points |= bad
+            else:
+                bad = not is_mixed(a.rhat_within_max, a.ess_chain_min)
+            if bad:
                 transitions.add((s.name, att))
     return frozenset(points), frozenset(transitions)
 

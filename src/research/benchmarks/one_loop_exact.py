@@ -99,11 +99,10 @@ def _largest_over(rows, d_k, key, P_min=min(PS) + 1, soft="soft"):
     return max(abs(r["exact"] - r[key]) for r in sel) if sel else float("nan")
 
 
-def _effect_then_z(rows, d_k, keys, P_min=min(PS) + 1, soft="soft", softs=None):
-    """'largest |Δ| a → b (RMS z a → b)' of the theories ``keys`` at one d_k (``softs``: each theory's own flag)."""
-    softs = softs or [soft] * len(keys)
-    big = " → ".join(f"{_largest_over(rows, d_k, k, P_min, f):.2g}" for k, f in zip(keys, softs))
-    rms = " → ".join(f"{_rms_over(rows, d_k, k, P_min, f):.3g}" for k, f in zip(keys, softs))
+def _effect_then_z(rows, d_k, keys, P_min=min(PS) + 1, soft="soft"):
+    """'largest |Δ| a → b (RMS z a → b)' of the theories ``keys`` at one d_k."""
+    big = " → ".join(f"{_largest_over(rows, d_k, k, P_min, soft):.2g}" for k in keys)
+    rms = " → ".join(f"{_rms_over(rows, d_k, k, P_min, soft):.3g}" for k in keys)
     return f"d_k = {d_k}: {big} (RMS z {rms})"
 
 
