@@ -37,11 +37,8 @@ def _finite(fs: FiniteSize, sampler: str, tol: float = AGREE_TOLERANCE) -> list[
             effects.append(f"{att} {g(ds[0], 2)} → {g(ds[-1], 2)} ("
                            + (f"within |Δ| ≤ {g(tol)} from {by} = {inside[0]} on" if inside else
                               f"above |Δ| ≤ {g(tol)} at every {by}") + ")")
-    if effects:
-        where = (f"at L = {fs.L}, d_k = {fs.values[0]} → {fs.values[-1]}" if by == "d_k" else
-                 f"at d_k/L = {g(fs.d_k_over_L)}, L = {fs.values[0]} → {fs.values[-1]}")
-        out.append(f"Largest |Δ| = |experiment − theory| of {sampler} against the same-dataset theory {where}: "
-                   f"{', '.join(effects)}.")
+    where = (f"at L = {fs.L}, d_k = {fs.values[0]} → {fs.values[-1]}" if by == "d_k" else
+             f"at d_k/L = {g(fs.d_k_over_L)}, L = {fs.values[0]} → {fs.values[-1]}")
     parts, falls, above = [], [], []
     for att in ATTENTIONS:
         xs, zs = _rms(fs.agreement, att, by)
@@ -49,14 +46,18 @@ def _finite(fs: FiniteSize, sampler: str, tol: float = AGREE_TOLERANCE) -> list[
             parts.append(f"{att} {g(zs[0])} → {g(zs[-1])}")
             falls.append(zs[-1] < zs[0])
             above.append(zs[-1] > 2)
+    sig = ""
     if parts:
-        where = (f"at L = {fs.L}, d_k = {fs.values[0]} → {fs.values[-1]}" if by == "d_k" else
-                 f"at d_k/L = {g(fs.d_k_over_L)}, L = {fs.values[0]} → {fs.values[-1]}")
         trend = ("falls" if all(falls) else "does not fall for every attention type") + f" as {by} grows"
         level = "still above 2 at the largest" if all(above) else "at or below 2 for some attention type at the largest"
-        out.append(f"Significance beside the |Δ| above: RMS z of {sampler} against the same-dataset theory {where}: "
-                   f"{', '.join(parts)} — it {trend}, {level} {by} (z grows with the chains' precision, so it "
-                   "tests an approximate theory ever more strictly; the effect size above is the verdict).")
+        sig = (f"RMS z {', '.join(parts)} — it {trend}, {level} {by} (z grows with the chains' precision, so it "
+               "tests an approximate theory ever more strictly; the effect size is the verdict)")
+    if effects:   # the significance on the effect size's own line, beside it
+        out.append(f"Largest |Δ| = |experiment − theory| of {sampler} against the same-dataset theory {where}: "
+                   f"{', '.join(effects)}" + (f"; significance beside it: {sig}" if sig else "") + ".")
+    elif sig:
+        out.append(f"Significance only (these tables give no |Δ|): {sampler} against the same-dataset theory "
+                   f"{where}: {sig}.")
     trs = []
     for t in fs.transitions:
         f = t.fit
