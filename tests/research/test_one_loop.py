@@ -6,7 +6,8 @@ import pytest
 from copyhead.config import ActionParams
 from copyhead.theory.action import closed_form_nle, order_to_coeffs, population_moments
 from copyhead.theory.evidence import neg_log_evidence, neg_log_evidence_from_stats
-from copyhead.theory.prior import neg_log_prior_matrix, saddle_correction
+from copyhead.theory.prior import neg_log_prior_matrix
+from research.one_loop.prior import saddle_correction
 from research.one_loop.blocks import block_decompose, isotypic_bases, transverse_basis
 from research.one_loop.correction import ek_blocks, gaussian_correction, grad_term_blocks, one_loop, one_loop_ek
 from research.one_loop.evidence import copy_weight, evidence_dataset, evidence_ek, grad_hessian, hvp

@@ -8,7 +8,7 @@ import torch
 from copyhead.config import ActionParams
 from copyhead.task import make_data
 from research.one_loop.blocks import transverse_basis
-from copyhead.theory.prior import neg_log_prior_matrix_grad, saddle_correction_grad
+from research.one_loop.prior import neg_log_prior_matrix_grad, saddle_correction_grad
 from copyhead.theory.same_dataset import run_training_tokens
 
 # tests of the research benchmark research/benchmarks/prior_force.py: -m research
@@ -93,7 +93,7 @@ def test_the_page_splits_the_difference_into_its_prior_and_non_linear_parts(rese
 
 def test_the_correction_hessian_at_the_origin_is_the_closed_form_curvature(research_script):
     """correction_hessian (ΔR's transverse Hessian by differences of its gradient) at M = 0 is (2L + 1)/c times the
-    identity on the transverse coordinates (ΔR adds (2L + 1)‖M‖²/(2c) near 0, tests/test_prior.py)."""
+    identity on the transverse coordinates (ΔR adds (2L + 1)‖M‖²/(2c) near 0, tests/research/test_prior_correction.py)."""
     mod = research_script("prior_force")
     p = ActionParams(V=3, L=5, d_k=7, g_Q=1.0, g_K=1.5, g_O=1.0, sigma2=0.1, prior="large_deviation")
     T = transverse_basis(5)

@@ -38,7 +38,8 @@ from research.one_loop.correction import column_share, gaussian_correction, plan
 from research.one_loop.dataset import DatasetMoments, transverse_system
 from research.one_loop.evidence import DatasetEvidence
 from research.one_loop.pooling import column_basis
-from copyhead.theory.prior import neg_log_prior_matrix, neg_log_prior_matrix_grad
+from copyhead.theory.prior import neg_log_prior_matrix
+from research.one_loop.prior import neg_log_prior_matrix_grad
 from copyhead.theory.same_dataset import run_training_tokens
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))   # benchmarks/common.py

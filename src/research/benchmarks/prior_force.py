@@ -38,7 +38,7 @@ from research.one_loop.correction import gaussian_correction, plane_point
 from research.one_loop.dataset import DatasetMoments, transverse_system
 from research.one_loop.evidence import DatasetEvidence
 from research.one_loop.pooling import column_basis
-from copyhead.theory.prior import neg_log_prior_matrix_grad, saddle_correction_grad
+from research.one_loop.prior import neg_log_prior_matrix_grad, saddle_correction_grad
 from copyhead.theory.same_dataset import run_training_tokens
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))   # benchmarks/common.py
@@ -179,7 +179,7 @@ def markdown(p, rows, seconds, when) -> list[str]:
              "−⟨eᵀ∇E⟩ (1: the rate pulls as hard as the exact prior on the posterior's own draws). *R + ΔR / "
              "exact*: the same with the rate's saddle-point correction ΔR = ½ ln det ∇²K(G*) (K: the exact cumulant "
              "generating function, Eq. (6); closed form in the singular values, Eq. (38), "
-             "`copyhead.theory.prior.saddle_correction`: "
+             "`research.one_loop.prior.saddle_correction`: "
              "the next order of the prior in 1/d_k per singular value, O(L²) terms, as large as the rate's d_k L "
              "terms at d_k = L). *Gaussian with R + ΔR's curvature*: the Gaussian order with ΔR's transverse Hessian "
              "at the plane point added to the prior precision, −(C⁻¹ + ∇²ΔR⊥)⁻¹g⊥ (and its variance): whether the "

@@ -1,12 +1,12 @@
-"""copyhead.theory.prior beyond the rate itself: the rate's gradient at a general score matrix and its
+"""The prior beyond copyhead.theory.prior's rate (research.one_loop.prior): the rate's gradient at a general score matrix and its
 saddle-point correction ΔR (Eq. (38)) — against central differences, against its definition through the exact
 cumulant generating function, near M = 0, and at L = 1 against the exact variance-gamma density."""
 import numpy as np
 import pytest
 from scipy.special import kve
 
-from copyhead.theory.prior import (cgf, neg_log_prior_matrix, neg_log_prior_matrix_grad, saddle_correction,
-                                   saddle_correction_grad)
+from copyhead.theory.prior import neg_log_prior_matrix
+from research.one_loop.prior import cgf, neg_log_prior_matrix_grad, saddle_correction, saddle_correction_grad
 
 
 def _central_differences(f, M, h=1e-6):
