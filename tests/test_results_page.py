@@ -8,6 +8,7 @@ from pathlib import Path
 
 from copyhead.analysis.results_tables import jsonable
 from copyhead.analysis.summary import build_summary
+from copyhead.format import P_, ci
 from copyhead.results.page import render_page
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,6 +56,22 @@ def test_the_opening_follows_the_numbers_where_the_theory_misses():
             r["verdict"]["effect"].update(n_within_tol=0, max_abs_delta=0.5)
     holds = re.split(r"(?<=\.) (?=[A-Z])", _opening(render_page(tables)))[0]
     assert "within the tolerance |Δ| ≤ 0.02 for linear attention only" in holds and "0.5 for softmax" in holds
+
+
+def test_the_key_figures_say_what_to_see_with_the_summarys_numbers():
+    """fig3's and fig4's captions place the reference's measured transition against the closed form's with the
+    numbers of the summary, not typed ones: moving the HMC estimate moves the caption."""
+    tables = _tables()
+    for attention, kind, fig in (("linear", "crossover", "fig3"), ("softmax", "jump", "fig4")):
+        row = next(t for t in tables["summary"]["attentions"][attention]["transitions"] if t["kind"] == kind)
+        cell, cf = row["hmc"], row["closed_form"]["value"]
+        caption = next(l for l in render_page(tables).splitlines() if l.startswith(f"*{fig}_"))
+        where = "inside" if cell["ci_lo"] <= cf <= cell["ci_hi"] else "below" if cell["ci_lo"] > cf else "above"
+        assert f"at P = {P_(cell['estimate'])} {ci(cell['ci_lo'], cell['ci_hi'])} in HMC" in caption
+        assert f"is at P = {P_(cf)}" in caption and f"{where} that interval" in caption
+        cell.update(estimate=1.5 * cf, ci_lo=1.4 * cf, ci_hi=1.6 * cf)
+        caption = next(l for l in render_page(tables).splitlines() if l.startswith(f"*{fig}_"))
+        assert f"at P = {P_(1.5 * cf)}" in caption and "below that interval" in caption
 
 
 def test_the_metastable_paragraph_only_where_a_point_is_metastable():

@@ -17,7 +17,7 @@ from ..config import ATTENTIONS
 from ..config.schema import METHODS
 from .adam import adam_table
 from .agreement import agreement_summaries, agreement_table, natural_curve
-from .convergence import RHAT_MAX, convergence_table, flagged_points, mixing_status
+from .convergence import RHAT_MAX, convergence_table, mixing_status
 from .experiments import config_of, nonfinite_runs, recipes, sweep_table
 from .samplers import sampler_summaries, sampler_table
 from .summary import build_summary
@@ -104,7 +104,8 @@ def jsonable(obj, drop: tuple = ()):
 
 
 def figure_statistics(ag, th, same, attention: str, recs: dict, rhat_max: float = RHAT_MAX) -> dict:
-    """What fig3/fig4 draw beyond the aggregate's means: ``flags`` (flagged_points: hollow markers),
+    """What fig3/fig4 draw beyond the aggregate's means: ``flags`` (the sampled points whose chains have not
+    mixed by the verdicts' rule, :func:`~copyhead.analysis.convergence.mixing_status`: hollow markers),
     ``convergence`` rows (the R̂ panel), ``residuals`` {recipe: rows of its natural curve} and
     ``reference`` {method: curve key}."""
     conv = convergence_table(ag, attention, recs, rhat_max) if "c1_sample" in ag else []
@@ -114,4 +115,5 @@ def figure_statistics(ag, th, same, attention: str, recs: dict, rhat_max: float 
     for r in recs.values():
         c = ref.get(r.method)
         res[r.name] = [x for x in rows if x["recipe"] == r.name and x["curve"] == c]
-    return {"flags": flagged_points(conv), "convergence": conv, "residuals": res, "reference": ref}
+    flags = {k: not v["mixed"] for k, v in mixing_status(conv).items()}
+    return {"flags": flags, "convergence": conv, "residuals": res, "reference": ref}

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..analysis import sequence_length
-from ..analysis.convergence import RHAT_MAX
+from ..analysis.convergence import MIXED_ESS, MIXED_RHAT, RHAT_MAX
 from ..analysis.curves import CURVES
 from ..analysis.experiments import KEYS, recipes
 from ..analysis.results_model import Cell, Summary
@@ -177,8 +177,8 @@ def fig_order_params(inputs, options, attention):
     """fig3 (linear: ĉ1, ĉG) / fig4 (softmax: â1, âG) against P in the paper's style: one panel, colour =
     order parameter (named at the right end of its curves), marker = method (:func:`main_recipes`: HMC
     prior- and copy-started, SGLD, Adam; one legend entry each, at most four), the aggregate's mean ± 1
-    standard error over seeds (no bar with one seed; hollow where the chains' split-R̂ exceeds the
-    threshold, copyhead.analysis.convergence.flagged_points); the theory as lines named in the legend
+    standard error over seeds (no bar with one seed; hollow where the chains have not mixed by the verdicts'
+    rule, copyhead.analysis.convergence.mixing_status); the theory as lines named in the legend
     (:func:`theory_curves`). Above the panel, a strip with the theory's transitions (vertical lines, named
     on its top edge) and the results model's experimental ones with their 95% CIs (:func:`_transition_strip`),
     so no mark covers a point and the y axis holds only the data. Residuals, test loss, R̂ and the other
@@ -239,7 +239,8 @@ def fig_order_params(inputs, options, attention):
     # transitions: the theory's as vertical lines through strip and panel, named on the strip's top edge
     _transition_strip(strip, summary, attention, shown, recs)
     mark_transitions(strip, th, variant(attention).theory_marks, also=(ax,))
-    strip.set_title(f"{attention} attention (open markers: split-$\\hat R$ > {rhat_max:g})", fontsize=8)
+    strip.set_title(f"{attention} attention (open markers: chains not mixed, split-$\\hat R$ > {MIXED_RHAT:g} "
+                    f"or bulk ESS < {MIXED_ESS:g} on one training set)", fontsize=8)
     annotate_status(ax, ag)
     # below the panel, attached to it (so the record's figure_data lists the entries with the panel)
     ax.legend(handles=handles, fontsize=6.5, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.15),

@@ -5,24 +5,24 @@ Everything else is in the appendix (:mod:`.appendix`). Nothing is computed or ju
 """
 from __future__ import annotations
 
+from ..analysis.convergence import MIXED_ESS, MIXED_RHAT
+from ..attention import variant
 from ..analysis.results_model import (Agreement, AttentionSummary, Cell, Convergence, Effect, ResultsTables, Summary,
                                       Theory, TheoryValue, Transition)
 from ..format import METHOD, P_, ci, effect_text, g, ok, pct, sampler_name, significance_text, table, verdict_text
 from .claims import claims_section, qualitative
 from .findings import headline, recipe_lines
 
+HOLLOW = (f"hollow: chains not mixed (split-R̂ > {MIXED_RHAT:g} or bulk ESS < {MIXED_ESS:g} on one training set, "
+          "the verdicts' rule)")
+# (figure, what it shows, what the points and lines are); what to see is written from the summary (_what_to_see)
 KEY_FIGURES = [("fig3_linear_order_params", "linear order parameters against P with the theory",
-                "Linear attention: ĉ1 (pooling) rises first and ĉG (copy) overtakes it later, in the data as in "
-                "the theory, but the measured crossover lies above the closed form's and the sampled ĉG stays "
-                "below the theory curves until P ≈ 48. Points: seed means ± 1 standard error over seeds (HMC "
-                "prior- and copy-started, SGLD, Adam); lines: closed-form and same-training-set theory; strip "
-                "on top: the theory's transitions and the measured ones with their 95% bootstrap CIs."),
+                "Points: seed means ± 1 standard error over seeds (HMC prior- and copy-started, SGLD, Adam); "
+                f"{HOLLOW}; lines: closed-form and same-training-set theory; strip on top: the theory's "
+                "transitions and the measured ones with their 95% bootstrap CIs."),
                ("fig4_softmax_order_params", "softmax order parameters against P with the theory",
-                "Softmax attention: âG jumps between P = 16 and 18 in HMC and SGLD, after the exact-average P* "
-                "and just below the closed-form P*; above the jump the samplers follow the same-training-set "
-                "theory. Points: seed means ± 1 standard error over seeds; hollow: not converged (split-R̂ > "
-                "1.05); strip on top: transitions with their 95% bootstrap CIs and the prior- vs copy-start "
-                "(hysteresis) check."),
+                f"Points: seed means ± 1 standard error over seeds; {HOLLOW}; strip on top: transitions with "
+                "their 95% bootstrap CIs and the prior- vs copy-start (hysteresis) check."),
                ("fig8_scaling", "transition points against L, with the experiment's at the run's L",
                 "The closed form's transition points against L (lines) and this run's measured ones at its L "
                 "(open markers, 95% bootstrap CIs; inset: zoom at that L). What to see: how the theory's "
@@ -341,6 +341,23 @@ def _scaling_elsewhere(studies) -> list[str]:
             "makes them).", ""]
 
 
+def _what_to_see(summ: Summary, fname: str) -> str:
+    """The first sentence of fig3's or fig4's caption, from the summary: where the reference (HMC) puts the
+    figure's transition against the closed form's (the strip above the panel shows both)."""
+    attention = {"fig3_linear_order_params": "linear", "fig4_softmax_order_params": "softmax"}.get(fname)
+    sa = summ.attentions.get(attention) if attention else None
+    t = sa.transition(variant(attention).transition) if sa else None
+    cell = t.cell("hmc") if t else None
+    if cell is None or not ok(cell.estimate):
+        return ""
+    cf = t.closed_form
+    where = ("inside" if cell.ci_lo <= cf.value <= cell.ci_hi else "below" if cell.ci_lo > cf.value else "above")
+    bracket = f" (read on the same grid: {ci(cf.lo, cf.hi)})" if ok(cf.lo) else ""
+    what = {"linear": "ĉG (copy) overtakes ĉ1 (pooling)", "softmax": "âG jumps"}[attention]
+    return (f"What to see: {what} at P = {P_(cell.estimate)} {ci(cell.ci_lo, cell.ci_hi)} in HMC, the reference "
+            f"posterior; the closed form's {t.label} is at P = {P_(cf.value)}{bracket}, {where} that interval. ")
+
+
 def render_page(tables: dict, figure_dir: str = "results_figures", appendix_name: str = "results_appendix.md",
                 json_name: str = "results.json", studies=()) -> str:
     """The Markdown of the results page from the results JSON (read only, as
@@ -397,7 +414,8 @@ def render_page(tables: dict, figure_dir: str = "results_figures", appendix_name
     out += _reference(summ)
     out += ["## Key figures", ""]
     for fname, what, caption in KEY_FIGURES:
-        out += [f"![{fname}: {what}]({figure_dir}/{fname}.png)", "", f"*{fname}.* {caption}", ""]
+        see = _what_to_see(summ, fname)
+        out += [f"![{fname}: {what}]({figure_dir}/{fname}.png)", "", f"*{fname}.* {see}{caption}", ""]
     out += ["Also: " + "; ".join(f"[{f}]({figure_dir}/{f}.png) ({w})" for f, w in OTHER_FIGURES) + ".", "",
             "## Studies", ""]
     out += _studies(studies)
