@@ -239,8 +239,8 @@ def fig_order_params(inputs, options, attention):
     # transitions: the theory's as vertical lines through strip and panel, named on the strip's top edge
     _transition_strip(strip, summary, attention, shown, recs)
     mark_transitions(strip, th, variant(attention).theory_marks, also=(ax,))
-    strip.set_title(f"{attention} attention (open markers: chains not mixed, split-$\\hat R$ > {MIXED_RHAT:g} "
-                    f"or bulk ESS < {MIXED_ESS:g} on one training set)", fontsize=8)
+    strip.set_title(f"{attention} attention\n(open markers: chains not mixed, split-$\\hat R$ > {MIXED_RHAT:g} "
+                    f"or bulk ESS < {MIXED_ESS:g} on a training set)", fontsize=7.5)
     annotate_status(ax, ag)
     # below the panel, attached to it (so the record's figure_data lists the entries with the panel)
     ax.legend(handles=handles, fontsize=6.5, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.15),

@@ -176,10 +176,11 @@ def _differs(summ: Summary, tol: str) -> str:
     parts = []
     if sgld:
         w = _worst(sgld)
-        conv = [summ.attentions[a].convergence for a, _ in sgld]
-        flag, rows = sum(c.n_flag for c in conv), sum(c.n_rows for c in conv)
-        chains = (f"SGLD, its chains not mixed at this size (R̂ > {g(conv[0].rhat_max)} at {flag} of {rows} "
-                  "rows), " if flag else "SGLD ")
+        # mixing by the verdicts' rule, on the points the SGLD-against-theory verdicts score
+        eff = [r.verdict.effect for a, _ in sgld for r in summ.attentions[a].agreement if r.method == "sgld"]
+        bad, points = sum(e.n_not_mixed for e in eff), sum(e.n + e.n_not_mixed for e in eff)
+        chains = (f"SGLD, its chains not mixed at this size ({bad} of {points} points, R̂ > {g(MIXED_RHAT)} or "
+                  f"ESS < {g(MIXED_ESS)}), " if bad else "SGLD ")
         parts.append(chains + (f"deviates from HMC by up to {g(w[1].max_abs_delta, 2)} for {w[0]} attention"
                                if w else f"matches HMC within |Δ| ≤ {tol}"))
     if adam:
