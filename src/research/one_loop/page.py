@@ -262,8 +262,10 @@ def render(fs, fl, command=COMMAND, check=None, converged=None, softmax=None):
             f"## 1. The 1/d_k coefficient, {NAME['c1']} ({NAME['cG']}: the table of the answer)", "",
             "b is the coefficient of 1/d_k, so the aim “predicted within 2σ of the measured” is |z_b| ≤ 2.", ""]
     out += coefficient_table(fs, "c1")
-    out += ["", "## 2. RMS z", "", "Over the unflagged points (both order parameters, every P/P_ref of the "
-            "study), against the uncorrected and the corrected theories:", ""] + rms_table(fs, "d_k")
+    out += ["", "## 2. Largest |Δ| and RMS z", "", "Over the unflagged points (both order parameters, every P/P_ref of "
+            "the study), against the uncorrected and the corrected theories. Each cell: the largest |Δ| = "
+            f"|measured − theory| first (the effect size; tolerance |Δ| ≤ {g(cmp.TOLERANCE)}), then the RMS z beside it "
+            "(significance); reduction: uncorrected over one loop, of each:", ""] + rms_table(fs, "d_k")
     out += ["", "Scaling study (d_k = 2L):", ""] + rms_table(fl, "L")
     out += ["", "## 3. The flagged region: soft transverse modes near P_ref", "",
             "Eq. (31) is a Gaussian integral over the L² − 2 transverse directions; it needs "

@@ -81,21 +81,25 @@ def coefficient_table(ds, param, ratios=TABLE_RATIOS):
 
 
 def rms_table(ds, label):
-    """RMS z per size, uncorrected and under each correction variant, and the reduction factor (of the
-    one-loop variant); the g⊥ column only where the dataset has it (one_loop_g, Eq. (34))."""
-    r0, n = cmp.rms_z(ds)
+    """Per size, uncorrected and under each correction variant: the largest |Δ| = |measured − theory| first
+    (the effect size, :func:`research.one_loop.compare.largest_delta`), the RMS z beside it (significance), over
+    the same points; the reduction of both by the one-loop variant; the g⊥ column only where the dataset has
+    it (one_loop_g, Eq. (34))."""
     variants = [v for v in ("one_loop", "one_loop_pref", "one_loop_g", "one_loop_no_obs", "naive")
                 if f"mean_{v}" in ds]
     head = {"one_loop": "one loop", "one_loop_pref": "one loop + ΔS_pref",
             "one_loop_g": "one loop + g⊥ (Eq. (34))", "one_loop_no_obs": "one loop without Eq. (35)",
             "naive": "naive total Hessian"}
-    rows = {v: cmp.rms_z(ds, v)[0] for v in variants}
+    delta = {v: cmp.largest_delta(ds, v)[0] for v in [None] + variants}
+    rms = {v: cmp.rms_z(ds, v)[0] for v in [None] + variants}
+    n = cmp.rms_z(ds)[1]
     lines = [f"| {label} | n | uncorrected | " + " | ".join(head[v] for v in variants) + " | reduction |",
              "|---|---|---|" + "---|" * len(variants) + "---|"]
     for x in ds["x"].values:
-        a, b = float(r0.sel(x=x)), float(rows["one_loop"].sel(x=x))
-        lines.append(f"| {int(x)} | {int(n.sel(x=x))} | {g(a)} | "
-                     + " | ".join(g(float(rows[v].sel(x=x))) for v in variants) + f" | {g(a / b, 2)}× |")
+        cell = {v: f"{g(float(delta[v].sel(x=x)), 2)} / {g(float(rms[v].sel(x=x)))}" for v in delta}
+        red = [float(d[None].sel(x=x)) / float(d["one_loop"].sel(x=x)) for d in (delta, rms)]
+        lines.append(f"| {int(x)} | {int(n.sel(x=x))} | {cell[None]} | " + " | ".join(cell[v] for v in variants)
+                     + f" | {g(red[0], 2)}× / {g(red[1], 2)}× |")
     return lines
 
 
@@ -214,5 +218,5 @@ def softmax_lines(sm):
                "P* is the closed-form softmax jump; the rows are the study's P/P*.", "",
                "Gap × d_k of âG, measured ± error / one-loop prediction:", ""]
     section += coefficient_table(sm, "aG", tuple(float(r) for r in sm["ratio"].values))
-    section += ["", "RMS z:", ""] + rms_table(sm, "d_k") + [""]
+    section += ["", "Largest |Δ| / RMS z (effect size first, significance beside it):", ""] + rms_table(sm, "d_k") + [""]
     return head, section
