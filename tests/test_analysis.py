@@ -303,10 +303,13 @@ def test_softmax_summary_counts_the_copy_weight_once():
     """â1 = 1 − âG inside the span: the softmax summaries count âG only, linear counts ĉ1 and ĉG."""
     from copyhead.analysis.agreement import agreement_summaries
     rows = [{"attention": att, "recipe": "sgld", "method": "sgld", "curve": "same_mean", "P": float(P),
-             "name": k, "param": k, "z": 3.0, "away": True}
+             "name": k, "param": k, "z": 3.0, "away": True, "experiment": 0.5, "theory": 0.5 - 0.01 * P}
             for att, keys in (("softmax", ("a1", "aG")), ("linear", ("c1", "cG"))) for k in keys for P in (8, 16)]
-    n = {s["attention"]: s["n_away"] for s in agreement_summaries(rows)}
-    assert n == {"softmax": 2, "linear": 4}
+    rows.append(dict(rows[-1], P=32.0, theory=-1.0, away=False))        # near a transition: not counted
+    summaries = agreement_summaries(rows)
+    assert {s["attention"]: s["n_away"] for s in summaries} == {"softmax": 2, "linear": 4}
+    # the effect size over the same points: the largest |experiment − theory| (P = 16), not the near point's
+    assert all(s["max_abs_delta"] == pytest.approx(0.16) for s in summaries)
 
 
 def test_twin_verdicts_give_the_effect_size_first_and_significance_beside_it():

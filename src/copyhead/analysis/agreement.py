@@ -244,7 +244,8 @@ def counted(attention: str, param: str) -> bool:
 
 def agreement_summaries(rows) -> list[dict]:
     """Per (attention, recipe, curve) and per (attention, method, curve) (recipes of one method pooled,
-    ``recipe`` = "all <method>"): over the points away from the transitions, n_away (with a z), rms_z,
+    ``recipe`` = "all <method>"): over the points away from the transitions, n_away (with a z), the effect
+    size max_abs_delta (the largest |experiment − theory| over those points), rms_z,
     chi2, dof, chi2_per_dof, p_value, n_within_2 (|z| ≤ 2), the worst point (recipe, P, param, z), and over
     all points n_all, rms_z_all; n_no_error counts points without an error (one seed). Softmax attention
     counts âG only (:func:`counted`). Rows carrying
@@ -263,12 +264,14 @@ def agreement_summaries(rows) -> list[dict]:
         z = np.array([r["z"] for r in rs], float)
         away = np.array([r["away"] for r in rs], bool)
         s = agreement_summary(z, away)
+        delta = np.abs(np.array([as_float(r["experiment"]) - as_float(r["theory"]) for r in rs]))[away & np.isfinite(z)]
         s_all = agreement_summary(z)
         worst = rs[s.worst_index[0]] if s.worst_index is not None else None
         label, source, kind = CURVES[curve]
         out.append({"attention": att, "level": level, "recipe": recipe, "method": method, "curve": curve,
                     "curve_label": label, "source": source, "kind": kind,
-                    "natural": (kind == "mean") == (method in SAMPLERS), "n_away": s.n, "rms_z": s.rms_z,
+                    "natural": (kind == "mean") == (method in SAMPLERS), "n_away": s.n,
+                    "max_abs_delta": float(np.nanmax(delta)) if np.isfinite(delta).any() else NAN, "rms_z": s.rms_z,
                     "chi2": s.chi2, "dof": s.dof, "chi2_per_dof": s.chi2_per_dof, "p_value": s.p_value,
                     "n_within_2": s.n_within_2,
                     "worst_recipe": worst["recipe"] if worst else "", "worst_P": worst["P"] if worst else NAN,

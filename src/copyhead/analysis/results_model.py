@@ -496,6 +496,7 @@ class AgreementSummaryRow(Record):
     n_not_mixed: Optional[int] = absent()
     n_within_2_mixed: Optional[int] = absent()
     rms_z_mixed: Number = absent()
+    max_abs_delta: Number = absent()     # the effect size over the away points (older results lack it)
 
 
 @record

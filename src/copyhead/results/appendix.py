@@ -69,19 +69,21 @@ def _config_section(t: ResultsTables) -> list[str]:
 
 
 def _agreement(t: ResultsTables) -> list[str]:
-    out = ["## Agreement: z = (experiment − theory)/error", "",
+    out = ["## Agreement: Δ = experiment − theory and z = Δ/error", "",
            "Per attention type, recipe and theory curve, over the points away from the theory's transitions "
            f"(outside [T/{g(t.settings.away_factor)}, T·{g(t.settings.away_factor)}] of each "
            "transition point and of the spinodal window). *natural*: the curve that estimates what the method "
-           "measures (SGLD: posterior mean; Adam: minimiser). Errors: see Definitions.", ""]
+           "measures (SGLD: posterior mean; Adam: minimiser). The effect size first: the largest |Δ| = "
+           "|experiment − theory| over those points; their z's beside it. Errors: see Definitions.", ""]
     rows = []
     for a, att in t.attentions.items():
         for s in att.agreement_summary:
-            rows.append([a, s.recipe, s.curve_label, "yes" if s.natural else "", s.n_away,
+            rows.append([a, s.recipe, s.curve_label, "yes" if s.natural else "", s.n_away, g(s.max_abs_delta, 2),
                          s.n_within_2, g(s.rms_z), g(s.chi2_per_dof), g(s.p_value, 2),
                          f"{s.worst_recipe} P={_P(s.worst_P)} {s.worst_param} z={g(s.worst_z)}"
                          if _ok(s.worst_z) else "–", f"{g(s.rms_z_all)} ({s.n_all})", s.n_no_error])
-    out.append(table(["attention", "recipe", "theory curve", "natural", "n away", "|z| ≤ 2", "RMS z", "χ²/dof", "p",
+    out.append(table(["attention", "recipe", "theory curve", "natural", "n away", "largest |Δ|", "|z| ≤ 2", "RMS z",
+                      "χ²/dof", "p",
                       "worst point", "RMS z all (n)", "no error"], rows))
     out += ["", "### Per point (natural curves)", "",
             "Experiment ± error (basis: spread = sd over chains/√n, mcse = from ESS), theory value and z per "
