@@ -10,7 +10,7 @@ import pytest
 import xarray as xr
 
 from copyhead.analysis.agreement import agreement_summaries, agreement_table, away_mask
-from copyhead.analysis.convergence import convergence_table, flagged_points
+from copyhead.analysis.convergence import convergence_table, mixing_status
 from copyhead.analysis.curves import theory_resolution
 from copyhead.analysis.experiments import recipes
 from copyhead.analysis.results_tables import build_tables, jsonable
@@ -267,9 +267,12 @@ def test_convergence_table_flags_disagreeing_starts():
         assert r["starts"] == "prior+copy" and r["n_pairs"] == 4
         assert r["rhat"] > 1.3 and r["rhat_paired_max"] > 1.3 and r["rhat_flag"]  # rank R̂ saturates
     assert not own[("sgld+sgld_copy", 24.0, "aG")]["rhat_flag"]
-    flags = flagged_points(rows)
-    assert flags[("sgld", 16.0, "aG")] and flags[("sgld_copy", 16.0, "aG")]
-    assert not flags[("sgld", 48.0, "aG")] and not flags[("sgld", 8.0, "aG")]
+    # the verdicts' mixing rule: a training set's two starts disagree inside the window (both recipes not
+    # mixed); outside it, chains long enough for bulk ESS >= 100 and one training set's R̂ <= 1.01 are mixed
+    long, _ = hysteresis_sweep(n_draws=1000)
+    mix = mixing_status(convergence_table(long, "softmax", recipes(long)))
+    assert not mix[("sgld", 16.0, "aG")]["mixed"] and not mix[("sgld_copy", 16.0, "aG")]["mixed"]
+    assert mix[("sgld", 48.0, "aG")]["mixed"] and mix[("sgld", 8.0, "aG")]["mixed"]
 
 
 def test_a_stuck_chain_is_flagged():

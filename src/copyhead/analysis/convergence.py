@@ -260,16 +260,3 @@ def mixing_status(conv_rows, ess_min: float = MIXED_ESS, rhat_max: float = MIXED
     for v in out.values():
         v["mixed"] = is_mixed(v["rhat"], v["ess"], ess_min, rhat_max)
     return out
-
-
-def flagged_points(conv_rows) -> dict[tuple[str, float, str], bool]:
-    """(recipe, P, param) -> True where the point is not shown converged: the ``rhat_flag`` of its own row
-    or of the prior/copy pair row it belongs to (SGLD: its R̂ across chains, the pair's pooled or paired
-    R̂; HMC: a chain's two halves, the pair's per-dataset R̂). What the figures draw hollow."""
-    out = {}
-    for row in conv_rows:
-        bad = bool(row["rhat_flag"])
-        for recipe in row["recipe"].split("+"):
-            key = (recipe, float(row["P"]), row["param"])
-            out[key] = out.get(key, False) or bad
-    return out

@@ -31,7 +31,7 @@ import math
 
 from ..config.schema import METHODS, SAMPLERS
 from .agreement import SOURCES, counted, natural_curve
-from .convergence import MIXED_RHAT, REFERENCE_ESS, flagged_points
+from .convergence import MIXED_RHAT, REFERENCE_ESS
 from .stats import is_number as _ok
 
 # The paper's own numbers (arXiv 2606.12058; summary in shared/seeds/), quoted, not computed: (what, quoted
@@ -313,9 +313,9 @@ def convergence_summary(att: dict, rhat_max: float, method: str = "sgld") -> dic
             "within_points": sorted({f"{r['recipe']} P = {r['P']:g}" for r in within})}
 
 
-def evidence(att: dict, rhat_max: float) -> list[dict]:
-    """Numbers on why SGLD and its natural curve differ: how many of the points outside 2σ are not shown
-    converged; same-dataset against dataset-averaged posterior mean; posterior mean against minimiser."""
+def evidence(att: dict) -> list[dict]:
+    """Numbers on why SGLD and its natural curve differ: how many of the points outside 2σ have chains that
+    have not mixed; same-dataset against dataset-averaged posterior mean; posterior mean against minimiser."""
     out = []
     recs = prior_recipes(att, "sgld")
     if not recs:
@@ -323,10 +323,9 @@ def evidence(att: dict, rhat_max: float) -> list[dict]:
     rec, cur = recs[0], natural_curve(att["agreement"], "sgld")
     bad = [r for r in att["agreement"] if r["recipe"] == rec and r["curve"] == cur and r["away"]
            and _ok(r["z"]) and abs(r["z"]) > 2]
-    flags = flagged_points(att["convergence"])
-    if bad:
-        nb = sum(bool(flags.get((r["recipe"], r["P"], r["param"]))) for r in bad)
-        out.append({"what": "outside 2σ and R̂-flagged", "n": nb, "of": len(bad), "rhat_max": rhat_max})
+    if bad:   # not mixed by the verdicts' rule (the rows' ``mixed``, analysis.convergence.mixing_status)
+        out.append({"what": "outside 2σ and not mixed", "n": sum(r.get("mixed") is not True for r in bad),
+                    "of": len(bad)})
     s = {c: _find(att, rec, c) for c in ("same_mean", "exact_mean", "closed_mean", "exact_saddle", "closed_saddle")}
     rms = {c: _num(v["rms_z"]) if v else math.nan for c, v in s.items()}
     if math.isfinite(rms["same_mean"]) and math.isfinite(rms["exact_mean"]):
@@ -400,7 +399,7 @@ def build_summary(tables: dict) -> dict:
         out["attentions"][a] = {
             "sigma2": att["theory"].get("config", {}).get("model", {}).get("sigma2"),
             "transitions": transition_rows(att, a), "agreement": agreement_rows(att, tol, optimizers),
-            "convergence": convergence_summary(att, rhat_max), "evidence": evidence(att, rhat_max),
+            "convergence": convergence_summary(att, rhat_max), "evidence": evidence(att),
             "reference": reference_posterior(att, rhat_max, tol),
             "nonfinite": att.get("nonfinite", [])}
     return out

@@ -10,6 +10,7 @@ import json
 
 from ..analysis.curves import CURVES
 from ..analysis.agreement import largest_delta
+from ..analysis.convergence import MIXED_ESS, MIXED_RHAT
 from ..analysis.results_model import AgreementPoint, AttentionSummary, ResultsTables
 from ..analysis.summary import AGREE_TOLERANCE, PAPER, PAPER_SIGMA2
 from ..format import P_ as _P, ci, g, ok as _ok, pm, table, verdict_text, yn
@@ -253,9 +254,10 @@ def evidence_lines(a: str, sa: AttentionSummary, rows: tuple[AgreementPoint, ...
 
     out = []
     for e in sa.evidence:
-        if e.what == "outside 2σ and R̂-flagged":
+        if e.what == "outside 2σ and not mixed":
             out.append(f"- {a}: {e.n} of the {e.of} SGLD points outside 2σ of the natural curve away from "
-                       f"the transitions have R̂ > {g(e.rhat_max)} (chains not shown converged there).")
+                       f"the transitions have chains that have not mixed (split-R̂ > {g(MIXED_RHAT)} or bulk ESS < "
+                       f"{g(MIXED_ESS)} on a training set: their error bars, and so their z, are not trusted).")
         elif e.what == "own training set vs dataset average":
             out.append(f"- {a}: " + versus("same_mean", "exact_mean", "same-dataset posterior mean",
                                             "the dataset-averaged one", e.same_mean, e.exact_mean,
