@@ -730,3 +730,31 @@ def test_figures_fade_the_points_and_transitions_whose_chains_have_not_mixed():
         assert got == want
     assert faded[1] and FADED_LABEL in [t.get_text() for t in ax.get_legend().get_texts()]
     plt.close(fig)
+
+
+def test_an_edit_to_another_studys_entry_leaves_a_report_current(tmp_path, monkeypatch):
+    """A studies report records the part of the spec it read (its studies' entries, the shared keys and the base
+    config: spec_view): the audit passes it after an edit to a study outside the report, with a line that says
+    so, and calls it older than its spec after an edit to one of its own studies."""
+    from copyhead.audit import audit_published
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    subprocess.run(["git", "-C", str(root), "init", "-q"], check=True)
+    (root / ".gitignore").write_text("studies/\n")
+    monkeypatch.chdir(root)
+    paths, studies, groups = _size_studies(root / "studies")
+    spec = _spec(root, studies, groups)
+    (root / "docs").mkdir()
+    T.write_tables(Path("studies.yaml"), paths, Path("docs/studies.json"))
+    (rep,) = audit_published([Path("docs/studies.json")], root)
+    assert rep.ok and not rep.warnings, rep.warnings + rep.problems
+    other = {**studies, "S99": {"L": 64, "V": 16, "d_k": 16, "optimizers": {"sgld": {"steps": 80000}}}}
+    spec.write_text(_spec(tmp_path, other, groups).read_text())          # a study the report does not hold
+    (rep,) = audit_published([Path("docs/studies.json")], root)
+    assert rep.ok and not rep.warnings, rep.warnings + rep.problems
+    assert [i["view"]["studies"] for i in rep.inputs if i.get("view_unchanged")] == [["S16", "S32", "S48"]]
+    mine = {**other, "S16": dict(studies["S16"], optimizers={"sgld": {"steps": 80000}})}
+    spec.write_text(_spec(tmp_path, mine, groups).read_text())           # one of the report's own studies
+    (rep,) = audit_published([Path("docs/studies.json")], root)
+    assert any("older than its committed input studies.yaml" in w for w in rep.warnings), rep.warnings

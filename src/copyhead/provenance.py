@@ -182,11 +182,13 @@ def _input_entry(path: str | Path) -> dict:
 
 
 def product_record(product: str, concern: str, inputs: dict, options: dict | None = None,
-                   kind: str = "page") -> dict:
+                   kind: str = "page", views: dict | None = None) -> dict:
     """The provenance record of one product that is not a netCDF file (a page, a JSON table, a figure):
     the code that made it (version and the fingerprint of its ``concern``, a key of CODE_ROOTS), the
     command, its options and, per input role, the path and sha256 of the file it read with what made that
-    file. :func:`write_product` adds the outputs' checksums; ``copyhead audit`` reads it."""
+    file; ``views``: per role, the part of that file the product read (``{"studies": [...], "sha256": ...}``,
+    copyhead.studies.spec.spec_view), which the audit compares where the file's sha256 differs.
+    :func:`write_product` adds the outputs' checksums; ``copyhead audit`` reads it."""
     if concern not in CODE_ROOTS:
         raise ValueError(f"unknown code concern {concern!r}; allowed values: {sorted(CODE_ROOTS)}")
     cv = code_version()
@@ -195,7 +197,8 @@ def product_record(product: str, concern: str, inputs: dict, options: dict | Non
             "code_modules": module_digests(concern),
             "git_commit": cv["git_commit"], "git_dirty": cv["git_dirty"], "package_version": cv["package_version"],
             "command": " ".join(sys.argv), "argv": list(sys.argv), "options": options or {},
-            "inputs": {role: _input_entry(path) for role, path in sorted(inputs.items())},
+            "inputs": {role: dict(_input_entry(path), **({"view": (views or {})[role]} if role in (views or {}) else {}))
+                       for role, path in sorted(inputs.items())},
             **config_source()}   # which config file(s) it was made from (copyhead.datafiles.config_source)
 
 

@@ -302,6 +302,8 @@ class PublishedAuditor:
                 continue
             if not real.is_file():
                 rep.problems.append(f"{recorded}: missing (committed input {role} of {path})")
+            elif sha and self._sha256(real) != sha and _view_unchanged(real, inp.get("view")):
+                entry.update(view_unchanged=True, view=inp["view"])   # the file changed, not the part this product read
             elif sha and self._sha256(real) != sha:
                 why = (f"{path}: older than its committed input {recorded} (changed since: sha256 "
                        f"{self._sha256(real)[:12]} != recorded {sha[:12]})")
@@ -428,6 +430,19 @@ class PublishedAuditor:
         return str(path)
 
 
+def _view_unchanged(path: Path, view: dict | None) -> bool:
+    """Whether the part of an input a product recorded reading (its ``view``, copyhead.provenance.product_record)
+    is as it was: a study spec's entries of the report's studies (copyhead.studies.spec.spec_view). False
+    without a view, or where the file no longer reads as one."""
+    if not view or "studies" not in view:
+        return False
+    from ..studies.spec import spec_view
+    try:
+        return spec_view(path, view["studies"]) == view.get("sha256")
+    except (ValueError, OSError):       # ConfigError is a ValueError: the spec no longer reads
+        return False
+
+
 def remake_args(targets, cores: int = 2, extra=(), rules=()) -> list[str]:
     """The Snakemake command (argument list) that makes exactly the given docs/ products again from their
     committed inputs with the current code: they are the targets and are forced (``--forcerun``: it works
@@ -481,6 +496,9 @@ def print_report(rep: ProductReport, out) -> None:
     inside = [i for i in rep.inputs if not i.get("outside_checkout")]
     if inside:
         print(f"     committed inputs: {', '.join(i['path'] for i in inside)}", file=out)
+    for i in (i for i in inside if i.get("view_unchanged")):
+        print(f"     {i['path']} changed since, but not the part this product read ({', '.join(i['view']['studies'])})",
+              file=out)
     if rep.outside:
         shown = rep.outside[:3]
         more = f" and {len(rep.outside) - 3} more" if len(rep.outside) > 3 else ""

@@ -70,6 +70,27 @@ def load_spec(path: str | Path) -> dict:
     return spec
 
 
+def spec_view(path: str | Path, names) -> str:
+    """The sha256 of what a product of the studies ``names`` reads from the spec at ``path``: every key but
+    ``studies``, the entries of those studies (and of the studies their ``P_like`` names) and the base config's
+    text. An edit to another study's entry leaves it unchanged, so a report's provenance records this view
+    beside the file's sha256 (:func:`copyhead.provenance.product_record`'s ``views``) and the audit does not
+    call the report older than its spec for a change it never read."""
+    import hashlib
+    import json
+
+    spec = load_spec(path)
+    keep, todo = set(), [n for n in names if n in spec["studies"]]
+    while todo:
+        n = todo.pop()
+        if n not in keep:
+            keep.add(n)
+            todo += [spec["studies"][n]["P_like"]] if spec["studies"][n].get("P_like") else []
+    view = {k: v for k, v in spec.items() if k not in ("studies", "base_path")}
+    view.update(studies={n: spec["studies"][n] for n in sorted(keep)}, base_text=Path(spec["base_path"]).read_text())
+    return hashlib.sha256(json.dumps(view, sort_keys=True, default=str).encode()).hexdigest()
+
+
 def action_params(cfg: dict) -> ActionParams:
     m, t = cfg["model"], cfg["task"]
     return ActionParams(V=t["V"], L=t["L"], d_k=m["d_k"], g_Q=m["g_Q"], g_K=m["g_K"], g_O=m["g_O"],

@@ -36,7 +36,7 @@ from copyhead.format import METHOD
 from copyhead.order_params import paper_order_parameters
 from copyhead.provenance import DataFileError, product_record, sidecar_path, write_product
 from copyhead.resources import sweep_seconds
-from copyhead.studies.spec import REFERENCE, load_spec, study_config
+from copyhead.studies.spec import REFERENCE, load_spec, spec_view, study_config
 from copyhead.theory.scaling import closed_form_transitions
 
 # the experimental transition compared per attention type: (kind, the prefix of its row's name in
@@ -381,6 +381,9 @@ def write_tables(spec_path: str | Path, paths: list[str | Path], out_json: str |
     out_json.parent.mkdir(parents=True, exist_ok=True)
     options = {"spec": str(spec_path), **({"carried": where} if where else {})}
     # data whose inputs (the studies' results) live outside the checkout: remade where the studies are
-    record = dict(product_record("studies_tables", "studies_tables", inputs, options, kind="table"), data=True)
+    names = sorted(studies)   # the spec entries this report reads: an edit to another study's leaves it current
+    views = {"spec": {"studies": names, "sha256": spec_view(spec_path, names)}}
+    record = dict(product_record("studies_tables", "studies_tables", inputs, options, kind="table", views=views),
+                  data=True)
     write_product({out_json: text}, record)
     return rep
