@@ -297,3 +297,12 @@ def test_the_graph_reader_resolves_relative_lazy_and_function_level_imports(tmp_
     assert found == [["copyhead.sub.a", "copyhead.top", "copyhead.sub.a"]]   # the shortest of a -> (b ->) top -> a
     assert "copyhead/top.py:1" in describe(g, found[0])
     assert cycles(unit_graph(g)) == [["copyhead.sub", "copyhead.top", "copyhead.sub"]]
+
+
+def test_every_test_of_the_research_package_is_marked_research():
+    """tests/research/ is the research package's suite, run with -m research (.ci/run does): a file there
+    without the marker would run in the default suite, where the paper pipeline's tests belong."""
+    folder = Path(__file__).resolve().parent / "research"
+    unmarked = [p.name for p in sorted(folder.glob("test_*.py"))
+                if "pytestmark = pytest.mark.research" not in p.read_text()]
+    assert not unmarked, unmarked

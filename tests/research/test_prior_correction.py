@@ -1,12 +1,15 @@
-"""The prior beyond copyhead.theory.prior's rate (research.one_loop.prior): the rate's gradient at a general score matrix and its
-saddle-point correction ΔR (Eq. (38)) — against central differences, against its definition through the exact
-cumulant generating function, near M = 0, and at L = 1 against the exact variance-gamma density."""
+"""The prior beyond copyhead.theory.prior's rate (research.one_loop.prior): the exact cumulant generating
+function (Eq. (6)) against sampled Q, K; the rate's gradient at a general score matrix and its saddle-point
+correction ΔR (Eq. (38)) — against central differences, against its definition through the exact cumulant
+generating function, near M = 0, and at L = 1 against the exact variance-gamma density."""
 import numpy as np
 import pytest
 from scipy.special import kve
 
 from copyhead.theory.prior import neg_log_prior_matrix
 from research.one_loop.prior import cgf, neg_log_prior_matrix_grad, saddle_correction, saddle_correction_grad
+
+pytestmark = pytest.mark.research
 
 
 def _central_differences(f, M, h=1e-6):
@@ -78,3 +81,16 @@ def test_the_corrected_rate_is_closer_to_the_exact_density_at_one_position():
     corr = rate + np.array([saddle_correction(np.array([[m]]), 1.0, c) - saddle_correction(np.zeros((1, 1)), 1.0, c)
                             for m in ms])
     assert np.abs(corr - ex).max() * 3 < np.abs(rate - ex).max()
+
+
+def test_cgf_of_score_matrix_by_sampling():
+    """Eq. (6): E exp Tr(GᵀM) over sampled Q, K equals det(I - c GᵀG/d_k²)^(-d_k/2)."""
+    rng = np.random.default_rng(5)
+    d_k, L, gQ, gK, n = 6, 3, 1.3, 0.7, 400000
+    G = rng.normal(scale=0.8, size=(L, L))
+    Q = rng.normal(scale=np.sqrt(gQ), size=(n, d_k, L))
+    K = rng.normal(scale=np.sqrt(gK), size=(n, d_k, L))
+    M = np.einsum("nia,nib->nab", Q, K) / d_k
+    vals = np.exp(np.einsum("ab,nab->n", G, M))
+    mc, se = vals.mean(), vals.std() / np.sqrt(n)
+    assert abs(mc - np.exp(cgf(G, d_k, gQ * gK))) < 5 * se
