@@ -193,9 +193,12 @@ def collapse_verdict(c: Twin) -> list[str]:
     if c.differs == "σ²":
         head = (f"- Verdict: the order parameters {'collapse' if within else 'do not collapse'} at equal P/σ² "
                 f"({size}); {stat}.")
-        if not sig:
-            vs = (f"largest |Δ − Δ_theory| {g(th['max_abs'])} against the largest |Δ| "
-                  f"{g(e.get('max_abs_delta', math.nan))}; {th['n_within_tol']} of {th['n']} within {g(th['tolerance'])}")
+        vs = (f"largest |Δ − Δ_theory| {g(th['max_abs'])} against the largest |Δ| "
+              f"{g(e.get('max_abs_delta', math.nan))}; {th['n_within_tol']} of {th['n']} within {g(th['tolerance'])}; "
+              f"significance beside it: {c.n_within_2_theory} of {c.n} within 2σ, RMS z {g(c.rms_z_theory)}")
+        if sig:
+            head += f" Against the difference the same-dataset theory predicts: {vs}."
+        else:
             head += (f" The same-dataset theory predicts the differences ({vs}: the twins' training sets differ in P, "
                      "so their finite-P fluctuations differ; only the population (closed-form) theory collapses exactly)."
                      if explained else

@@ -21,7 +21,7 @@ from copyhead.analysis.results_model import (FiniteSize, Fit, Ratio, ResultsForm
                                              StudyPath, StudyTransition, Twin, read_studies)
 from copyhead.analysis.scaling_claims import ratio_interval
 from copyhead.analysis.summary import AGREE_TOLERANCE, LOCATION_TOLERANCE, PAPER
-from copyhead.analysis.twins import collapse_sentence, theory_difference_effect
+from copyhead.analysis.twins import collapse_sentence
 from copyhead.figures import write_figure
 from copyhead.figures.studies import draw_finite_size, draw_scaling, draw_twins, twin_label
 from copyhead.format import ci, g, pm, table, yn
@@ -277,12 +277,8 @@ def _twins_section(twins: tuple[Twin, ...], paper_scale: tuple[str, ...] | None,
            "sampler's step-size bias).", ""]
     for c in twins:
         what = "σ² collapse" if c.differs == "σ²" else "step size"
-        th = theory_difference_effect(c)
         out += [f"**{what}**: `{c.study}` ({twin_label(c)}) against `{c.ref}` ({twin_label(c, True)}) at equal "
-                f"P/σ², {c.n} pairs of order parameters. Against the difference the same-dataset theory predicts "
-                f"for the two: largest |Δ − Δ_theory| = {g(th['max_abs'])}, {th['n_within_tol']} of {th['n']} within "
-                f"{g(th['tolerance'])}; significance: {c.n_within_2_theory} of {c.n} within 2σ (RMS z "
-                f"{g(c.rms_z_theory)}).", ""]
+                f"P/σ², {c.n} pairs of order parameters.", ""]
         out += collapse_verdict(c) + [""]
         rows = [[r.attention, r.recipe, g(r.P_over_sigma2), r.name, pm(r.value, r.error),
                  pm(r.value_ref, r.error_ref), g(r.z), g(r.theory), g(r.theory_ref),
