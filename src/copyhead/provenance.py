@@ -197,7 +197,7 @@ def product_record(product: str, concern: str, inputs: dict, options: dict | Non
             "code_modules": module_digests(concern),
             "git_commit": cv["git_commit"], "git_dirty": cv["git_dirty"], "package_version": cv["package_version"],
             "command": " ".join(sys.argv), "argv": list(sys.argv), "options": options or {},
-            "inputs": {role: dict(_input_entry(path), **({"view": (views or {})[role]} if role in (views or {}) else {}))
+            "inputs": {role: {**_input_entry(path), **({"view": views[role]} if role in (views or {}) else {})}
                        for role, path in sorted(inputs.items())},
             **config_source()}   # which config file(s) it was made from (copyhead.datafiles.config_source)
 

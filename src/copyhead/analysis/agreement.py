@@ -264,14 +264,13 @@ def agreement_summaries(rows) -> list[dict]:
         z = np.array([r["z"] for r in rs], float)
         away = np.array([r["away"] for r in rs], bool)
         s = agreement_summary(z, away)
-        delta = np.abs(np.array([as_float(r["experiment"]) - as_float(r["theory"]) for r in rs]))[away & np.isfinite(z)]
         s_all = agreement_summary(z)
         worst = rs[s.worst_index[0]] if s.worst_index is not None else None
         label, source, kind = CURVES[curve]
         out.append({"attention": att, "level": level, "recipe": recipe, "method": method, "curve": curve,
                     "curve_label": label, "source": source, "kind": kind,
                     "natural": (kind == "mean") == (method in SAMPLERS), "n_away": s.n,
-                    "max_abs_delta": float(np.nanmax(delta)) if np.isfinite(delta).any() else NAN, "rms_z": s.rms_z,
+                    "max_abs_delta": largest_delta(rs, curve), "rms_z": s.rms_z,
                     "chi2": s.chi2, "dof": s.dof, "chi2_per_dof": s.chi2_per_dof, "p_value": s.p_value,
                     "n_within_2": s.n_within_2,
                     "worst_recipe": worst["recipe"] if worst else "", "worst_P": worst["P"] if worst else NAN,

@@ -302,9 +302,10 @@ class PublishedAuditor:
                 continue
             if not real.is_file():
                 rep.problems.append(f"{recorded}: missing (committed input {role} of {path})")
-            elif sha and self._sha256(real) != sha and _view_unchanged(real, inp.get("view")):
-                entry.update(view_unchanged=True, view=inp["view"])   # the file changed, not the part this product read
             elif sha and self._sha256(real) != sha:
+                if _view_unchanged(real, inp.get("view")):      # the file changed, not the part this product read
+                    entry.update(view_unchanged=True, view=inp["view"])
+                    continue
                 why = (f"{path}: older than its committed input {recorded} (changed since: sha256 "
                        f"{self._sha256(real)[:12]} != recorded {sha[:12]})")
                 if versioned:

@@ -6,9 +6,9 @@ Everything else is in the appendix (:mod:`.appendix`). Nothing is computed or ju
 from __future__ import annotations
 
 from ..analysis.convergence import MIXED_ESS, MIXED_RHAT
-from ..attention import variant
 from ..analysis.results_model import (Agreement, AttentionSummary, Cell, Convergence, Effect, ResultsTables, Summary,
                                       Theory, TheoryValue, Transition)
+from ..attention import variant
 from ..format import METHOD, P_, ci, effect_text, g, ok, pct, sampler_name, significance_text, table, verdict_text
 from .claims import claims_section, qualitative
 from .findings import headline, recipe_lines
@@ -16,6 +16,9 @@ from .findings import headline, recipe_lines
 HOLLOW = (f"hollow: chains not mixed (split-R̂ > {MIXED_RHAT:g} or bulk ESS < {MIXED_ESS:g} on one training set, "
           "the verdicts' rule)")
 # (figure, what it shows, what the points and lines are); what to see is written from the summary (_what_to_see)
+# for the figures of one attention type's transition: figure -> (attention, what its transition looks like)
+SEE = {"fig3_linear_order_params": ("linear", "ĉG (copy) overtakes ĉ1 (pooling)"),
+       "fig4_softmax_order_params": ("softmax", "âG jumps")}
 KEY_FIGURES = [("fig3_linear_order_params", "linear order parameters against P with the theory",
                 "Points: seed means ± 1 standard error over seeds (HMC prior- and copy-started, SGLD, Adam); "
                 f"{HOLLOW}; lines: closed-form and same-training-set theory; strip on top: the theory's "
@@ -345,7 +348,7 @@ def _scaling_elsewhere(studies) -> list[str]:
 def _what_to_see(summ: Summary, fname: str) -> str:
     """The first sentence of fig3's or fig4's caption, from the summary: where the reference (HMC) puts the
     figure's transition against the closed form's (the strip above the panel shows both)."""
-    attention = {"fig3_linear_order_params": "linear", "fig4_softmax_order_params": "softmax"}.get(fname)
+    attention, what = SEE.get(fname, (None, ""))
     sa = summ.attentions.get(attention) if attention else None
     t = sa.transition(variant(attention).transition) if sa else None
     cell = t.cell("hmc") if t else None
@@ -354,7 +357,6 @@ def _what_to_see(summ: Summary, fname: str) -> str:
     cf = t.closed_form
     where = ("inside" if cell.ci_lo <= cf.value <= cell.ci_hi else "below" if cell.ci_lo > cf.value else "above")
     bracket = f" (read on the same grid: {ci(cf.lo, cf.hi)})" if ok(cf.lo) else ""
-    what = {"linear": "ĉG (copy) overtakes ĉ1 (pooling)", "softmax": "âG jumps"}[attention]
     return (f"What to see: {what} at P = {P_(cell.estimate)} {ci(cell.ci_lo, cell.ci_hi)} in HMC, the reference "
             f"posterior; the closed form's {t.label} is at P = {P_(cf.value)}{bracket}, {where} that interval. ")
 
