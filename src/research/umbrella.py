@@ -58,14 +58,27 @@ def biased(post: CollapsedPosterior, centres: torch.Tensor, kappa: torch.Tensor)
     return energy_grad
 
 
-def windows(lo: float, hi: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+def windows(lo: float, hi: float, n: int, dense: tuple[float, float, int] | None = None
+            ) -> tuple[np.ndarray, np.ndarray]:
     """(centres, κ) of ``n`` windows evenly over [lo, hi], each of width (standard deviation of its bias
     alone) the spacing Δ, κ = 1/Δ², so that neighbours overlap wherever the posterior is flatter than the
-    bias."""
+    bias. ``dense = (lo2, hi2, n2)`` replaces the windows inside [lo2, hi2] by ``n2`` windows evenly over it,
+    each with its own spacing's κ: stiffer where the free energy bends down more sharply than the coarse
+    bias holds (between the branches, where a coarse window slides onto one branch or the other)."""
     if n < 2 or not hi > lo:
         raise ValueError(f"windows: need n >= 2 and hi > lo, got n={n}, [{lo}, {hi}]")
     c = np.linspace(lo, hi, n)
-    return c, np.full(n, 1.0 / (c[1] - c[0]) ** 2)
+    k = np.full(n, 1.0 / (c[1] - c[0]) ** 2)
+    if dense is None:
+        return c, k
+    lo2, hi2, n2 = dense
+    if not lo <= lo2 < hi2 <= hi:
+        raise ValueError(f"windows: the dense range [{lo2}, {hi2}] must lie inside [{lo}, {hi}]")
+    cd, kd = windows(lo2, hi2, n2)
+    keep = (c < lo2) | (c > hi2)
+    c, k = np.concatenate([c[keep], cd]), np.concatenate([k[keep], kd])
+    order = np.argsort(c, kind="stable")
+    return c[order], k[order]
 
 
 def _bias(s: np.ndarray, centres: np.ndarray, kappa: np.ndarray) -> np.ndarray:
@@ -96,7 +109,15 @@ class MBAR:
 
     def weight_above(self, threshold: float) -> float:
         """The posterior weight of s > ``threshold`` (the copy branch when it lies between the branches)."""
-        return float(np.sum(np.exp(self.logw)[self.s > threshold]))
+        return float(0.5 * (1.0 - np.tanh(0.5 * self.free_energy_above(threshold))))   # 1/(1 + e^ΔF), in [0, 1]
+
+    def free_energy_above(self, threshold: float) -> float:
+        """ΔF = F(s > threshold) − F(s ≤ threshold) = −log(weight above / weight below), in nats (kT): the
+        free energy of the copy branch relative to the pooling branch; finite where one branch's weight
+        rounds to 1 (−inf / +inf where a side holds no sample)."""
+        above = self.s > threshold
+        lse = lambda x: _logsumexp(x, 0) if x.size else -np.inf
+        return float(lse(self.logw[~above]) - lse(self.logw[above]))
 
 
 def _initial_f(samples: list[np.ndarray], centres: np.ndarray, kappa: np.ndarray) -> np.ndarray:

@@ -44,6 +44,14 @@ def test_a_metastable_study_point_is_weighed_on_the_study_s_own_config(research_
         short["optimizers"][r].update(steps=30, burn_in=10)
     ch, info = mod.chains(12, short, None)
     assert len(ch) == 8 and all(v["aG"].shape == (20,) and np.isfinite(v["nll"]).all() for v in ch.values())
-    u = mod.umbrella(12, 0, 4, (0.0, 0.2), 4.0, 40, 10, short, None)
-    for name in ("prior", "copy", "both"):
-        assert 0.0 <= u[name]["mean"] <= 0.25 and 0.0 <= u[name]["copy_weight"] <= 1.0
+    u = mod.umbrella([(12, 0), (14, 1)], (0.0, 0.2), 4, 4.0, (0.05, 0.15, 3), 40, 10, short, None)
+    assert len(u["centres"]) == 5 and [(pt["P"], pt["seed"]) for pt in u["points"]] == [(12, 0), (14, 1)]
+    for pt in u["points"]:
+        for name in ("prior", "copy", "both"):
+            r = pt[name]
+            assert 0.0 <= r["mean"] <= 0.25 and 0.0 <= r["copy_weight"] <= 1.0
+            # ΔF and the copy branch's weight are one number said two ways
+            assert r["copy_weight"] == pytest.approx(1 / (1 + math.exp(r["dF"])), abs=1e-9)
+    lines = mod.umbrella_lines(u, {})
+    assert sum(line.startswith("| 1") for line in lines) == 2
+    assert mod.umbrella_answer(u).count("P = ") == 2

@@ -81,6 +81,28 @@ def test_mbar_of_unbiased_windows_is_the_plain_average():
 def test_windows_refuse_an_empty_range():
     with pytest.raises(ValueError, match="hi > lo"):
         windows(0.1, 0.1, 5)
+    with pytest.raises(ValueError, match="must lie inside"):
+        windows(0.0, 0.1, 5, dense=(0.05, 0.2, 4))
+
+
+def test_dense_windows_replace_the_coarse_ones_between_the_branches():
+    """--dense: the coarse windows inside the dense range give way to the dense ones, each window's κ the
+    inverse square of its own grid's spacing, centres sorted."""
+    c, k = windows(0.0, 0.2, 5, dense=(0.04, 0.12, 9))
+    assert np.allclose(c, [0.0] + list(np.linspace(0.04, 0.12, 9)) + [0.15, 0.2])
+    assert np.allclose(k, [1 / 0.05 ** 2] + [1 / 0.01 ** 2] * 9 + [1 / 0.05 ** 2] * 2)
+
+
+def test_the_free_energy_of_a_branch_is_its_weight_in_nats():
+    """ΔF = −log(weight above / weight below), also where the weight rounds to 1."""
+    rng = np.random.default_rng(1)
+    samples = [rng.normal(0.0, 1.0, 400), rng.normal(3.0, 1.0, 400)]
+    fit = mbar(samples, np.zeros(2), np.zeros(2))                      # unbiased: plain counts
+    n_above = sum(int((x > 1.5).sum()) for x in samples)
+    assert fit.free_energy_above(1.5) == pytest.approx(-np.log(n_above / (800 - n_above)))
+    far = mbar([np.full(10, 0.0), np.full(10, 1.0)], np.array([0.0, 1.0]), np.array([0.0, 0.0]))
+    assert far.free_energy_above(0.5) == pytest.approx(0.0)
+    assert fit.free_energy_above(100.0) == np.inf
 
 
 def test_umbrella_on_the_collapsed_posterior_matches_importance_sampling():

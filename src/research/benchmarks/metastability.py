@@ -1,15 +1,18 @@
 """Why tempering in the likelihood does not mix the softmax jump: the latent heat between its two branches.
 
-    python src/research/benchmarks/metastability.py [--P 12 16 20] [--md docs/benchmarks/metastability.md]
+    python src/research/benchmarks/metastability.py [--P 850 900 950] [--umbrella P SEED ...]
+        [--md docs/benchmarks/metastability.md]
 
-At the converged study's size (config/converged.yaml: V = 16, L = d_k = 32, σ² = 0.1, softmax) and at
-each P given, the reference sampler runs exactly the converged study's HMC chains (recipes ``hmc`` and
+At the converged study's size (config/converged.yaml, softmax; or a study of config/studies.yaml with
+``--study``; the page states the sizes) and at each P given, the reference sampler runs exactly the converged study's HMC chains (recipes ``hmc`` and
 ``hmc_copy``: same training sets, initial states, per-chain streams and kernel as ``copyhead train``),
 a prior- and a copy-started chain on each training set, and records after warm-up at every iteration the
 collapsed negative log-likelihood ℓ = −log p(Y | Q, K) and âG = mP/L. Per training set it reports
 whether the two chains agree (split-R̂ of âG across them ≤ 1.05; docs/results.md judges at 1.01) and, where
 they sit on different branches (pooling and copy), the latent heat Δℓ = ℓ̄(pooling) − ℓ̄(copy) and each
-branch's spread of ℓ.
+branch's spread of ℓ. With ``--umbrella P SEED`` (repeatable) it weighs the two branches of those
+training sets by umbrella sampling along âG (:func:`umbrella`): which branch holds the posterior, and by
+how many nats of free energy.
 
 Replica exchange across the likelihood temperature (targets ∝ prior · p(Y | Q, K)^β, a ladder of β with 1
 in it) swaps the states of neighbouring replicas β_i < β_j with probability min(1, exp((β_j − β_i)(ℓ_j −
@@ -129,91 +132,130 @@ def per_dataset(ch: dict, P: int, spinodals: tuple[float, float]) -> list[dict]:
     return rows
 
 
-def umbrella(P: int, seed: int, n_windows: int, span: tuple[float, float], stiffness: float, steps: int,
-             burn_in: int, cfg: dict, log) -> dict:
-    """Umbrella windows along âG on one training set (the converged study's data of ``seed`` at P), run
-    twice in one batch: from prior draws and from the copy solution (the recipes' own initial states).
-    Each run is combined by MBAR; their agreement is the check that the windows equilibrated. Returns the
-    MBAR posterior mean of âG, the weight of âG > the midpoint of ``span`` (the copy branch), the smallest
-    neighbour overlap and the acceptance, per start and for both runs pooled."""
+def umbrella(points: list[tuple[int, int]], span: tuple[float, float], n_windows: int, stiffness: float,
+             dense: tuple[float, float, int] | None, steps: int, burn_in: int, cfg: dict, log) -> dict:
+    """Umbrella windows along âG on each (P, training set) of ``points`` (the config's data of that seed at
+    that P), every point's windows run twice — from prior draws and from the copy solution (the recipes'
+    own initial states) — and all of them in one batch. Each run is combined by MBAR; the two runs'
+    agreement is the check that the windows equilibrated. Per point: the MBAR posterior mean of âG, the
+    free energy ΔF of âG > the midpoint of ``span`` (the copy branch) against the rest, that branch's weight
+    and the smallest neighbour overlap, per start and for both runs pooled, each also from the two halves
+    of the kept draws."""
     rcs = {init: RunConfig.from_dict(cfgmod.run_config(cfg, "softmax", name))
            for init, name in (("prior", "hmc"), ("copy", "hmc_copy"))}
     rc, task = rcs["prior"], rcs["prior"].task
-    K = n_windows
-    model = CopyAttention([make_data(seed, task.V, task.L, P, task.n_test)] * (2 * K), "softmax", rc.model,
-                          torch.float64, "cpu")
+    centres, kappa = windows(span[0], span[1], n_windows, dense)
+    kappa, K = kappa * stiffness, len(centres)
+    runs = [(P, seed, init) for P, seed in points for init in ("prior", "copy")]
+    model = CopyAttention([make_data(seed, task.V, task.L, P, task.n_test) for P, seed, _ in runs for _ in range(K)],
+                          "softmax", rc.model, torch.float64, "cpu",
+                          energy="dense" if len({P for P, _ in points}) > 1 else "auto")   # several P: counts
     post = CollapsedPosterior(model)
-    centres, kappa = windows(span[0], span[1], K)
-    kappa = kappa * stiffness
     q0, gens = [], []
-    for j, init in enumerate(("prior", "copy")):
+    for j, (P, seed, init) in enumerate(runs):
         r = rcs[init].recipe
-        for k in range(K):
-            ss = np.random.SeedSequence(hmc_seed(seed, init, "sampler"), spawn_key=(1000 + k,))  # own streams
+        for k in range(K):        # own streams per window, point and start
+            ss = np.random.SeedSequence(hmc_seed(seed, init, "sampler"), spawn_key=(P, 1000 + k))
             gen = torch.Generator().manual_seed(int(ss.generate_state(1, np.uint64)[0] & 0x7FFF_FFFF_FFFF_FFFF))
             th = (model.init_copy(gen, r.copy_beta, chain=j * K + k) if init == "copy"
                   else model.init_prior(gen, r.init_scale))
             q0.append(th[:post.n_qk])
             gens.append(gen)
     t0 = time.process_time()
-    res = run_windows(post, torch.stack(q0), np.tile(centres, 2), np.tile(kappa, 2), gens, steps=steps,
-                      burn_in=burn_in, n_leapfrog=rc.recipe.n_leapfrog, step_size=rc.recipe.step_size,
+    res = run_windows(post, torch.stack(q0), np.tile(centres, len(runs)), np.tile(kappa, len(runs)), gens,
+                      steps=steps, burn_in=burn_in, n_leapfrog=rc.recipe.n_leapfrog, step_size=rc.recipe.step_size,
                       target_accept=rc.recipe.target_accept, log=log)
-    cpu = time.process_time() - t0
     threshold = 0.5 * (span[0] + span[1])
-    out = {"P": P, "seed": seed, "centres": centres, "kappa": float(kappa[0]), "threshold": threshold,
-           "cpu_s": cpu, "steps": steps, "burn_in": burn_in}
-    x = res["s"]
-    for name, rows, c, k in (("prior", x[:K], centres, kappa), ("copy", x[K:], centres, kappa),
-                             ("both", x, np.tile(centres, 2), np.tile(kappa, 2))):
-        fit = mbar(list(rows), c, k)
-        half = rows.shape[1] // 2
-        halves = [mbar(list(rows[:, :half]), c, k).mean(), mbar(list(rows[:, half:]), c, k).mean()]
-        out[name] = {"mean": fit.mean(), "halves": halves, "copy_weight": fit.weight_above(threshold),
-                     "overlap": fit.overlap}
-    out["accept"] = (float(res["accept"].min()), float(res["accept"].max()))
-    out["n_divergent"] = int(res["n_divergent"].sum())
+    out = {"centres": centres, "kappa": (float(kappa.min()), float(kappa.max())), "threshold": threshold,
+           "cpu_s": time.process_time() - t0, "steps": steps, "burn_in": burn_in,
+           "accept": (float(res["accept"].min()), float(res["accept"].max())),
+           "n_divergent": int(res["n_divergent"].sum()), "points": []}
+    for i, (P, seed) in enumerate(points):
+        x = res["s"][2 * i * K:(2 * i + 2) * K]
+        pt = {"P": P, "seed": seed}
+        for name, rows, c, k in (("prior", x[:K], centres, kappa), ("copy", x[K:], centres, kappa),
+                                 ("both", x, np.tile(centres, 2), np.tile(kappa, 2))):
+            half = rows.shape[1] // 2
+            fits = [mbar(list(part), c, k) for part in (rows, rows[:, :half], rows[:, half:])]
+            pt[name] = {"mean": fits[0].mean(), "halves": [f.mean() for f in fits[1:]],
+                        "dF": fits[0].free_energy_above(threshold),
+                        "dF_halves": [f.free_energy_above(threshold) for f in fits[1:]],
+                        "copy_weight": fits[0].weight_above(threshold), "overlap": fits[0].overlap}
+        out["points"].append(pt)
     return out
 
 
-def umbrella_lines(u: dict) -> list[str]:
-    """The umbrella check's paragraph and table for the page."""
+def settled(pt: dict) -> tuple[bool, float, float]:
+    """(stands, |difference of the two runs' means|, the larger half-to-half change): a point's umbrella
+    estimate stands when neighbouring windows overlap (≥ 0.03 in both runs) and the runs from the two starts
+    agree within twice the larger half-to-half change of either (at least 0.001 in âG)."""
+    agree = abs(pt["prior"]["mean"] - pt["copy"]["mean"])
+    spread = max(abs(pt[n]["halves"][0] - pt[n]["halves"][1]) for n in ("prior", "copy"))
+    ok = min(pt[n]["overlap"] for n in ("prior", "copy")) >= 0.03 and agree <= 2 * max(spread, 1e-3)
+    return ok, agree, spread
+
+
+def umbrella_answer(u: dict) -> str:
+    """The page's first sentence: which branch holds the posterior at each weighed point, by how much."""
+    said = []
+    for pt in u["points"]:
+        ok, _, _ = settled(pt)
+        dF = pt["both"]["dF"]
+        branch = "the copy branch" if dF < 0 else "the pooling branch"
+        said.append(f"P = {pt['P']} (training set {pt['seed']}): " + (
+            f"{branch}, ΔF = {dF:+.0f} nats" if ok else f"not settled (ΔF = {dF:+.0f} nats from windows that have "
+                                                       "not equilibrated)"))
+    return "Umbrella sampling along âG says which branch holds the posterior: " + "; ".join(said) + "."
+
+
+def umbrella_lines(u: dict, chains: dict) -> list[str]:
+    """The umbrella section of the page: one row per (P, training set), beside its plain chains' âG where
+    the page ran them (``chains``: {(P, seed): row of :func:`per_dataset`})."""
     f4 = lambda x: f"{x:.4f}"
-    rows = ["| windows started from | MBAR posterior mean of âG | first half / second half | weight of âG > "
-            f"{u['threshold']:.3f} (copy branch) | smallest neighbour overlap |", "|---|---|---|---|---|"]
-    for name, label in (("prior", "prior draws"), ("copy", "the copy solution"), ("both", "both (pooled)")):
-        r = u[name]
-        rows.append(f"| {label} | {f4(r['mean'])} | {f4(r['halves'][0])} / {f4(r['halves'][1])} | "
-                    f"{r['copy_weight']:.3f} | {r['overlap']:.3f} |")
-    agree = abs(u["prior"]["mean"] - u["copy"]["mean"])
-    spread = max(abs(r["halves"][0] - r["halves"][1]) for r in (u["prior"], u["copy"]))
-    ok = min(u[n]["overlap"] for n in ("prior", "copy")) >= 0.03 and agree <= 2 * max(spread, 1e-3)
-    verdict = ("The two runs agree (difference {:.4f}, within twice the larger half-to-half change {:.4f}) and "
-               "neighbouring windows overlap: the umbrella estimate stands.".format(agree, spread) if ok else
-               "The two runs differ by {:.4f} (half-to-half change up to {:.4f}) or neighbouring windows do not "
-               "overlap (≥ 0.03 needed): the windows have not equilibrated along the directions orthogonal to "
-               "âG, and the umbrella estimate is not an answer at this length.".format(agree, spread))
-    c = u["centres"]
-    return ["## Umbrella sampling across the split training set", "",
-            f"P = {u['P']}, training set {u['seed']}: {len(c)} harmonic windows on âG, centres {c[0]:.3f}–"
-            f"{c[-1]:.3f} (spacing {c[1] - c[0]:.4f}), stiffness κ = {u['kappa']:.3g}; each window an HMC chain of "
+    nats = lambda x: f"{x:+.0f}" if abs(x) >= 10 else f"{x:+.1f}"
+    rows = ["| P | training set | âG of the plain chains, prior / copy start | umbrella posterior mean of âG "
+            "(prior / copy run) | ΔF = F(copy) − F(pooling), nats (prior / copy run; first / second half, "
+            f"pooled) | weight of âG > {u['threshold']:.3f} (copy branch) | smallest neighbour overlap | "
+            "estimate |", "|---|---|---|---|---|---|---|---|"]
+    for pt in u["points"]:
+        ok, agree, spread = settled(pt)
+        ch = chains.get((pt["P"], pt["seed"]))
+        b = pt["both"]
+        rows.append(f"| {pt['P']} | {pt['seed']} | {f4(ch['aG_prior']) + ' / ' + f4(ch['aG_copy']) if ch else '–'} | "
+                    f"{f4(b['mean'])} ({f4(pt['prior']['mean'])} / {f4(pt['copy']['mean'])}) | "
+                    f"{nats(pt['prior']['dF'])} / {nats(pt['copy']['dF'])}; "
+                    f"{nats(b['dF_halves'][0])} / {nats(b['dF_halves'][1])} | {b['copy_weight']:.3f} | "
+                    f"{min(pt[n]['overlap'] for n in ('prior', 'copy')):.3f} | "
+                    + (f"stands (runs differ by {agree:.4f})" if ok else
+                       f"not an answer (runs differ by {agree:.4f}, half-to-half {spread:.4f})") + " |")
+    c, (k_lo, k_hi) = u["centres"], u["kappa"]
+    gaps = np.diff(c)
+    stiff = f"κ = {k_lo:.3g}" if k_lo == k_hi else f"κ = {k_lo:.3g} (spacing {gaps.max():.4f}) to {k_hi:.3g} (spacing {gaps.min():.4f})"
+    return ["## Umbrella sampling: which branch holds the posterior", "",
+            f"{len(c)} harmonic windows on âG per point, centres {c[0]:.3f}–{c[-1]:.3f}, {stiff}, each "
+            "window's bias as wide as its spacing times 1/√(stiffness); each window an HMC chain of "
             f"{u['steps']} iterations ({u['burn_in']} warm-up, the step size adapted per window) on the collapsed "
-            "posterior plus its bias (research.umbrella), the windows run twice in one batch — started from prior "
-            "draws and from the copy solution — and each run combined by MBAR. Acceptance after warm-up "
-            f"{u['accept'][0]:.2f}–{u['accept'][1]:.2f}, {u['n_divergent']} divergent transitions, "
-            f"{u['cpu_s'] / 60:.0f} CPU-minutes. {verdict}", ""] + rows
+            "posterior plus its bias (research.umbrella), every point's windows run twice — started from prior "
+            "draws and from the copy solution — all points in one batch, each run combined by MBAR. "
+            f"Acceptance after warm-up {u['accept'][0]:.2f}–{u['accept'][1]:.2f}, {u['n_divergent']} divergent "
+            f"transitions, {u['cpu_s'] / 60:.0f} CPU-minutes. ΔF < 0: the copy branch holds the posterior (its "
+            "weight 1/(1 + e^ΔF)); a point's estimate stands when neighbouring windows overlap (≥ 0.03) and the "
+            "two runs' means agree within twice their larger half-to-half change (≥ 0.001).", ""] + rows
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--P", type=int, nargs="+", default=[12, 16, 20])
+    ap.add_argument("--P", type=int, nargs="+", default=[850, 900, 950])
     ap.add_argument("--md", help="write the page (e.g. docs/benchmarks/metastability.md)")
     ap.add_argument("--quiet", action="store_true")
-    ap.add_argument("--umbrella", type=int, nargs=2, metavar=("P", "SEED"),
-                    help="also run umbrella windows along âG on this (P, training set), e.g. 16 2")
+    ap.add_argument("--umbrella", type=int, nargs=2, metavar=("P", "SEED"), action="append",
+                    help="also run umbrella windows along âG on this (P, training set), e.g. 900 0 (repeatable: "
+                         "every point's windows run in one batch)")
     ap.add_argument("--windows", type=int, default=16)
     ap.add_argument("--span", type=float, nargs=2, default=(0.0, 0.09), help="range of âG the windows cover")
     ap.add_argument("--stiffness", type=float, default=4.0, help="κ in units of 1/spacing²")
+    ap.add_argument("--dense", type=float, nargs=3, metavar=("LO", "HI", "N"),
+                    help="N windows evenly over [LO, HI] replace the coarse ones there (between the branches)")
     ap.add_argument("--umbrella-steps", type=int, nargs=2, default=(1000, 200), metavar=("STEPS", "BURN_IN"))
     ap.add_argument("--study", help="a study of config/studies.yaml (e.g. L32_dk64, whose studies page lists a "
                                     "metastable point) instead of the converged study")
@@ -245,7 +287,7 @@ def main(argv=None) -> int:
     def span(key, f):
         lo, hi = min(r[key] for r in split), max(r[key] for r in split)
         return f(lo) if f(lo) == f(hi) else f"{f(lo)}–{f(hi)}"
-    cure = ("(umbrella sampling, research.umbrella; the last section checks it on a split training set)."
+    cure = ("(umbrella sampling, research.umbrella; the last section weighs the split training sets)."
             if a.umbrella else "(umbrella sampling, research.umbrella: `--umbrella P SEED` checks it).")
     answer = (f"{len(split)} of {len(rows)} (P, training set) points have their prior- and copy-started chains on "
               "different branches. " + (
@@ -257,16 +299,19 @@ def main(argv=None) -> int:
                   "here (the latent heat is extensive in N = P·L). What would be: a bias along the order "
                   "parameter âG itself " + cure
                   if split else "No training set is split between branches at these P: nothing for tempering to cure."))
-    print(answer)
-    print("\n".join(lines))
     umb = []
     if a.umbrella:
-        u = umbrella(a.umbrella[0], a.umbrella[1], a.windows, tuple(a.span), a.stiffness, *a.umbrella_steps, cfg, log)
-        umb = [""] + umbrella_lines(u)
-        print("\n".join(umb))
+        dense = (a.dense[0], a.dense[1], int(a.dense[2])) if a.dense else None
+        u = umbrella([tuple(x) for x in a.umbrella], tuple(a.span), a.windows, a.stiffness, dense,
+                     *a.umbrella_steps, cfg, log)
+        umb = [""] + umbrella_lines(u, {(r["P"], r["seed"]): r for r in rows})
+        answer = umbrella_answer(u) + " " + answer
+    print(answer)
+    print("\n".join(lines + umb))
     if a.md:
         cpu = cpu_name()
-        head = ["# Metastability at the softmax jump: the latent heat between the branches", "",
+        head = ["# Metastability at the softmax jump: which branch holds the posterior, and the latent heat "
+                "between them", "",
                 answer, "",
                 f"Written by `python src/research/benchmarks/metastability.py {' '.join(argv if argv is not None else sys.argv[1:])}` "
                 f"({stamp()}). The "
@@ -286,7 +331,7 @@ def main(argv=None) -> int:
                              {"P": a.P, "config": str(CONFIG.relative_to(ROOT)) if not a.study else str(SPEC.relative_to(ROOT)),
                               "study": a.study, "cpu": cpu,
                               "umbrella": None if not a.umbrella else {
-                                  "P_seed": a.umbrella, "windows": a.windows, "span": list(a.span),
+                                  "P_seed": a.umbrella, "windows": a.windows, "span": list(a.span), "dense": a.dense,
                                   "stiffness": a.stiffness, "steps": list(a.umbrella_steps)}},
                              concern="metastability")
     return 0
