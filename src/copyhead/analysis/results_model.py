@@ -809,9 +809,8 @@ class Ratio(Record):
     """Linear crossover / softmax jump of one study: the experiment's with its interval (lo, hi) and the
     theory's per prior/curve (analysis.scaling_claims.scaling_rows)."""
     experiment: Number
-    lo: Number = absent()
-    hi: Number = absent()
-    error: Number = absent()                    # tables written before the intervals: a point ± an error
+    lo: Number
+    hi: Number
     large_deviation: Number = None
     gaussian: Number = None
     same_dataset: Optional[tuple[Number, ...]] = None

@@ -17,23 +17,13 @@ from ..attention import ATTENTIONS
 from .finite_size import PRIORS
 from .convergence import is_mixed
 from .fits import loglog_slope
-from .results_model import Ratio, ScalingRow, TheoryLines
+from .results_model import ScalingRow, TheoryLines
 from .transition_estimators import bracket_ratio
 
 # the scaling forms of the softmax jump P* compared across L (P counts sequences; N = P·L tokens)
 FORMS = {"P* ∝ ln²L (N* ∝ L ln²L in tokens)": lambda L: math.log(L) ** 2,
          "P* ∝ L ln²L (in sequences)": lambda L: L * math.log(L) ** 2,
          "P* independent of L": lambda L: 1.0}
-
-
-def ratio_interval(ratio: Ratio) -> tuple[float, float, str]:
-    """(lo, hi, basis) of a study's linear-crossover / softmax-jump ratio: the interval of the ratio of the
-    two intervals (``basis`` "interval"); tables written before the intervals (a point ± a Gaussian error)
-    give point ± 2 errors (``basis`` "±2σ, older tables")."""
-    if ratio.lo is not None and ratio.hi is not None:
-        return float(ratio.lo), float(ratio.hi), "interval"
-    q, e = float(ratio.experiment or math.nan), float(ratio.error or math.nan)
-    return q - 2 * e, q + 2 * e, "±2σ, older tables"
 
 
 def who_copies_first(lo: float, hi: float) -> str:

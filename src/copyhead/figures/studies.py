@@ -11,7 +11,6 @@ import numpy as np
 
 from copyhead.analysis.finite_size import PRIOR_LABEL, Z95
 from copyhead.analysis.results_model import FiniteSize, Fit, ScalingRow, TheoryLines, Twin
-from copyhead.analysis.scaling_claims import ratio_interval
 from copyhead.attention import ATTENTIONS, variant
 from copyhead.format import METHOD, g
 
@@ -261,7 +260,7 @@ def draw_scaling(rows: list[ScalingRow], theory_lines: TheoryLines, unsettled=NO
     if rat:
         x = np.array([r.sqrt_LV for r in rat])
         y = np.array([r.ratio.experiment for r in rat])
-        lohi = np.array([ratio_interval(r.ratio)[:2] for r in rat])
+        lohi = np.array([(r.ratio.lo, r.ratio.hi) for r in rat], float)
         method = "/".join(dict.fromkeys(r.method for r in rat))
         faded = [(r.name, "linear") in bad or (r.name, "softmax") in bad for r in rat]
         n_faded[2] += sum(faded)

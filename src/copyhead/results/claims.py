@@ -7,7 +7,7 @@ the verdict rules are the named comparisons below, stated in the table's footnot
 """
 from __future__ import annotations
 
-from ..analysis.scaling_claims import FORMS, jump_forms, mixing, ratio_interval, who_copies_first
+from ..analysis.scaling_claims import FORMS, jump_forms, mixing, who_copies_first
 from ..analysis.results_model import AgreementVerdict, AttentionSummary, Cell, ScalingRow, Summary
 from ..analysis.summary import PAPER
 from ..format import METHOD, P_, ci, g, ok, pct, table, verdict_text
@@ -62,8 +62,8 @@ def _jump(summ: Summary) -> list | None:
         margin += (f"; one training set's prior- and copy-started chains R̂ = {g(conv.largest_paired, 3)} at "
                    f"{', '.join(pts[:2])}")
     return ["softmax attention copies through a jump (first order)", f"{METHOD[m]} âG: steepest step {_interval(c)}",
-            verdict, margin, "softmax table; fig4; the two branches' free-energy gap on one training set: "
-            "[benchmarks/metastability.md](benchmarks/metastability.md)"]
+            verdict, margin, "softmax table; fig4; which branch holds the posterior where the chains split "
+            "(umbrella sampling): [benchmarks/metastability.md](benchmarks/metastability.md)"]
 
 
 def _linear(summ: Summary) -> list | None:
@@ -165,10 +165,8 @@ def _scaling(studies) -> list | None:
     ours, results, margins, where = [], [], [], []
     for folder, name, f, rows in paths:
         path = _path(rows)
-        reading = ("bracket midpoints" if all(r.softmax.bracket for r in rows)
-                   else "logistic midpoints of older tables")
         ours.append(f"{path}: jumps {', '.join(g(x) for x in f['P_star'])} at L = {', '.join(map(str, f['L']))} "
-                    f"({reading})")
+                    "(bracket midpoints)")
         closest = f["closest"].split(" (")[0]
         answer = ("supported (in sequences)" if f["closest"] == names[1] else
                   "supported in tokens (N* ∝ L ln²L), P* ∝ ln²L in sequences" if f["closest"] == names[0] else
@@ -195,10 +193,9 @@ def _advantage(studies) -> list | None:
         path = _path(rows)
         items, first, unmixed = [], [], []
         for r in sorted(rows, key=lambda r: (r.V, r.L)):
-            lo, hi, basis = ratio_interval(r.ratio)
+            lo, hi = r.ratio.lo, r.ratio.hi
             mixed, _ = mixing(r)
-            items.append(f"L = {r.L}, V = {r.V}: [{g(lo)}, {g(hi)}]"
-                         + (f" ({basis})" if basis != "interval" else "") + (" (not mixed)" if mixed is False else ""))
+            items.append(f"L = {r.L}, V = {r.V}: [{g(lo)}, {g(hi)}]" + (" (not mixed)" if mixed is False else ""))
             if who_copies_first(lo, hi) == "softmax copies first":
                 (unmixed if mixed is False else first).append(str(r.L))
             edges.append(lo)

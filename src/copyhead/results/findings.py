@@ -8,7 +8,7 @@ import math
 from ..analysis.finite_size import largest_gaps, ratio_verdict
 from ..analysis.results_model import FiniteSize, FiniteSizeAgreement, StudiesReport, Study, StudyPath
 from ..analysis.summary import AGREE_TOLERANCE
-from ..analysis.scaling_claims import mixing, ratio_interval
+from ..analysis.scaling_claims import mixing
 from ..attention import ATTENTIONS
 from ..analysis.twins import collapse_sentence, twin_effect
 from ..format import g, ok, twin_effect_text
@@ -79,9 +79,9 @@ def _ordering(part: StudyPath) -> str | None:
     rows = [r for r in rows if tl.V is None or r.V == tl.V]
     items, first = [], []
     for r in sorted(rows, key=lambda r: r.L):
-        lo, hi, basis = ratio_interval(r.ratio)
-        items.append(f"L = {r.L}{' (d_k < L)' if r.d_k < r.L else ''}: [{g(lo)}, {g(hi)}]"
-                     f"{' (' + basis + ')' if basis != 'interval' else ''} (closed-form crossover / P* {g(r.ratio.large_deviation)})")
+        lo, hi = r.ratio.lo, r.ratio.hi
+        items.append(f"L = {r.L}{' (d_k < L)' if r.d_k < r.L else ''}: [{g(lo)}, {g(hi)}] "
+                     f"(closed-form crossover / P* {g(r.ratio.large_deviation)})")
         mixed, words = mixing(r)
         if mixed is False:
             items[-1] += f" — not mixed: {words}"

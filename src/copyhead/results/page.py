@@ -296,8 +296,9 @@ def _reference(summ: Summary) -> list[str]:
     if any(ref.convergence.paired_points for ref in refs.values()):
         out += ["At a metastable point the posterior mean is a weighted mix of the two branches that neither "
                 "chain estimates; the points are flagged, left out of the agreement verdicts, and drawn hollow. "
-                "How far apart the branches are on one training set (free energies by umbrella sampling, at "
-                "d_k = L): [benchmarks/metastability.md](benchmarks/metastability.md).", ""]
+                "Which branch holds the posterior on these training sets, and by how many nats of free energy "
+                "(umbrella sampling along âG, research package): "
+                "[benchmarks/metastability.md](benchmarks/metastability.md).", ""]
     rows = [[a, f"`{s.recipe}` − `{s.reference}`", _sampler_verdict(s.effect),
              effect_text(s.effect), f"{s.n_within_2} of {s.n}", g(s.rms_z),
              f"P = {P_(s.worst_P)} {s.worst_param}: Δ = {g(s.worst_diff)}, z = {g(s.worst_z)}"

@@ -9,10 +9,10 @@ from copyhead.analysis.convergence import MIXED_ESS, MIXED_RHAT, is_mixed
 from copyhead.analysis.finite_size import (PRIOR_LABEL, correction_size, decay, largest_gaps, prior_distances,
                                           ratio_verdict, study_largest_delta)
 from copyhead.analysis.scaling_claims import (FORMS, advantage_trend, closed_form_path, jump_forms, per_sigma2,
-                                      mixing, ratio_interval, who_copies_first)
+                                      mixing, who_copies_first)
 from copyhead.analysis.results_model import FiniteSize, ScalingRow, Study, TheoryLines, Twin
 from copyhead.analysis.summary import AGREE_TOLERANCE, PAPER
-from copyhead.analysis.twins import (collapse_sentence, start_agreement, theory_difference_effect, transition_collapse,
+from copyhead.analysis.twins import (start_agreement, theory_difference_effect, transition_collapse,
                                      twin_effect)
 from copyhead.attention import ATTENTIONS
 from copyhead.format import ci, g, pm, table, twin_effect_text
@@ -145,14 +145,14 @@ def conclude_scaling(rows: list[ScalingRow]) -> list[str]:
                    f"(max/min) of P*/ln²L {g(f['spread'][names[0]])}, of P*/(L ln²L) {g(f['spread'][names[1]])}, "
                    f"of P* {g(f['spread'][names[2]])}: closest form '{f['closest']}'.")
     for r in [r for r in rows if r.ratio and math.isfinite(r.ratio.experiment)]:
-        lo, hi, basis = ratio_interval(r.ratio)
+        lo, hi = r.ratio.lo, r.ratio.hi
         same = r.ratio.same_dataset or [math.nan, math.nan]
         closed = r.ratio.closed_mean or [math.nan, math.nan]
         theory = "; ".join(f"{what} [{g(a)}, {g(b)}]" for what, (a, b) in
                            (("same-dataset posterior mean, same estimator", same),
                             ("closed-form posterior mean, same estimator", closed)) if math.isfinite(a))
         out.append(f"- {r.name} (L = {r.L}, d_k = {r.d_k}{', rank-deficient: d_k < L' if r.d_k < r.L else ''}): "
-                   f"{r.method} linear crossover / softmax jump in [{g(lo)}, {g(hi)}] ({basis}; "
+                   f"{r.method} linear crossover / softmax jump in [{g(lo)}, {g(hi)}] (95% interval; "
                    + (f"{theory}; " if theory else "")
                    + f"closed-form crossover / P*, a different quantity: {g(r.ratio.large_deviation)}): "
                    f"{verdict(r, lo, hi)}.")
@@ -211,13 +211,13 @@ def collapse_verdict(c: Twin) -> list[str]:
     return [head] + ([f"- Transition points: {'; '.join(tr)}."] if tr else [])
 
 
-def paper_scale(converged: dict | None, twins: tuple[Twin, ...]) -> list[str]:
-    """The default-size (converged study) transitions on the paper's σ² = 1 scale, beside what the σ² twins
-    say of the collapse."""
+def paper_scale(converged: dict | None) -> list[str]:
+    """The default-size (converged study) transitions on the paper's σ² = 1 scale."""
     if converged is None:
         return []
     s2 = converged["sigma2"]
-    out = [(collapse_sentence(twins) or "") + " The closed form depends on P/σ² only, so the transitions of the "
+    out = ["The closed form depends on P/σ² only (the σ² twins above test this on the sampled transitions), so "
+           "the transitions of the "
            f"converged study (L = {converged['L']}, V = {converged['V']}, d_k = {converged['d_k']}, σ² = {g(s2)}) "
            "divided by σ² are its transitions at σ² = 1:", ""]
     rows = []

@@ -19,9 +19,7 @@ from pathlib import Path
 from copyhead.analysis.finite_size import CURVES, PRIOR_LABEL, ratio_verdict
 from copyhead.analysis.results_model import (FiniteSize, Fit, Ratio, ResultsFormatError, StudiesReport, Study,
                                              StudyPath, StudyTransition, Twin, read_studies)
-from copyhead.analysis.scaling_claims import ratio_interval
 from copyhead.analysis.summary import AGREE_TOLERANCE, LOCATION_TOLERANCE, PAPER
-from copyhead.analysis.twins import collapse_sentence
 from copyhead.figures import write_figure
 from copyhead.figures.studies import draw_finite_size, draw_scaling, draw_twins, twin_label
 from copyhead.format import ci, g, pm, table, yn
@@ -110,13 +108,12 @@ def _title(rep: StudiesReport) -> str:
     return "# Studies: " + (", ".join(parts) if parts else "the studies' sizes and convergence")
 
 
-def paper_scale_lines(rep: StudiesReport, converged: dict | None) -> list[str]:
-    """The paper-scale part of the twins section: the σ² collapse of the transitions and, with the converged
-    study, its transitions divided by σ² next to the paper's numbers."""
+def paper_scale_lines(converged: dict | None) -> list[str]:
+    """The paper-scale part of the twins section: with the converged study, its transitions divided by σ²
+    next to the paper's numbers; the rule of the twins' collapse verdicts."""
     if converged is not None:
-        return paper_scale(converged, rep.twins) + ["", COLLAPSE_RULE]
-    return [collapse_sentence(rep.twins) or "No σ² twin.", "",
-            "(No converged study given: `copyhead studies-page --converged docs/results.json` adds its transitions "
+        return paper_scale(converged) + ["", COLLAPSE_RULE]
+    return ["(No converged study given: `copyhead studies-page --converged docs/results.json` adds its transitions "
             "on the paper's σ² = 1 scale.)", "", COLLAPSE_RULE]
 
 
@@ -164,7 +161,7 @@ def render(rep: StudiesReport, json_name: str = "studies.json", converged: dict 
                                     "transverse directions of the attention matrix grow as L²)", FIGURES["finite_L"],
                                     conclusion, samplers(rep))
     if rep.twins:
-        out += _twins_section(rep.twins, paper_scale_lines(rep, converged),
+        out += _twins_section(rep.twins, paper_scale_lines(converged),
                               {x.name: x.method or "SGLD" for x in rep.studies})
     out += _per_study_section(rep.studies)
     return out
@@ -228,8 +225,7 @@ def _agree_cell(z) -> str:
 def _ratio_cell(rat: Ratio | None) -> str:
     if not rat:
         return "–"
-    lo, hi, basis = ratio_interval(rat)
-    return f"[{g(lo)}, {g(hi)}]" + (f" ({basis})" if basis != "interval" else "")
+    return f"[{g(rat.lo)}, {g(rat.hi)}]"
 
 
 def _scaling_section(sc: StudyPath, number: str, title: str, figure: str) -> list[str]:
