@@ -52,6 +52,10 @@ def test_a_metastable_study_point_is_weighed_on_the_study_s_own_config(research_
             assert 0.0 <= r["mean"] <= 0.25 and 0.0 <= r["copy_weight"] <= 1.0
             # ΔF and the copy branch's weight are one number said two ways
             assert r["copy_weight"] == pytest.approx(1 / (1 + math.exp(r["dF"])), abs=1e-9)
+    failed = {"mean": math.nan, "halves": [math.nan] * 2, "dF": math.nan, "dF_halves": [math.nan] * 2,
+              "copy_weight": math.nan, "overlap": 0.0, "converged": False}
+    lost = {"points": [{"P": 9, "seed": 0, **{n: failed for n in ("prior", "copy", "both")}}]}
+    assert "MBAR has no solution" in mod.umbrella_answer(lost) and mod.settled(lost["points"][0])[0] is False
     lines = mod.umbrella_lines(u, {})
     assert sum(line.startswith("| 1") for line in lines) == 2
     assert mod.umbrella_answer(u).count("P = ") == 2

@@ -52,7 +52,7 @@ from copyhead.model import CopyAttention  # noqa: E402
 from copyhead.task import hmc_seed, make_data, torch_seed  # noqa: E402
 from copyhead.studies.spec import action_params, load_spec, study_config  # noqa: E402
 from copyhead.theory.scaling import closed_form_transitions  # noqa: E402
-from research.umbrella import mbar, run_windows, windows  # noqa: E402
+from research.umbrella import MBAR, mbar, run_windows, windows  # noqa: E402
 
 CONFIG = ROOT / "config" / "converged.yaml"
 SPEC = ROOT / "config" / "studies.yaml"
@@ -133,14 +133,16 @@ def per_dataset(ch: dict, P: int, spinodals: tuple[float, float]) -> list[dict]:
 
 
 def umbrella(points: list[tuple[int, int]], span: tuple[float, float], n_windows: int, stiffness: float,
-             dense: tuple[float, float, int] | None, steps: int, burn_in: int, cfg: dict, log) -> dict:
+             dense: tuple[float, float, int] | None, steps: int, burn_in: int, cfg: dict, log,
+             samples: str | None = None) -> dict:
     """Umbrella windows along âG on each (P, training set) of ``points`` (the config's data of that seed at
     that P), every point's windows run twice — from prior draws and from the copy solution (the recipes'
     own initial states) — and all of them in one batch. Each run is combined by MBAR; the two runs'
     agreement is the check that the windows equilibrated. Per point: the MBAR posterior mean of âG, the
     free energy ΔF of âG > the midpoint of ``span`` (the copy branch) against the rest, that branch's weight
     and the smallest neighbour overlap, per start and for both runs pooled, each also from the two halves
-    of the kept draws."""
+    of the kept draws. A fit MBAR cannot solve (windows without overlap) is reported as such (NaN, overlap
+    0), never raised after the sampling; ``samples`` (a .npz path) keeps every window's âG draws."""
     rcs = {init: RunConfig.from_dict(cfgmod.run_config(cfg, "softmax", name))
            for init, name in (("prior", "hmc"), ("copy", "hmc_copy"))}
     rc, task = rcs["prior"], rcs["prior"].task
@@ -165,6 +167,8 @@ def umbrella(points: list[tuple[int, int]], span: tuple[float, float], n_windows
     res = run_windows(post, torch.stack(q0), np.tile(centres, len(runs)), np.tile(kappa, len(runs)), gens,
                       steps=steps, burn_in=burn_in, n_leapfrog=rc.recipe.n_leapfrog, step_size=rc.recipe.step_size,
                       target_accept=rc.recipe.target_accept, log=log)
+    if samples:
+        np.savez(samples, centres=centres, kappa=kappa, points=np.array(points), s=res["s"])
     threshold = 0.5 * (span[0] + span[1])
     out = {"centres": centres, "kappa": (float(kappa.min()), float(kappa.max())), "threshold": threshold,
            "cpu_s": time.process_time() - t0, "steps": steps, "burn_in": burn_in,
@@ -176,13 +180,25 @@ def umbrella(points: list[tuple[int, int]], span: tuple[float, float], n_windows
         for name, rows, c, k in (("prior", x[:K], centres, kappa), ("copy", x[K:], centres, kappa),
                                  ("both", x, np.tile(centres, 2), np.tile(kappa, 2))):
             half = rows.shape[1] // 2
-            fits = [mbar(list(part), c, k) for part in (rows, rows[:, :half], rows[:, half:])]
-            pt[name] = {"mean": fits[0].mean(), "halves": [f.mean() for f in fits[1:]],
-                        "dF": fits[0].free_energy_above(threshold),
-                        "dF_halves": [f.free_energy_above(threshold) for f in fits[1:]],
-                        "copy_weight": fits[0].weight_above(threshold), "overlap": fits[0].overlap}
+            fits = [_mbar_or_none(part, c, k) for part in (rows, rows[:, :half], rows[:, half:])]
+            val = lambda f, get: get(f) if f is not None else math.nan
+            pt[name] = {"mean": val(fits[0], MBAR.mean), "halves": [val(f, MBAR.mean) for f in fits[1:]],
+                        "dF": val(fits[0], lambda f: f.free_energy_above(threshold)),
+                        "dF_halves": [val(f, lambda f: f.free_energy_above(threshold)) for f in fits[1:]],
+                        "copy_weight": val(fits[0], lambda f: f.weight_above(threshold)),
+                        "overlap": val(fits[0], lambda f: f.overlap) if fits[0] is not None else 0.0,
+                        "converged": None not in fits}
         out["points"].append(pt)
     return out
+
+
+def _mbar_or_none(rows: np.ndarray, centres, kappa) -> MBAR | None:
+    """MBAR of the windows' draws ``rows`` (windows × draws), or None where it has no solution (windows
+    without overlap: :func:`research.umbrella.mbar` raises)."""
+    try:
+        return mbar(list(rows), centres, kappa)
+    except RuntimeError:
+        return None
 
 
 def settled(pt: dict) -> tuple[bool, float, float]:
@@ -203,8 +219,9 @@ def umbrella_answer(u: dict) -> str:
         dF = pt["both"]["dF"]
         branch = "the copy branch" if dF < 0 else "the pooling branch"
         said.append(f"P = {pt['P']} (training set {pt['seed']}): " + (
-            f"{branch}, ΔF = {dF:+.0f} nats" if ok else f"not settled (ΔF = {dF:+.0f} nats from windows that have "
-                                                       "not equilibrated)"))
+            f"{branch}, ΔF = {dF:+.0f} nats" if ok else
+            "not settled (MBAR has no solution: windows without overlap)" if not math.isfinite(dF) else
+            f"not settled (ΔF = {dF:+.0f} nats from windows that have not equilibrated)"))
     return "Umbrella sampling along âG says which branch holds the posterior: " + "; ".join(said) + "."
 
 
@@ -212,7 +229,7 @@ def umbrella_lines(u: dict, chains: dict) -> list[str]:
     """The umbrella section of the page: one row per (P, training set), beside its plain chains' âG where
     the page ran them (``chains``: {(P, seed): row of :func:`per_dataset`})."""
     f4 = lambda x: f"{x:.4f}"
-    nats = lambda x: f"{x:+.0f}" if abs(x) >= 10 else f"{x:+.1f}"
+    nats = lambda x: "–" if not math.isfinite(x) else f"{x:+.0f}" if abs(x) >= 10 else f"{x:+.1f}"
     rows = ["| P | training set | âG of the plain chains, prior / copy start | umbrella posterior mean of âG "
             "(prior / copy run) | ΔF = F(copy) − F(pooling), nats (prior / copy run; first / second half, "
             f"pooled) | weight of âG > {u['threshold']:.3f} (copy branch) | smallest neighbour overlap | "
@@ -227,6 +244,8 @@ def umbrella_lines(u: dict, chains: dict) -> list[str]:
                     f"{nats(b['dF_halves'][0])} / {nats(b['dF_halves'][1])} | {b['copy_weight']:.3f} | "
                     f"{min(pt[n]['overlap'] for n in ('prior', 'copy')):.3f} | "
                     + (f"stands (runs differ by {agree:.4f})" if ok else
+                       "not an answer (MBAR has no solution: windows without overlap)"
+                       if not all(pt[n]["converged"] for n in ("prior", "copy", "both")) else
                        f"not an answer (runs differ by {agree:.4f}, half-to-half {spread:.4f})") + " |")
     c, (k_lo, k_hi) = u["centres"], u["kappa"]
     gaps = np.diff(c)
@@ -254,6 +273,7 @@ def main(argv=None) -> int:
     ap.add_argument("--windows", type=int, default=16)
     ap.add_argument("--span", type=float, nargs=2, default=(0.0, 0.09), help="range of âG the windows cover")
     ap.add_argument("--stiffness", type=float, default=4.0, help="κ in units of 1/spacing²")
+    ap.add_argument("--samples", help="keep every umbrella window's âG draws in this .npz (outside docs/)")
     ap.add_argument("--dense", type=float, nargs=3, metavar=("LO", "HI", "N"),
                     help="N windows evenly over [LO, HI] replace the coarse ones there (between the branches)")
     ap.add_argument("--umbrella-steps", type=int, nargs=2, default=(1000, 200), metavar=("STEPS", "BURN_IN"))
@@ -303,7 +323,7 @@ def main(argv=None) -> int:
     if a.umbrella:
         dense = (a.dense[0], a.dense[1], int(a.dense[2])) if a.dense else None
         u = umbrella([tuple(x) for x in a.umbrella], tuple(a.span), a.windows, a.stiffness, dense,
-                     *a.umbrella_steps, cfg, log)
+                     *a.umbrella_steps, cfg, log, samples=a.samples)
         umb = [""] + umbrella_lines(u, {(r["P"], r["seed"]): r for r in rows})
         answer = umbrella_answer(u) + " " + answer
     print(answer)
