@@ -215,13 +215,17 @@ def umbrella_answer(u: dict) -> str:
     """The page's first sentence: which branch holds the posterior at each weighed point, by how much."""
     said = []
     for pt in u["points"]:
-        ok, _, _ = settled(pt)
+        ok, agree, spread = settled(pt)
         dF = pt["both"]["dF"]
+        overlap = min(pt[n]["overlap"] for n in ("prior", "copy"))
         branch = "the copy branch" if dF < 0 else "the pooling branch"
         said.append(f"P = {pt['P']} (training set {pt['seed']}): " + (
             f"{branch}, ΔF = {dF:+.0f} nats" if ok else
             "not settled (MBAR has no solution: windows without overlap)" if not math.isfinite(dF) else
-            f"not settled (ΔF = {dF:+.0f} nats from windows that have not equilibrated)"))
+            f"not settled (ΔF = {dF:+.0f} nats, but neighbouring windows overlap only {overlap:.3f} < 0.03)"
+            if overlap < 0.03 else
+            f"not settled (ΔF = {dF:+.0f} nats, but the two runs differ by {agree:.4f}, more than twice their "
+            f"half-to-half change {spread:.4f})"))
     return "Umbrella sampling along âG says which branch holds the posterior: " + "; ".join(said) + "."
 
 
@@ -246,6 +250,8 @@ def umbrella_lines(u: dict, chains: dict) -> list[str]:
                     + (f"stands (runs differ by {agree:.4f})" if ok else
                        "not an answer (MBAR has no solution: windows without overlap)"
                        if not all(pt[n]["converged"] for n in ("prior", "copy", "both")) else
+                       f"not an answer (overlap below 0.03; runs differ by {agree:.4f})"
+                       if min(pt[n]["overlap"] for n in ("prior", "copy")) < 0.03 else
                        f"not an answer (runs differ by {agree:.4f}, half-to-half {spread:.4f})") + " |")
     c, (k_lo, k_hi) = u["centres"], u["kappa"]
     gaps = np.diff(c)
