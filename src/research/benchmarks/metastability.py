@@ -180,14 +180,8 @@ def umbrella(points: list[tuple[int, int]], span: tuple[float, float], n_windows
         for name, rows, c, k in (("prior", x[:K], centres, kappa), ("copy", x[K:], centres, kappa),
                                  ("both", x, np.tile(centres, 2), np.tile(kappa, 2))):
             half = rows.shape[1] // 2
-            fits = [_mbar_or_none(part, c, k) for part in (rows, rows[:, :half], rows[:, half:])]
-            val = lambda f, get: get(f) if f is not None else math.nan
-            pt[name] = {"mean": val(fits[0], MBAR.mean), "halves": [val(f, MBAR.mean) for f in fits[1:]],
-                        "dF": val(fits[0], lambda f: f.free_energy_above(threshold)),
-                        "dF_halves": [val(f, lambda f: f.free_energy_above(threshold)) for f in fits[1:]],
-                        "copy_weight": val(fits[0], lambda f: f.weight_above(threshold)),
-                        "overlap": val(fits[0], lambda f: f.overlap) if fits[0] is not None else 0.0,
-                        "converged": None not in fits}
+            pt[name] = _fit_summary([_mbar_or_none(part, c, k) for part in (rows, rows[:, :half], rows[:, half:])],
+                                    threshold)
         out["points"].append(pt)
     return out
 
@@ -201,31 +195,59 @@ def _mbar_or_none(rows: np.ndarray, centres, kappa) -> MBAR | None:
         return None
 
 
+def _fit_summary(fits: list[MBAR | None], threshold: float) -> dict:
+    """One run's numbers from its MBAR fits (all draws, first half, second half; None: no solution): the
+    posterior mean of âG and ΔF of âG > ``threshold``, each also per half, the copy branch's weight and the
+    smallest neighbour overlap (NaN and 0 where a fit has no solution), and whether every fit has one."""
+    full, *halves = fits
+    mean = lambda f: f.mean() if f is not None else math.nan
+    dF = lambda f: f.free_energy_above(threshold) if f is not None else math.nan
+    return {"mean": mean(full), "halves": [mean(f) for f in halves], "dF": dF(full),
+            "dF_halves": [dF(f) for f in halves],
+            "copy_weight": full.weight_above(threshold) if full is not None else math.nan,
+            "overlap": full.overlap if full is not None else 0.0, "converged": None not in fits}
+
+
+def _overlap(pt: dict) -> float:
+    """The smallest neighbour overlap of a point's two runs."""
+    return min(pt[n]["overlap"] for n in ("prior", "copy"))
+
+
 def settled(pt: dict) -> tuple[bool, float, float]:
     """(stands, |difference of the two runs' means|, the larger half-to-half change): a point's umbrella
     estimate stands when neighbouring windows overlap (≥ 0.03 in both runs) and the runs from the two starts
     agree within twice the larger half-to-half change of either (at least 0.001 in âG)."""
     agree = abs(pt["prior"]["mean"] - pt["copy"]["mean"])
     spread = max(abs(pt[n]["halves"][0] - pt[n]["halves"][1]) for n in ("prior", "copy"))
-    ok = min(pt[n]["overlap"] for n in ("prior", "copy")) >= 0.03 and agree <= 2 * max(spread, 1e-3)
+    ok = _overlap(pt) >= 0.03 and agree <= 2 * max(spread, 1e-3)
     return ok, agree, spread
+
+
+def why_not(pt: dict) -> str | None:
+    """Which check a point's umbrella estimate fails, or None where it stands: "no fit" (MBAR has no solution
+    for a run or one of its halves), "overlap" (neighbouring windows overlap < 0.03), "disagree" (the two
+    runs differ by more than twice their larger half-to-half change)."""
+    if not all(pt[n]["converged"] for n in ("prior", "copy", "both")):
+        return "no fit"
+    if _overlap(pt) < 0.03:
+        return "overlap"
+    return None if settled(pt)[0] else "disagree"
 
 
 def umbrella_answer(u: dict) -> str:
     """The page's first sentence: which branch holds the posterior at each weighed point, by how much."""
     said = []
     for pt in u["points"]:
-        ok, agree, spread = settled(pt)
+        _, agree, spread = settled(pt)
         dF = pt["both"]["dF"]
-        overlap = min(pt[n]["overlap"] for n in ("prior", "copy"))
         branch = "the copy branch" if dF < 0 else "the pooling branch"
-        said.append(f"P = {pt['P']} (training set {pt['seed']}): " + (
-            f"{branch}, ΔF = {dF:+.0f} nats" if ok else
-            "not settled (MBAR has no solution: windows without overlap)" if not math.isfinite(dF) else
-            f"not settled (ΔF = {dF:+.0f} nats, but neighbouring windows overlap only {overlap:.3f} < 0.03)"
-            if overlap < 0.03 else
-            f"not settled (ΔF = {dF:+.0f} nats, but the two runs differ by {agree:.4f}, more than twice their "
-            f"half-to-half change {spread:.4f})"))
+        said.append(f"P = {pt['P']} (training set {pt['seed']}): " + {
+            None: f"{branch}, ΔF = {dF:+.0f} nats",
+            "no fit": "not settled (MBAR has no solution: windows without overlap)",
+            "overlap": f"not settled (ΔF = {dF:+.0f} nats, but neighbouring windows overlap only "
+                       f"{_overlap(pt):.3f} < 0.03)",
+            "disagree": f"not settled (ΔF = {dF:+.0f} nats, but the two runs differ by {agree:.4f}, more than "
+                        f"twice their half-to-half change {spread:.4f})"}[why_not(pt)])
     return "Umbrella sampling along âG says which branch holds the posterior: " + "; ".join(said) + "."
 
 
@@ -239,20 +261,19 @@ def umbrella_lines(u: dict, chains: dict) -> list[str]:
             f"pooled) | weight of âG > {u['threshold']:.3f} (copy branch) | smallest neighbour overlap | "
             "estimate |", "|---|---|---|---|---|---|---|---|"]
     for pt in u["points"]:
-        ok, agree, spread = settled(pt)
+        _, agree, spread = settled(pt)
         ch = chains.get((pt["P"], pt["seed"]))
         b = pt["both"]
         rows.append(f"| {pt['P']} | {pt['seed']} | {f4(ch['aG_prior']) + ' / ' + f4(ch['aG_copy']) if ch else '–'} | "
                     f"{f4(b['mean'])} ({f4(pt['prior']['mean'])} / {f4(pt['copy']['mean'])}) | "
                     f"{nats(pt['prior']['dF'])} / {nats(pt['copy']['dF'])}; "
                     f"{nats(b['dF_halves'][0])} / {nats(b['dF_halves'][1])} | {b['copy_weight']:.3f} | "
-                    f"{min(pt[n]['overlap'] for n in ('prior', 'copy')):.3f} | "
-                    + (f"stands (runs differ by {agree:.4f})" if ok else
-                       "not an answer (MBAR has no solution: windows without overlap)"
-                       if not all(pt[n]["converged"] for n in ("prior", "copy", "both")) else
-                       f"not an answer (overlap below 0.03; runs differ by {agree:.4f})"
-                       if min(pt[n]["overlap"] for n in ("prior", "copy")) < 0.03 else
-                       f"not an answer (runs differ by {agree:.4f}, half-to-half {spread:.4f})") + " |")
+                    f"{_overlap(pt):.3f} | "
+                    + {None: f"stands (runs differ by {agree:.4f})",
+                       "no fit": "not an answer (MBAR has no solution: windows without overlap)",
+                       "overlap": f"not an answer (overlap below 0.03; runs differ by {agree:.4f})",
+                       "disagree": f"not an answer (runs differ by {agree:.4f}, half-to-half {spread:.4f})"
+                       }[why_not(pt)] + " |")
     c, (k_lo, k_hi) = u["centres"], u["kappa"]
     gaps = np.diff(c)
     stiff = f"κ = {k_lo:.3g}" if k_lo == k_hi else f"κ = {k_lo:.3g} (spacing {gaps.max():.4f}) to {k_hi:.3g} (spacing {gaps.min():.4f})"
